@@ -1,0 +1,144 @@
+// Package checkpoint saves and restores the progress of a refinement loop.
+//
+// A [Checkpoint] is a versioned record of one loop session: the iteration
+// reached, the status, timings, failures, usage, open gaps, the convergence
+// history, the state as bytes, and a fingerprint of the loop's settings.
+// [Marshal] and [Unmarshal] give it a self-checking binary form (a checksum
+// over the whole record), so damage is detected and reported, never loaded.
+//
+// [Memory] keeps checkpoints in memory; [Dir] keeps them in a directory,
+// writing each generation atomically (temp file, fsync, rename, fsync of the
+// directory), keeping the last few generations and falling back to the newest
+// good one when the latest is damaged. Both can lock a session so that two
+// runs never proceed at once.
+package checkpoint
+
+import (
+	"errors"
+	"time"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
+)
+
+// Version is the version of the checkpoint format written by this package.
+const Version = 1
+
+// Checkpoint is the saved progress of one loop session after a completed
+// iteration (or at a stop). Stores treat it as a value: they copy what they
+// keep and never modify what they are given.
+type Checkpoint struct {
+	// Version of the format; Marshal sets it to [Version].
+	Version int `json:"version"`
+	// Session names the loop session.
+	Session string `json:"session"`
+	// Generation increases by one with every save of a session.
+	Generation uint64 `json:"generation"`
+
+	// Iteration is the number of completed iterations (0-indexed: the next
+	// iteration to run is Iteration+1 in 1-indexed display).
+	Iteration     int `json:"iteration"`
+	MaxIterations int `json:"max_iterations,omitempty"`
+	// Status is the loop's status: "running", "converged", "interrupted",
+	// "escalated", "aborted", ... as the engine names them.
+	Status string `json:"status"`
+	// Reason explains the status.
+	Reason string `json:"reason,omitempty"`
+
+	StartedAt       time.Time `json:"started_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+	LastIterationAt time.Time `json:"last_iteration_at,omitempty"`
+	// Elapsed is the total duration of the completed iterations.
+	Elapsed time.Duration `json:"elapsed,omitempty"`
+	// Durations holds the durations of the most recent iterations, oldest
+	// first (a bounded window, so a checkpoint does not grow with the
+	// iteration count).
+	Durations []time.Duration `json:"durations,omitempty"`
+
+	ConsecutiveFailures int `json:"consecutive_failures,omitempty"`
+	FailureThreshold    int `json:"failure_threshold,omitempty"`
+
+	// Usage is what the loop has spent.
+	Usage budget.Usage `json:"usage"`
+	// Gaps are the gaps open at the last assessment.
+	Gaps []gap.Gap `json:"gaps,omitempty"`
+	// History is the convergence history: counters, best score, recent
+	// records.
+	History *converge.History `json:"history,omitempty"`
+	// Question is the question put to a human when Status is "escalated".
+	Question string `json:"question,omitempty"`
+
+	// Fingerprint identifies the loop's settings; a resume under different
+	// settings can be refused.
+	Fingerprint string `json:"fingerprint,omitempty"`
+	// Engine holds the engine's own resume data (JSON), opaque to stores.
+	Engine []byte `json:"engine,omitempty"`
+	// State is the encoded loop state.
+	State []byte `json:"-"`
+
+	// Notes are remarks a store attached while loading, such as a fallback
+	// to an older generation because the newest was damaged. Not saved.
+	Notes []string `json:"-"`
+}
+
+// Clone returns a deep copy of c.
+func (c *Checkpoint) Clone() *Checkpoint { panic("unimplemented") }
+
+// Marshal encodes c in the checkpoint format: a header, the record as JSON,
+// the state bytes, and a CRC-32C checksum over all of it.
+func Marshal(c *Checkpoint) ([]byte, error) { panic("unimplemented") }
+
+// Unmarshal decodes data written by [Marshal]. A truncated or damaged record
+// gives a *CorruptError, an unknown version a *VersionError.
+func Unmarshal(data []byte) (*Checkpoint, error) { panic("unimplemented") }
+
+// ErrNotFound is returned by Load when a session has no checkpoint.
+var ErrNotFound = errors.New("checkpoint: not found")
+
+// ErrCorrupt is matched by every *CorruptError.
+var ErrCorrupt = errors.New("checkpoint: corrupt")
+
+// CorruptError reports a checkpoint that cannot be read: truncated, damaged
+// or failing its checksum.
+type CorruptError struct {
+	// Path of the damaged file, if any, and its Generation.
+	Path       string
+	Generation uint64
+	Err        error
+}
+
+func (e *CorruptError) Error() string { panic("unimplemented") }
+
+// Unwrap returns the underlying error.
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrCorrupt.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// ErrVersion is matched by every *VersionError.
+var ErrVersion = errors.New("checkpoint: unsupported version")
+
+// VersionError reports a checkpoint written in a format version this package
+// cannot read.
+type VersionError struct{ Version int }
+
+func (e *VersionError) Error() string { panic("unimplemented") }
+
+// Is reports whether target is ErrVersion.
+func (e *VersionError) Is(target error) bool { return target == ErrVersion }
+
+// ErrLocked is matched by every *LockedError.
+var ErrLocked = errors.New("checkpoint: session locked")
+
+// LockedError reports that another run holds the session's lock.
+type LockedError struct {
+	Session string
+	// Holder describes the holder when known, e.g. "pid 4242 on host a".
+	Holder string
+}
+
+func (e *LockedError) Error() string { panic("unimplemented") }
+
+// Is reports whether target is ErrLocked.
+func (e *LockedError) Is(target error) bool { return target == ErrLocked }

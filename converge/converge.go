@@ -1,0 +1,356 @@
+// Package converge decides when a refinement loop should stop.
+//
+// The engine keeps a [History] of the loop: counters, the best score and a
+// bounded window of recent [Record] values. A [Policy] reads it and returns a
+// [Decision]: continue, or stop with a [Verdict] and a reason. The policies of
+// this package (thresholds, early exit, iteration limit, stuck, plateau,
+// improvement assessment, consecutive failures, completion) combine with
+// [Any] and [All]; [Default] is the combination a loop uses when configured
+// with nothing else.
+package converge
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/refine-go/refine/gap"
+)
+
+// Verdict is what a [Decision] concludes.
+type Verdict int
+
+// Verdicts. Continue is the zero value.
+const (
+	// Continue: run another iteration.
+	Continue Verdict = iota
+	// Converged: every required criterion is met (full convergence).
+	Converged
+	// EarlyExit: quality is exceptionally high; stop before the limit.
+	EarlyExit
+	// MaxIterations: the iteration limit was reached without convergence
+	// (partial convergence; the unmet criteria are listed).
+	MaxIterations
+	// Stuck: the work remaining has not changed for too long.
+	Stuck
+	// Plateau: the scores stopped improving (diminishing returns).
+	Plateau
+	// Aborted: too many consecutive iterations failed.
+	Aborted
+	// Escalate: a human must decide how to go on.
+	Escalate
+)
+
+var verdictNames = [...]string{"continue", "converged", "early_exit", "max_iterations", "stuck", "plateau", "aborted", "escalate"}
+
+// String returns the verdict's name in snake case, e.g. "early_exit".
+func (v Verdict) String() string {
+	if v >= 0 && int(v) < len(verdictNames) {
+		return verdictNames[v]
+	}
+	return fmt.Sprintf("verdict(%d)", int(v))
+}
+
+// Success reports whether the verdict is a successful stop (Converged or
+// EarlyExit).
+func (v Verdict) Success() bool { return v == Converged || v == EarlyExit }
+
+// Criterion is one convergence criterion evaluated against an assessment.
+type Criterion struct {
+	// Name is e.g. "coverage", "confidence", "conflicts", "questions".
+	Name string `json:"name"`
+	// Value is the measured value and Threshold the bound it is held to.
+	Value     float64 `json:"value"`
+	Threshold float64 `json:"threshold"`
+	Met       bool    `json:"met"`
+	// Detail is a short human-readable statement such as "0.88 ≥ 0.70" or
+	// "2/3 answered".
+	Detail string `json:"detail,omitempty"`
+}
+
+// String returns e.g. "coverage 0.88 ≥ 0.70" or "questions 2/3 answered".
+func (c Criterion) String() string {
+	if c.Detail == "" {
+		return c.Name
+	}
+	return c.Name + " " + c.Detail
+}
+
+// Decision is the outcome of a [Policy].
+type Decision struct {
+	Verdict Verdict `json:"verdict"`
+	// Reason explains the verdict for humans, e.g.
+	// "converged: coverage 0.88 ≥ 0.70, confidence 0.91 ≥ 0.80".
+	Reason string `json:"reason,omitempty"`
+	// Criteria holds every criterion evaluated, met or not.
+	Criteria []Criterion `json:"criteria,omitempty"`
+}
+
+// Stop reports whether the decision ends the loop (any verdict but Continue).
+func (d Decision) Stop() bool { return d.Verdict != Continue }
+
+// Unmet returns the criteria that are not met.
+func (d Decision) Unmet() []Criterion {
+	var out []Criterion
+	for _, c := range d.Criteria {
+		if !c.Met {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Policy decides whether a loop should stop. Decide must not modify h or keep
+// it after returning. Implementations are expected to be safe for concurrent
+// use.
+type Policy interface {
+	Decide(h *History) Decision
+}
+
+// PolicyFunc adapts a function to a [Policy].
+type PolicyFunc func(h *History) Decision
+
+// Decide calls f(h).
+func (f PolicyFunc) Decide(h *History) Decision { return f(h) }
+
+// Record is what the history keeps of one assessment: the metrics of the
+// state after Iteration completed iterations, and how that iteration went.
+type Record struct {
+	// Iteration is the number of iterations completed when the state was
+	// assessed; 0 is the initial state.
+	Iteration  int                `json:"iteration"`
+	Coverage   float64            `json:"coverage,omitempty"`
+	Confidence float64            `json:"confidence,omitempty"`
+	Score      float64            `json:"score,omitempty"`
+	Scores     map[string]float64 `json:"scores,omitempty"`
+	Conflicts  int                `json:"conflicts,omitempty"`
+	// Gaps and Fixable count the gaps found and how many of them are fixable.
+	Gaps    int `json:"gaps,omitempty"`
+	Fixable int `json:"fixable,omitempty"`
+	// Triggers is a digest of the gaps' keys ([TriggerDigest]): two records
+	// with the same digest found the same gaps.
+	Triggers uint64 `json:"triggers,omitempty"`
+	// Failed reports that the iteration which produced this state failed.
+	Failed bool `json:"failed,omitempty"`
+	// Action is the strategy of the iteration which produced this state.
+	Action string `json:"action,omitempty"`
+	// Summary is a one-line account of the state, e.g. its most severe gap.
+	Summary string `json:"summary,omitempty"`
+	// Duration of the iteration which produced this state.
+	Duration time.Duration `json:"duration,omitempty"`
+}
+
+// Metric returns the named metric of the record, as [gap.Assessment.Metric]
+// names them.
+func (r *Record) Metric(name string) (float64, bool) {
+	switch name {
+	case gap.MetricCoverage:
+		return r.Coverage, true
+	case gap.MetricConfidence:
+		return r.Confidence, true
+	case gap.MetricScore:
+		return r.Score, true
+	case gap.MetricConflicts:
+		return float64(r.Conflicts), true
+	}
+	v, ok := r.Scores[name]
+	return v, ok
+}
+
+// DefaultWindow is the number of records a [History] keeps when its Window is
+// zero.
+const DefaultWindow = 32
+
+// History is everything convergence needs to know about a loop, kept in
+// constant space: counters, the best score, and the most recent records in a
+// bounded window. The engine updates it with [History.Observe] after each
+// assessment and [History.Complete] after each iteration; it is saved in every
+// checkpoint so that a resumed loop decides exactly as an uninterrupted one.
+//
+// The zero value is an empty history of an unlimited loop. A History is not
+// safe for concurrent use.
+type History struct {
+	// Iteration is the number of completed iterations.
+	Iteration int `json:"iteration"`
+	// MaxIterations is the iteration limit; 0 means unlimited.
+	MaxIterations int `json:"max_iterations,omitempty"`
+	// Window bounds Recent; 0 means DefaultWindow.
+	Window int `json:"window,omitempty"`
+	// Recent holds the latest records, oldest first, at most Window of them.
+	Recent []Record `json:"recent,omitempty"`
+
+	// ConsecutiveFailures counts the failed iterations since the last
+	// successful one.
+	ConsecutiveFailures int `json:"consecutive_failures,omitempty"`
+	// Failures counts every failed iteration.
+	Failures int `json:"failures,omitempty"`
+	// Unchanged counts the consecutive assessments whose work remaining
+	// equalled the one before (and was not empty).
+	Unchanged int `json:"unchanged,omitempty"`
+	// WorkRemaining is the work remaining of the latest assessment.
+	WorkRemaining []string `json:"work_remaining,omitempty"`
+	// BestScore is the best Score seen and BestIteration where.
+	BestScore     float64 `json:"best_score,omitempty"`
+	BestIteration int     `json:"best_iteration,omitempty"`
+
+	// Current is the latest assessment and Gaps its gaps. They are not
+	// saved: a resumed loop assesses its state afresh.
+	Current gap.Assessment `json:"-"`
+	Gaps    []gap.Gap      `json:"-"`
+
+	// pending describes the iteration just completed, for the next record.
+	pending pendingOutcome
+}
+
+type pendingOutcome struct {
+	failed   bool
+	action   string
+	duration time.Duration
+}
+
+// Remaining returns how many iterations may still run, or -1 when unlimited.
+func (h *History) Remaining() int {
+	if h.MaxIterations <= 0 {
+		return -1
+	}
+	if r := h.MaxIterations - h.Iteration; r > 0 {
+		return r
+	}
+	return 0
+}
+
+// Last returns the latest record, or nil when there is none.
+func (h *History) Last() *Record {
+	if len(h.Recent) == 0 {
+		return nil
+	}
+	return &h.Recent[len(h.Recent)-1]
+}
+
+// Previous returns the record before the latest, or nil.
+func (h *History) Previous() *Record {
+	if len(h.Recent) < 2 {
+		return nil
+	}
+	return &h.Recent[len(h.Recent)-2]
+}
+
+// Scores appends the named metric of the last n records (all when n <= 0),
+// oldest first, to dst and returns it. Records without the metric are skipped.
+func (h *History) Scores(dst []float64, metric string, n int) []float64 {
+	recs := h.Recent
+	if n > 0 && len(recs) > n {
+		recs = recs[len(recs)-n:]
+	}
+	for i := range recs {
+		if v, ok := recs[i].Metric(metric); ok {
+			dst = append(dst, v)
+		}
+	}
+	return dst
+}
+
+// TriggerDigest returns an order-independent digest of the gaps' keys
+// (kind and target): equal digests mean, with overwhelming probability, the
+// same set of gaps. An empty list digests to 0.
+func TriggerDigest(gaps []gap.Gap) uint64 {
+	var sum uint64
+	for i := range gaps {
+		sum += mix(hashString(hashString(fnvOffset, string(gaps[i].Kind)), gaps[i].Target))
+	}
+	return sum
+}
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func hashString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	h ^= 0xff // separator, so ("ab","c") and ("a","bc") differ
+	h *= fnvPrime
+	return h
+}
+
+// mix is a finaliser (from splitmix64) so that summing digests of different
+// gaps does not cancel out.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// Observe records the assessment a of the state after h.Iteration completed
+// iterations and the gaps found in it: it updates Current, Gaps, the stuck
+// counter (work remaining compared with the previous assessment), the best
+// score, and appends a [Record] to the bounded window. It does not keep a
+// reference to gaps beyond the next call.
+func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
+	h.Current = a
+	h.Gaps = gaps
+
+	if len(a.WorkRemaining) > 0 && len(h.Recent) > 0 && cmp.Equal(a.WorkRemaining, h.WorkRemaining) {
+		h.Unchanged++
+	} else {
+		h.Unchanged = 0
+	}
+	h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
+
+	rec := Record{
+		Iteration:  h.Iteration,
+		Coverage:   a.CoverageRatio(),
+		Confidence: a.AverageConfidence(),
+		Score:      a.Score,
+		Scores:     a.Scores,
+		Conflicts:  a.UnresolvedConflicts(),
+		Gaps:       len(gaps),
+		Triggers:   TriggerDigest(gaps),
+		Failed:     h.pending.failed,
+		Action:     h.pending.action,
+		Duration:   h.pending.duration,
+	}
+	for i := range gaps {
+		if gaps[i].Fixable {
+			rec.Fixable++
+		}
+	}
+	if len(gaps) > 0 {
+		rec.Summary = gaps[0].String()
+	}
+	h.pending = pendingOutcome{}
+	if len(h.Recent) == 0 || a.Score > h.BestScore {
+		h.BestScore, h.BestIteration = a.Score, h.Iteration
+	}
+
+	w := h.Window
+	if w <= 0 {
+		w = DefaultWindow
+	}
+	if len(h.Recent) >= w {
+		n := copy(h.Recent, h.Recent[len(h.Recent)-w+1:])
+		h.Recent = h.Recent[:n]
+	}
+	h.Recent = append(h.Recent, rec)
+}
+
+// Complete records that one more iteration finished, whether it failed, the
+// strategy it followed and how long it took. A successful iteration resets
+// ConsecutiveFailures.
+func (h *History) Complete(failed bool, action string, d time.Duration) {
+	h.Iteration++
+	if failed {
+		h.ConsecutiveFailures++
+		h.Failures++
+	} else {
+		h.ConsecutiveFailures = 0
+	}
+	h.pending = pendingOutcome{failed: failed, action: action, duration: d}
+}
