@@ -1,15 +1,12 @@
-// Package budget limits what a refinement loop may spend: iterations,
-// tokens, cost and wall time.
-//
-// A [Budget] is checked and reserved before an iteration or a task (an
-// estimate), and settled after it (the actual usage). Each resource has a hard
-// limit or is warn-only. [ContextWindow] tells when a prompt nears the limit
-// of a model's context window, and [EstimateTokens] estimates the tokens of a
-// text.
 package budget
 
 import (
 	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -25,11 +22,53 @@ const (
 	Wall
 )
 
+// allResources is the set of known resources.
+const allResources = Iterations | Tokens | Cost | Wall
+
+// resources lists the known resources in the order checks report them.
+var resources = [...]Resource{Iterations, Tokens, Cost, Wall}
+
 // String returns "iterations", "tokens", "cost", "wall", or the names of a set
-// joined by "+".
-func (r Resource) String() string { panic("unimplemented") }
+// joined by "+". The empty set is "none"; unknown bits are shown in hex, e.g.
+// "tokens+0x10".
+func (r Resource) String() string {
+	switch r {
+	case 0:
+		return "none"
+	case Iterations:
+		return "iterations"
+	case Tokens:
+		return "tokens"
+	case Cost:
+		return "cost"
+	case Wall:
+		return "wall"
+	}
+	var sb strings.Builder
+	for _, one := range resources {
+		if r&one == 0 {
+			continue
+		}
+		if sb.Len() > 0 {
+			sb.WriteByte('+')
+		}
+		sb.WriteString(one.String())
+	}
+	if unknown := r &^ allResources; unknown != 0 {
+		if sb.Len() > 0 {
+			sb.WriteByte('+')
+		}
+		sb.WriteString("0x")
+		sb.WriteString(strconv.FormatUint(uint64(unknown), 16))
+	}
+	return sb.String()
+}
 
 // Usage is an amount of the resources: spent, reserved, estimated or left.
+//
+// An amount given to a [Budget] (an estimate, an actual usage, a restored
+// spending) is valid when no field is negative and Cost is finite; see
+// [Usage.Validate].
 type Usage struct {
 	Iterations int           `json:"iterations,omitempty"`
 	Tokens     int64         `json:"tokens,omitempty"`
@@ -37,14 +76,87 @@ type Usage struct {
 	Wall       time.Duration `json:"wall,omitempty"`
 }
 
-// Add returns u + v.
-func (u Usage) Add(v Usage) Usage { panic("unimplemented") }
+// Add returns u + v. It is plain arithmetic: it does not check for overflow.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		Iterations: u.Iterations + v.Iterations,
+		Tokens:     u.Tokens + v.Tokens,
+		Cost:       u.Cost + v.Cost,
+		Wall:       u.Wall + v.Wall,
+	}
+}
 
-// Sub returns u - v.
-func (u Usage) Sub(v Usage) Usage { panic("unimplemented") }
+// Sub returns u - v. It is plain arithmetic: fields may become negative.
+func (u Usage) Sub(v Usage) Usage {
+	return Usage{
+		Iterations: u.Iterations - v.Iterations,
+		Tokens:     u.Tokens - v.Tokens,
+		Cost:       u.Cost - v.Cost,
+		Wall:       u.Wall - v.Wall,
+	}
+}
 
 // IsZero reports whether u is all zero.
-func (u Usage) IsZero() bool { panic("unimplemented") }
+func (u Usage) IsZero() bool {
+	return u.Iterations == 0 && u.Tokens == 0 && u.Cost == 0 && u.Wall == 0
+}
+
+// Validate reports a *UsageError when a field of u is negative or Cost is NaN
+// or infinite. [Budget.Reserve] rejects such an estimate.
+func (u Usage) Validate() error {
+	switch {
+	case u.Iterations < 0:
+		return &UsageError{Field: "Iterations", Reason: "negative (" + strconv.Itoa(u.Iterations) + ")"}
+	case u.Tokens < 0:
+		return &UsageError{Field: "Tokens", Reason: "negative (" + strconv.FormatInt(u.Tokens, 10) + ")"}
+	case math.IsNaN(u.Cost) || math.IsInf(u.Cost, 0):
+		return &UsageError{Field: "Cost", Reason: "not finite (" + formatFloat(u.Cost) + ")"}
+	case u.Cost < 0:
+		return &UsageError{Field: "Cost", Reason: "negative (" + formatFloat(u.Cost) + ")"}
+	case u.Wall < 0:
+		return &UsageError{Field: "Wall", Reason: "negative (" + u.Wall.String() + ")"}
+	}
+	return nil
+}
+
+// clamp returns u with negative fields and a NaN cost set to 0, and an
+// infinite cost set to the largest finite float.
+func (u Usage) clamp() Usage {
+	u.Iterations = max(u.Iterations, 0)
+	u.Tokens = max(u.Tokens, 0)
+	switch {
+	case math.IsNaN(u.Cost) || u.Cost < 0:
+		u.Cost = 0
+	case math.IsInf(u.Cost, 1):
+		u.Cost = math.MaxFloat64
+	}
+	u.Wall = max(u.Wall, 0)
+	return u
+}
+
+// addSat returns u + v for non-negative u and v, saturating at the largest
+// value of each integer field instead of overflowing.
+func (u Usage) addSat(v Usage) Usage {
+	return Usage{
+		Iterations: int(satAdd(int64(u.Iterations), int64(v.Iterations), math.MaxInt)),
+		Tokens:     satAdd(u.Tokens, v.Tokens, math.MaxInt64),
+		Cost:       u.Cost + v.Cost,
+		Wall:       time.Duration(satAdd(int64(u.Wall), int64(v.Wall), math.MaxInt64)),
+	}
+}
+
+// satAdd returns a + b for non-negative a and b, or ceil when the sum is over
+// it.
+func satAdd(a, b, ceil int64) int64 {
+	if a > ceil-b {
+		return ceil
+	}
+	return a + b
+}
+
+// DefaultWarnAt is the share of a limit from which checks warn when
+// [Limits.WarnAt] is 0.
+const DefaultWarnAt = 0.8
 
 // Limits are the bounds of a budget. A zero field means "no limit" for that
 // resource. Limits is a plain value: copy it freely.
@@ -61,23 +173,87 @@ type Limits struct {
 	WarnAt float64 `json:"warn_at,omitempty"`
 }
 
-// Validate reports a *LimitError when a limit is negative, WarnAt is outside
-// [0, 1] or WarnOnly names an unknown resource.
-func (l Limits) Validate() error { panic("unimplemented") }
+// Validate reports a *LimitError when a limit is negative, Cost is NaN or
+// infinite, WarnAt is NaN or outside [0, 1] or WarnOnly names an unknown
+// resource. It checks the fields in their declaration order and reports the
+// first invalid one.
+func (l Limits) Validate() error {
+	switch {
+	case l.Iterations < 0:
+		return &LimitError{Field: "Iterations", Reason: "negative (" + strconv.Itoa(l.Iterations) + ")"}
+	case l.Tokens < 0:
+		return &LimitError{Field: "Tokens", Reason: "negative (" + strconv.FormatInt(l.Tokens, 10) + ")"}
+	case math.IsNaN(l.Cost) || math.IsInf(l.Cost, 0):
+		return &LimitError{Field: "Cost", Reason: "not finite (" + formatFloat(l.Cost) + ")"}
+	case l.Cost < 0:
+		return &LimitError{Field: "Cost", Reason: "negative (" + formatFloat(l.Cost) + ")"}
+	case l.Wall < 0:
+		return &LimitError{Field: "Wall", Reason: "negative (" + l.Wall.String() + ")"}
+	case l.WarnOnly&^allResources != 0:
+		return &LimitError{Field: "WarnOnly", Reason: "unknown resource (" + l.WarnOnly.String() + ")"}
+	case math.IsNaN(l.WarnAt) || l.WarnAt < 0 || l.WarnAt > 1:
+		return &LimitError{Field: "WarnAt", Reason: "outside [0, 1] (" + formatFloat(l.WarnAt) + ")"}
+	}
+	return nil
+}
+
+// warnAt returns WarnAt or its default.
+func (l Limits) warnAt() float64 {
+	if l.WarnAt == 0 {
+		return DefaultWarnAt
+	}
+	return l.WarnAt
+}
 
 // Warning says that a resource runs low or, for a warn-only resource, that
 // its limit is exceeded.
 type Warning struct {
 	Resource Resource
-	// Used is what is spent and reserved including the estimate; Limit the bound.
+	// Used is what is spent and reserved including the estimate; Limit the
+	// bound. Both are in the resource's unit: count, tokens, cost, or
+	// nanoseconds for Wall.
 	Used, Limit float64
 	// Exceeded is true when Used is over Limit (only for warn-only
 	// resources; for others the resource is a blocker).
 	Exceeded bool
 }
 
-// String returns e.g. "tokens at 85% of limit (85000/100000)".
-func (w Warning) String() string { panic("unimplemented") }
+// String returns e.g. "tokens at 85% of limit (85000/100000)", or for an
+// exceeded warn-only limit "tokens over limit at 120% (120000/100000)". Wall
+// amounts are shown as durations.
+func (w Warning) String() string {
+	pct := "?"
+	if w.Limit > 0 {
+		pct = strconv.FormatFloat(math.Round(w.Used/w.Limit*100), 'f', 0, 64)
+	}
+	amounts := formatAmount(w.Resource, w.Used) + "/" + formatAmount(w.Resource, w.Limit)
+	if w.Exceeded {
+		return w.Resource.String() + " over limit at " + pct + "% (" + amounts + ")"
+	}
+	return w.Resource.String() + " at " + pct + "% of limit (" + amounts + ")"
+}
+
+// formatAmount formats an amount of r in its unit.
+func formatAmount(r Resource, v float64) string {
+	switch r {
+	case Wall:
+		if v >= math.MaxInt64 {
+			return time.Duration(math.MaxInt64).String()
+		}
+		return time.Duration(v).String()
+	case Cost:
+		return formatFloat(v)
+	default:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+}
+
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// costTolerance is the relative distance to a cost limit within which an
+// amount counts as reaching it exactly: sums of costs carry rounding error
+// (0.1+0.2 > 0.3).
+const costTolerance = 1e-9
 
 // Check is the answer to "can this estimate be afforded?".
 type Check struct {
@@ -100,7 +276,12 @@ type ExceededError struct {
 	Limit, Used, Requested float64
 }
 
-func (e *ExceededError) Error() string { panic("unimplemented") }
+// Error returns e.g. "budget exceeded: tokens: used 90000 + requested 20000 >
+// limit 100000".
+func (e *ExceededError) Error() string {
+	return fmt.Sprintf("%v: %v: used %s + requested %s > limit %s", ErrExceeded, e.Resource,
+		formatAmount(e.Resource, e.Used), formatAmount(e.Resource, e.Requested), formatAmount(e.Resource, e.Limit))
+}
 
 // Is reports whether target is ErrExceeded.
 func (e *ExceededError) Is(target error) bool { return target == ErrExceeded }
@@ -108,85 +289,350 @@ func (e *ExceededError) Is(target error) bool { return target == ErrExceeded }
 // ErrInvalidLimits is matched by every *LimitError.
 var ErrInvalidLimits = errors.New("budget: invalid limits")
 
-// LimitError reports an invalid field of [Limits].
+// LimitError reports an invalid field of [Limits] or of a [ContextWindow]
+// (Field "Size" or "Threshold").
 type LimitError struct {
 	Field  string
 	Reason string
 }
 
-func (e *LimitError) Error() string { panic("unimplemented") }
+// Error returns e.g. "budget: invalid limits: Tokens: negative (-5)".
+func (e *LimitError) Error() string {
+	return ErrInvalidLimits.Error() + ": " + e.Field + ": " + e.Reason
+}
 
 // Is reports whether target is ErrInvalidLimits.
 func (e *LimitError) Is(target error) bool { return target == ErrInvalidLimits }
 
+// ErrInvalidUsage is matched by every *UsageError.
+var ErrInvalidUsage = errors.New("budget: invalid usage")
+
+// UsageError reports an invalid field of a [Usage] given as an estimate.
+type UsageError struct {
+	Field  string
+	Reason string
+}
+
+// Error returns e.g. "budget: invalid usage: Tokens: negative (-5)".
+func (e *UsageError) Error() string {
+	return ErrInvalidUsage.Error() + ": " + e.Field + ": " + e.Reason
+}
+
+// Is reports whether target is ErrInvalidUsage.
+func (e *UsageError) Is(target error) bool { return target == ErrInvalidUsage }
+
 // Budget tracks spending against [Limits]. The zero value is a budget with no
 // limits. A Budget is safe for concurrent use, so parallel tasks may reserve
-// and settle against one budget.
+// and settle against one budget. A Budget must not be copied after first use.
 type Budget struct {
-	// unexported fields: mutex, limits, spent, reserved
+	mu       sync.Mutex
+	limits   Limits
+	spent    Usage
+	reserved Usage
+	// slots hold the open reservations; a slot with id 0 is free and its
+	// index is on free. Ids are never reused, so a settled or dropped
+	// Reservation never matches a later one in the same slot.
+	slots  []slot
+	free   []uint32
+	open   int
+	nextID uint64
+}
+
+type slot struct {
+	id  uint64
+	est Usage
 }
 
 // New returns a budget with the given limits, or a *LimitError.
-func New(l Limits) (*Budget, error) { panic("unimplemented") }
+func New(l Limits) (*Budget, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	return &Budget{limits: l}, nil
+}
 
 // Limits returns the budget's limits.
-func (b *Budget) Limits() Limits { panic("unimplemented") }
+func (b *Budget) Limits() Limits {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.limits
+}
 
 // Check reports whether est can be afforded on top of what is spent and
-// reserved, without reserving it.
-func (b *Budget) Check(est Usage) Check { panic("unimplemented") }
+// reserved, without reserving it. Blockers and warnings are listed in the
+// order Iterations, Tokens, Cost, Wall, and are nil when there is nothing to
+// report (Check then does not allocate). Check does not validate est: its
+// negative fields and a NaN cost count as 0 (see [Budget.Reserve]).
+func (b *Budget) Check(est Usage) Check {
+	var blockers [len(resources)]Resource
+	var warnings [len(resources)]Warning
+	b.mu.Lock()
+	nb, nw := b.check(est.clamp(), &blockers, &warnings)
+	b.mu.Unlock()
+	return Check{OK: nb == 0, Blockers: blockersSlice(blockers[:nb]), Warnings: warningsSlice(warnings[:nw])}
+}
+
+// check fills blockers and warnings for est on top of spent and reserved and
+// returns how many of each it found. b.mu must be held and est be clamped.
+func (b *Budget) check(est Usage, blockers *[len(resources)]Resource, warnings *[len(resources)]Warning) (nb, nw int) {
+	l := &b.limits
+	if l.Iterations == 0 && l.Tokens == 0 && l.Cost == 0 && l.Wall == 0 {
+		return 0, 0
+	}
+	warnAt := l.warnAt()
+	for _, r := range resources {
+		var used, limit float64
+		var over bool
+		switch r {
+		case Iterations:
+			if l.Iterations == 0 {
+				continue
+			}
+			u := satAdd(int64(b.spent.Iterations), int64(b.reserved.Iterations), math.MaxInt64)
+			u = satAdd(u, int64(est.Iterations), math.MaxInt64)
+			over = u > int64(l.Iterations)
+			used, limit = float64(u), float64(l.Iterations)
+		case Tokens:
+			if l.Tokens == 0 {
+				continue
+			}
+			u := satAdd(satAdd(b.spent.Tokens, b.reserved.Tokens, math.MaxInt64), est.Tokens, math.MaxInt64)
+			over = u > l.Tokens
+			used, limit = float64(u), float64(l.Tokens)
+		case Cost:
+			if l.Cost == 0 {
+				continue
+			}
+			used, limit = b.spent.Cost+b.reserved.Cost+est.Cost, l.Cost
+			over = used-limit > limit*costTolerance
+		case Wall:
+			if l.Wall == 0 {
+				continue
+			}
+			u := satAdd(satAdd(int64(b.spent.Wall), int64(b.reserved.Wall), math.MaxInt64), int64(est.Wall), math.MaxInt64)
+			over = u > int64(l.Wall)
+			used, limit = float64(u), float64(l.Wall)
+		}
+		warnOnly := l.WarnOnly&r != 0
+		switch {
+		case over && !warnOnly:
+			blockers[nb] = r
+			nb++
+		case over || used/limit >= warnAt:
+			warnings[nw] = Warning{Resource: r, Used: used, Limit: limit, Exceeded: over}
+			nw++
+		}
+	}
+	return nb, nw
+}
+
+func blockersSlice(s []Resource) []Resource {
+	if len(s) == 0 {
+		return nil
+	}
+	return append([]Resource(nil), s...)
+}
+
+func warningsSlice(s []Warning) []Warning {
+	if len(s) == 0 {
+		return nil
+	}
+	return append([]Warning(nil), s...)
+}
 
 // Reserve sets est aside, or returns an *ExceededError (and reserves nothing)
 // when a hard limit would be exceeded. Warnings are returned either way.
 // The reservation must be settled or released.
-func (b *Budget) Reserve(est Usage) (*Reservation, []Warning, error) { panic("unimplemented") }
+//
+// When several hard limits would be exceeded, the error names the first in
+// the order Iterations, Tokens, Cost, Wall; [Budget.Check] lists them all.
+// An invalid est (see [Usage.Validate]) is refused with a *UsageError. On an
+// error the returned Reservation is the zero Reservation, whose Settle and
+// Release do nothing, so `defer r.Release()` is safe either way.
+//
+// Reserve returns a Reservation value, not a pointer, so that reserving does
+// not allocate: the value names a slot inside the Budget, and the slot is
+// reused once the reservation is settled or released. Warnings are nil when
+// there are none.
+func (b *Budget) Reserve(est Usage) (Reservation, []Warning, error) {
+	if err := est.Validate(); err != nil {
+		return Reservation{}, nil, err
+	}
+	var blockers [len(resources)]Resource
+	var warnings [len(resources)]Warning
+	b.mu.Lock()
+	nb, nw := b.check(est, &blockers, &warnings)
+	if nb > 0 {
+		r := blockers[0]
+		used := b.spent.addSat(b.reserved)
+		b.mu.Unlock()
+		e := &ExceededError{Resource: r}
+		switch r {
+		case Iterations:
+			e.Limit, e.Used, e.Requested = float64(b.limits.Iterations), float64(used.Iterations), float64(est.Iterations)
+		case Tokens:
+			e.Limit, e.Used, e.Requested = float64(b.limits.Tokens), float64(used.Tokens), float64(est.Tokens)
+		case Cost:
+			e.Limit, e.Used, e.Requested = b.limits.Cost, used.Cost, est.Cost
+		case Wall:
+			e.Limit, e.Used, e.Requested = float64(b.limits.Wall), float64(used.Wall), float64(est.Wall)
+		}
+		return Reservation{}, warningsSlice(warnings[:nw]), e
+	}
+	b.reserved = b.reserved.addSat(est)
+	b.nextID++
+	id := b.nextID
+	var i uint32
+	if n := len(b.free); n > 0 {
+		i = b.free[n-1]
+		b.free = b.free[:n-1]
+		b.slots[i] = slot{id: id, est: est}
+	} else {
+		i = uint32(len(b.slots))
+		b.slots = append(b.slots, slot{id: id, est: est})
+	}
+	b.open++
+	b.mu.Unlock()
+	return Reservation{b: b, slot: i, id: id}, warningsSlice(warnings[:nw]), nil
+}
 
-// Charge adds actual usage that was not reserved.
-func (b *Budget) Charge(u Usage) { panic("unimplemented") }
+// Charge adds actual usage that was not reserved. Like a settlement it is
+// recorded even over a limit; negative fields and a NaN cost count as 0.
+func (b *Budget) Charge(u Usage) {
+	u = u.clamp()
+	b.mu.Lock()
+	b.spent = b.spent.addSat(u)
+	b.mu.Unlock()
+}
 
 // Spent returns what has been settled or charged.
-func (b *Budget) Spent() Usage { panic("unimplemented") }
+func (b *Budget) Spent() Usage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.spent
+}
 
 // Reserved returns what is reserved and not yet settled.
-func (b *Budget) Reserved() Usage { panic("unimplemented") }
+func (b *Budget) Reserved() Usage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.reserved
+}
 
 // Remaining returns what is left under each limit, after spent and reserved
 // usage; a resource without a limit reports -1 (Wall: -1ns). Never below 0.
-func (b *Budget) Remaining() Usage { panic("unimplemented") }
+func (b *Budget) Remaining() Usage {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l, used := b.limits, b.spent.addSat(b.reserved)
+	rem := Usage{Iterations: -1, Tokens: -1, Cost: -1, Wall: -1}
+	if l.Iterations > 0 {
+		rem.Iterations = max(l.Iterations-used.Iterations, 0)
+	}
+	if l.Tokens > 0 {
+		rem.Tokens = max(l.Tokens-used.Tokens, 0)
+	}
+	if l.Cost > 0 {
+		rem.Cost = max(l.Cost-used.Cost, 0)
+	}
+	if l.Wall > 0 {
+		rem.Wall = max(l.Wall-used.Wall, 0)
+	}
+	return rem
+}
 
 // Exhausted returns the resources whose hard limit is reached by what is
-// spent alone (nothing more can be afforded), or 0.
-func (b *Budget) Exhausted() Resource { panic("unimplemented") }
+// spent alone (nothing more can be afforded), or 0. Warn-only resources are
+// never exhausted.
+func (b *Budget) Exhausted() Resource {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l, s := &b.limits, &b.spent
+	var r Resource
+	if l.Iterations > 0 && s.Iterations >= l.Iterations {
+		r |= Iterations
+	}
+	if l.Tokens > 0 && s.Tokens >= l.Tokens {
+		r |= Tokens
+	}
+	if l.Cost > 0 && l.Cost-s.Cost <= l.Cost*costTolerance {
+		r |= Cost
+	}
+	if l.Wall > 0 && s.Wall >= l.Wall {
+		r |= Wall
+	}
+	return r &^ l.WarnOnly
+}
 
 // Restore sets the spent usage, e.g. from a checkpoint; reservations are
-// dropped.
-func (b *Budget) Restore(spent Usage) { panic("unimplemented") }
+// dropped. Settling or releasing a dropped reservation later does nothing.
+// Negative fields and a NaN cost count as 0.
+func (b *Budget) Restore(spent Usage) {
+	spent = spent.clamp()
+	b.mu.Lock()
+	b.spent = spent
+	b.reserved = Usage{}
+	// Ids are never reused, so a dropped Reservation cannot match a slot
+	// filled later.
+	clear(b.slots)
+	b.slots = b.slots[:0]
+	b.free = b.free[:0]
+	b.open = 0
+	b.mu.Unlock()
+}
+
+// close ends the reservation in slot i if it is still the one named id and,
+// when settle is true, adds actual (clamped) to the spending. Otherwise it
+// does nothing.
+func (b *Budget) close(i uint32, id uint64, actual Usage, settle bool) {
+	if settle {
+		actual = actual.clamp()
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if int(i) >= len(b.slots) || b.slots[i].id != id {
+		return // already settled, released or dropped
+	}
+	est := b.slots[i].est
+	b.slots[i] = slot{}
+	b.free = append(b.free, i)
+	b.open--
+	if b.open == 0 {
+		// Exact, whatever rounding the cost sums carried.
+		b.reserved = Usage{}
+	} else {
+		b.reserved = b.reserved.Sub(est).clamp()
+	}
+	if settle {
+		b.spent = b.spent.addSat(actual)
+	}
+}
 
 // Reservation is usage set aside by [Budget.Reserve]. Settle or Release it
 // exactly once; later calls do nothing. Safe for concurrent use.
-type Reservation struct{}
-
-// Settle replaces the reserved estimate with the actual usage.
-func (r *Reservation) Settle(actual Usage) { panic("unimplemented") }
-
-// Release returns the reserved estimate unspent.
-func (r *Reservation) Release() { panic("unimplemented") }
-
-// ContextWindow describes a model's context window and the share of it at
-// which work should checkpoint and continue in a fresh iteration.
-type ContextWindow struct {
-	// Size in tokens; 0 means unknown (never exhausted).
-	Size int64
-	// Threshold in (0, 1]; 0 means 0.90.
-	Threshold float64
+//
+// A Reservation is a small value naming a slot of its Budget; copies of it
+// are the same reservation, so only the first Settle or Release of any copy
+// counts. The zero Reservation (returned with an error) reserves nothing, and
+// its Settle and Release do nothing.
+type Reservation struct {
+	b    *Budget
+	slot uint32
+	id   uint64
 }
 
-// Usage returns tokens as a share of Size (0 when Size is 0).
-func (w ContextWindow) Usage(tokens int64) float64 { panic("unimplemented") }
+// Settle replaces the reserved estimate with the actual usage. The actual
+// usage is recorded even when it exceeds the estimate or a limit; negative
+// fields and a NaN cost count as 0.
+func (r Reservation) Settle(actual Usage) {
+	if r.b != nil {
+		r.b.close(r.slot, r.id, actual, true)
+	}
+}
 
-// Exhausted reports whether tokens reach the threshold share of the window.
-func (w ContextWindow) Exhausted(tokens int64) bool { panic("unimplemented") }
-
-// EstimateTokens estimates the tokens of text: about one per four bytes, at
-// least one per word, and 0 for the empty string.
-func EstimateTokens(text string) int { panic("unimplemented") }
+// Release returns the reserved estimate unspent.
+func (r Reservation) Release() {
+	if r.b != nil {
+		r.b.close(r.slot, r.id, Usage{}, false)
+	}
+}

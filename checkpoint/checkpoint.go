@@ -15,7 +15,12 @@ package checkpoint
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/converge"
@@ -82,16 +87,17 @@ type Checkpoint struct {
 	Notes []string `json:"-"`
 }
 
-// Clone returns a deep copy of c.
-func (c *Checkpoint) Clone() *Checkpoint { panic("unimplemented") }
-
-// Marshal encodes c in the checkpoint format: a header, the record as JSON,
-// the state bytes, and a CRC-32C checksum over all of it.
-func Marshal(c *Checkpoint) ([]byte, error) { panic("unimplemented") }
-
-// Unmarshal decodes data written by [Marshal]. A truncated or damaged record
-// gives a *CorruptError, an unknown version a *VersionError.
-func Unmarshal(data []byte) (*Checkpoint, error) { panic("unimplemented") }
+// Clone returns a deep copy of c, sharing no memory with it: the slices, the
+// history (including its unsaved Current assessment and Gaps) and the notes
+// are all copied. Clone of nil is nil.
+func (c *Checkpoint) Clone() *Checkpoint {
+	if c == nil {
+		return nil
+	}
+	d := new(Checkpoint)
+	copyCheckpoint(d, c, true)
+	return d
+}
 
 // ErrNotFound is returned by Load when a session has no checkpoint.
 var ErrNotFound = errors.New("checkpoint: not found")
@@ -108,7 +114,24 @@ type CorruptError struct {
 	Err        error
 }
 
-func (e *CorruptError) Error() string { panic("unimplemented") }
+func (e *CorruptError) Error() string {
+	var b strings.Builder
+	b.WriteString("checkpoint: corrupt")
+	if e.Generation > 0 {
+		b.WriteString(" generation ")
+		b.WriteString(strconv.FormatUint(e.Generation, 10))
+	}
+	if e.Path != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Path)
+		b.WriteString(")")
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
 
 // Unwrap returns the underlying error.
 func (e *CorruptError) Unwrap() error { return e.Err }
@@ -123,7 +146,9 @@ var ErrVersion = errors.New("checkpoint: unsupported version")
 // cannot read.
 type VersionError struct{ Version int }
 
-func (e *VersionError) Error() string { panic("unimplemented") }
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("checkpoint: unsupported format version %d (this package reads version %d)", e.Version, Version)
+}
 
 // Is reports whether target is ErrVersion.
 func (e *VersionError) Is(target error) bool { return target == ErrVersion }
@@ -138,7 +163,72 @@ type LockedError struct {
 	Holder string
 }
 
-func (e *LockedError) Error() string { panic("unimplemented") }
+func (e *LockedError) Error() string {
+	holder := e.Holder
+	if holder == "" {
+		holder = "another run"
+	}
+	return fmt.Sprintf("checkpoint: session %q is locked by %s", e.Session, holder)
+}
 
 // Is reports whether target is ErrLocked.
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// ErrNilCheckpoint is returned when a nil *Checkpoint is saved or marshalled.
+var ErrNilCheckpoint = errors.New("checkpoint: nil checkpoint")
+
+// ErrInvalidSession is matched by every *SessionError.
+var ErrInvalidSession = errors.New("checkpoint: invalid session name")
+
+// SessionError reports a session name that a store cannot use. See
+// [ValidateSession] for the rules.
+type SessionError struct {
+	Session string
+	// Reason says which rule the name breaks.
+	Reason string
+}
+
+func (e *SessionError) Error() string {
+	return fmt.Sprintf("checkpoint: invalid session name %q: %s", e.Session, e.Reason)
+}
+
+// Is reports whether target is ErrInvalidSession.
+func (e *SessionError) Is(target error) bool { return target == ErrInvalidSession }
+
+// MaxSessionLen is the maximum length of a session name in bytes.
+const MaxSessionLen = 200
+
+// ValidateSession returns a *SessionError unless session is usable as a
+// session name by every store of this package: non-empty, at most
+// [MaxSessionLen] bytes of printable UTF-8, without path separators ('/' or
+// '\'), without "..", and not starting with a dot (so that it can name a
+// file in a [Dir] without escaping it or hiding among its temporary files).
+// [Memory] and [Dir] check names with it on every call.
+func ValidateSession(session string) error {
+	reason := ""
+	switch {
+	case session == "":
+		reason = "empty"
+	case len(session) > MaxSessionLen:
+		reason = fmt.Sprintf("longer than %d bytes", MaxSessionLen)
+	case !utf8.ValidString(session):
+		reason = "not valid UTF-8"
+	case strings.ContainsAny(session, `/\`):
+		reason = "contains a path separator"
+	case strings.Contains(session, ".."):
+		reason = `contains ".."`
+	case session[0] == '.':
+		reason = "starts with a dot"
+	default:
+		for _, r := range session {
+			if !unicode.IsPrint(r) {
+				reason = fmt.Sprintf("contains the unprintable character %U", r)
+				break
+			}
+		}
+	}
+	if reason == "" {
+		return nil
+	}
+	return &SessionError{Session: session, Reason: reason}
+}

@@ -3,17 +3,35 @@
 // The engine keeps a [History] of the loop: counters, the best score and a
 // bounded window of recent [Record] values. A [Policy] reads it and returns a
 // [Decision]: continue, or stop with a [Verdict] and a reason. The policies of
-// this package (thresholds, early exit, iteration limit, stuck, plateau,
-// improvement assessment, consecutive failures, completion) combine with
-// [Any] and [All]; [Default] is the combination a loop uses when configured
-// with nothing else.
+// this package combine with [Any] and [All]; [Default] is the combination a
+// loop uses when configured with nothing else.
+//
+// # Policies
+//
+//   - [Thresholds]: full convergence (coverage, confidence, conflicts,
+//     critical questions) → Converged.
+//   - [HighConfidence]: exceptionally high quality → EarlyExit.
+//   - [IterationLimit]: the iteration limit → MaxIterations (partial
+//     convergence) or Escalate.
+//   - [NoProgress]: work remaining unchanged → Stuck.
+//   - [EarlyStopping]: metrics stopped improving (Keras style) → Plateau.
+//   - [Diminishing]: the improvement assessment of [Assess] → Plateau,
+//     Escalate, ...
+//   - [Failures]: consecutive failed iterations → Aborted.
+//   - [Done] and [Passing]: the host reports completion, or the tests pass
+//     and the review approves → Converged.
+//
+// Policies are plain values; a zero field selects its documented default.
+// Configurable policies have a Validate method returning a [*ConfigError]
+// (matched by [ErrInvalidPolicy]); [Validate] checks any policy, through
+// combinators too. Decide never panics, not even on a nil [History].
 package converge
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/refine-go/refine/gap"
 )
@@ -199,14 +217,16 @@ type History struct {
 	Current gap.Assessment `json:"-"`
 	Gaps    []gap.Gap      `json:"-"`
 
-	// pending describes the iteration just completed, for the next record.
-	pending pendingOutcome
+	// Pending describes the iteration completed since the last assessment;
+	// the next [History.Observe] moves it into its record.
+	Pending Outcome `json:"pending,omitzero"`
 }
 
-type pendingOutcome struct {
-	failed   bool
-	action   string
-	duration time.Duration
+// Outcome is how one iteration went, as [History.Complete] records it.
+type Outcome struct {
+	Failed   bool          `json:"failed,omitempty"`
+	Action   string        `json:"action,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
 }
 
 // Remaining returns how many iterations may still run, or -1 when unlimited.
@@ -291,31 +311,35 @@ func mix(x uint64) uint64 {
 // Observe records the assessment a of the state after h.Iteration completed
 // iterations and the gaps found in it: it updates Current, Gaps, the stuck
 // counter (work remaining compared with the previous assessment), the best
-// score, and appends a [Record] to the bounded window. It does not keep a
-// reference to gaps beyond the next call.
+// score, and appends a [Record] to the bounded window, dropping the oldest
+// record when the window is full. It does not keep a reference to gaps beyond
+// the next call; the record keeps its own copy of a.Scores.
+//
+// Observing the state of an iteration that is already recorded (the latest
+// record has Iteration == h.Iteration, as when a resumed loop assesses its
+// state afresh) replaces that record's metrics and refreshes Current and Gaps
+// without counting the assessment twice: Unchanged is kept when the work
+// remaining is the same as recorded and reset otherwise, and the outcome of
+// the recorded iteration (Failed, Action, Duration) is kept.
 func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	h.Current = a
 	h.Gaps = gaps
-
-	if len(a.WorkRemaining) > 0 && len(h.Recent) > 0 && cmp.Equal(a.WorkRemaining, h.WorkRemaining) {
-		h.Unchanged++
-	} else {
-		h.Unchanged = 0
-	}
-	h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
 
 	rec := Record{
 		Iteration:  h.Iteration,
 		Coverage:   a.CoverageRatio(),
 		Confidence: a.AverageConfidence(),
 		Score:      a.Score,
-		Scores:     a.Scores,
 		Conflicts:  a.UnresolvedConflicts(),
 		Gaps:       len(gaps),
 		Triggers:   TriggerDigest(gaps),
-		Failed:     h.pending.failed,
-		Action:     h.pending.action,
-		Duration:   h.pending.duration,
+		Failed:     h.Pending.Failed,
+		Action:     h.Pending.Action,
+		Duration:   h.Pending.Duration,
+	}
+	if len(a.Scores) > 0 {
+		// The host may reuse its map; the record must not change with it.
+		rec.Scores = maps.Clone(a.Scores)
 	}
 	for i := range gaps {
 		if gaps[i].Fixable {
@@ -325,7 +349,29 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	if len(gaps) > 0 {
 		rec.Summary = gaps[0].String()
 	}
-	h.pending = pendingOutcome{}
+	h.Pending = Outcome{}
+
+	if last := h.Last(); last != nil && last.Iteration == h.Iteration {
+		// Re-assessment of a recorded state: replace, do not count again.
+		if !slices.Equal(a.WorkRemaining, h.WorkRemaining) {
+			h.Unchanged = 0
+			h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
+		}
+		rec.Failed, rec.Action, rec.Duration = last.Failed, last.Action, last.Duration
+		*last = rec
+		if a.Score > h.BestScore {
+			h.BestScore, h.BestIteration = a.Score, h.Iteration
+		}
+		return
+	}
+
+	if len(a.WorkRemaining) > 0 && len(h.Recent) > 0 && slices.Equal(a.WorkRemaining, h.WorkRemaining) {
+		h.Unchanged++
+	} else {
+		h.Unchanged = 0
+	}
+	h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
+
 	if len(h.Recent) == 0 || a.Score > h.BestScore {
 		h.BestScore, h.BestIteration = a.Score, h.Iteration
 	}
@@ -336,6 +382,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	}
 	if len(h.Recent) >= w {
 		n := copy(h.Recent, h.Recent[len(h.Recent)-w+1:])
+		clear(h.Recent[n:]) // release what the dropped records refer to
 		h.Recent = h.Recent[:n]
 	}
 	h.Recent = append(h.Recent, rec)
@@ -352,5 +399,5 @@ func (h *History) Complete(failed bool, action string, d time.Duration) {
 	} else {
 		h.ConsecutiveFailures = 0
 	}
-	h.pending = pendingOutcome{failed: failed, action: action, duration: d}
+	h.Pending = Outcome{Failed: failed, Action: action, Duration: d}
 }

@@ -10,10 +10,7 @@
 // iteration should address.
 package gap
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // Kind names the type of a gap. The five gap types of research refinement and
 // the quality triggers of output validation each have a constant; hosts may
@@ -77,8 +74,13 @@ const (
 
 // String returns "P1", "P2", "P3" or "P?" for an unset priority.
 func (p Priority) String() string {
-	if p >= P1 && p <= P3 {
-		return fmt.Sprintf("P%d", int(p))
+	switch p {
+	case P1:
+		return "P1"
+	case P2:
+		return "P2"
+	case P3:
+		return "P3"
 	}
 	return "P?"
 }

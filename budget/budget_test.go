@@ -1,0 +1,971 @@
+package budget_test
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/refine-go/refine/budget"
+)
+
+// newBudget returns a budget with limits l, or fails the test.
+func newBudget(t *testing.T, l budget.Limits) *budget.Budget {
+	t.Helper()
+	b, err := budget.New(l)
+	if err != nil {
+		t.Fatalf("New(%+v): %v", l, err)
+	}
+	return b
+}
+
+func TestResourceString(t *testing.T) {
+	tests := []struct {
+		name string
+		r    budget.Resource
+		want string
+	}{
+		{"none", 0, "none"},
+		{"iterations", budget.Iterations, "iterations"},
+		{"tokens", budget.Tokens, "tokens"},
+		{"cost", budget.Cost, "cost"},
+		{"wall", budget.Wall, "wall"},
+		{"set", budget.Iterations | budget.Tokens | budget.Wall, "iterations+tokens+wall"},
+		{"unknown_bits", budget.Tokens | 0x30, "tokens+0x30"},
+		{"only_unknown", 0x80, "0x80"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.r.String()); diff != "" {
+				t.Errorf("String() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestUsageArithmetic(t *testing.T) {
+	u := budget.Usage{Iterations: 3, Tokens: 1000, Cost: 1.5, Wall: time.Minute}
+	v := budget.Usage{Iterations: 1, Tokens: 250, Cost: 0.5, Wall: 20 * time.Second}
+	tests := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"add", u.Add(v), budget.Usage{Iterations: 4, Tokens: 1250, Cost: 2, Wall: 80 * time.Second}},
+		{"sub", u.Sub(v), budget.Usage{Iterations: 2, Tokens: 750, Cost: 1, Wall: 40 * time.Second}},
+		{"sub_negative", v.Sub(u), budget.Usage{Iterations: -2, Tokens: -750, Cost: -1, Wall: -40 * time.Second}},
+		{"is_zero_zero", budget.Usage{}.IsZero(), true},
+		{"is_zero_sub_self", u.Sub(u).IsZero(), true},
+		{"is_zero_tokens", budget.Usage{Tokens: 1}.IsZero(), false},
+		{"is_zero_cost", budget.Usage{Cost: 0.01}.IsZero(), false},
+		{"is_zero_wall", budget.Usage{Wall: 1}.IsZero(), false},
+		{"is_zero_iterations", budget.Usage{Iterations: 1}.IsZero(), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLimitsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		l    budget.Limits
+		want *budget.LimitError // nil: valid
+	}{
+		{"zero_is_valid", budget.Limits{}, nil},
+		{"all_set_is_valid", budget.Limits{Iterations: 5, Tokens: 50000, Cost: 2.5, Wall: time.Hour, WarnOnly: budget.Tokens | budget.Cost, WarnAt: 0.9}, nil},
+		{"warn_at_one_is_valid", budget.Limits{WarnAt: 1}, nil},
+		{"negative_iterations", budget.Limits{Iterations: -1}, &budget.LimitError{Field: "Iterations", Reason: "negative (-1)"}},
+		{"negative_tokens", budget.Limits{Tokens: -5}, &budget.LimitError{Field: "Tokens", Reason: "negative (-5)"}},
+		{"negative_cost", budget.Limits{Cost: -0.5}, &budget.LimitError{Field: "Cost", Reason: "negative (-0.5)"}},
+		{"nan_cost", budget.Limits{Cost: math.NaN()}, &budget.LimitError{Field: "Cost", Reason: "not finite (NaN)"}},
+		{"infinite_cost", budget.Limits{Cost: math.Inf(1)}, &budget.LimitError{Field: "Cost", Reason: "not finite (+Inf)"}},
+		{"negative_wall", budget.Limits{Wall: -time.Second}, &budget.LimitError{Field: "Wall", Reason: "negative (-1s)"}},
+		{"unknown_warn_only", budget.Limits{WarnOnly: budget.Tokens | 0x10}, &budget.LimitError{Field: "WarnOnly", Reason: "unknown resource (tokens+0x10)"}},
+		{"warn_at_negative", budget.Limits{WarnAt: -0.1}, &budget.LimitError{Field: "WarnAt", Reason: "outside [0, 1] (-0.1)"}},
+		{"warn_at_over_one", budget.Limits{WarnAt: 1.5}, &budget.LimitError{Field: "WarnAt", Reason: "outside [0, 1] (1.5)"}},
+		{"warn_at_nan", budget.Limits{WarnAt: math.NaN()}, &budget.LimitError{Field: "WarnAt", Reason: "outside [0, 1] (NaN)"}},
+		{"first_invalid_field_reported", budget.Limits{Tokens: -1, WarnAt: 2}, &budget.LimitError{Field: "Tokens", Reason: "negative (-1)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.l.Validate()
+			_, newErr := budget.New(tt.l)
+			if tt.want == nil {
+				if err != nil || newErr != nil {
+					t.Fatalf("Validate() = %v, New() error = %v; want nil", err, newErr)
+				}
+				return
+			}
+			for _, e := range []error{err, newErr} {
+				if !errors.Is(e, budget.ErrInvalidLimits) {
+					t.Errorf("errors.Is(%v, ErrInvalidLimits) = false", e)
+				}
+				var le *budget.LimitError
+				if !errors.As(e, &le) {
+					t.Fatalf("errors.As(%v, *LimitError) = false", e)
+				}
+				if diff := cmp.Diff(tt.want, le); diff != "" {
+					t.Errorf("LimitError mismatch (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+func TestNewInvalidReturnsNilBudget(t *testing.T) {
+	b, err := budget.New(budget.Limits{Tokens: -1})
+	if b != nil || err == nil {
+		t.Fatalf("New(invalid) = %v, %v; want nil, error", b, err)
+	}
+}
+
+func TestUsageValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		u    budget.Usage
+		want *budget.UsageError
+	}{
+		{"zero", budget.Usage{}, nil},
+		{"positive", budget.Usage{Iterations: 1, Tokens: 10, Cost: 0.1, Wall: time.Second}, nil},
+		{"negative_iterations", budget.Usage{Iterations: -1}, &budget.UsageError{Field: "Iterations", Reason: "negative (-1)"}},
+		{"negative_tokens", budget.Usage{Tokens: -7}, &budget.UsageError{Field: "Tokens", Reason: "negative (-7)"}},
+		{"negative_cost", budget.Usage{Cost: -1}, &budget.UsageError{Field: "Cost", Reason: "negative (-1)"}},
+		{"nan_cost", budget.Usage{Cost: math.NaN()}, &budget.UsageError{Field: "Cost", Reason: "not finite (NaN)"}},
+		{"infinite_cost", budget.Usage{Cost: math.Inf(1)}, &budget.UsageError{Field: "Cost", Reason: "not finite (+Inf)"}},
+		{"negative_wall", budget.Usage{Wall: -time.Millisecond}, &budget.UsageError{Field: "Wall", Reason: "negative (-1ms)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.u.Validate()
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, budget.ErrInvalidUsage) {
+				t.Errorf("errors.Is(%v, ErrInvalidUsage) = false", err)
+			}
+			var ue *budget.UsageError
+			if !errors.As(err, &ue) {
+				t.Fatalf("errors.As(%v, *UsageError) = false", err)
+			}
+			if diff := cmp.Diff(tt.want, ue); diff != "" {
+				t.Errorf("UsageError mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name    string
+		limits  budget.Limits
+		charge  []budget.Usage // charged before the check
+		reserve []budget.Usage // reserved (and left open) before the check
+		est     budget.Usage
+		want    budget.Check
+	}{
+		{
+			name: "zero_limits_never_block",
+			est:  budget.Usage{Iterations: math.MaxInt, Tokens: math.MaxInt64, Cost: 1e300, Wall: math.MaxInt64},
+			want: budget.Check{OK: true},
+		},
+		{
+			name:   "seed001/blockers_list_iterations_tokens_time",
+			limits: budget.Limits{Iterations: 5, Tokens: 50000, Wall: 10 * time.Minute},
+			charge: []budget.Usage{{Iterations: 5, Tokens: 45000, Wall: 9*time.Minute + 30*time.Second}},
+			est:    budget.Usage{Iterations: 1, Tokens: 6000, Wall: time.Minute},
+			want:   budget.Check{Blockers: []budget.Resource{budget.Iterations, budget.Tokens, budget.Wall}},
+		},
+		{
+			name:   "seed001/no_remaining_iterations_blocks",
+			limits: budget.Limits{Iterations: 5},
+			charge: []budget.Usage{{Iterations: 5}},
+			est:    budget.Usage{Iterations: 1},
+			want:   budget.Check{Blockers: []budget.Resource{budget.Iterations}},
+		},
+		{
+			name:   "seed001/last_remaining_iteration_allowed",
+			limits: budget.Limits{Iterations: 5},
+			charge: []budget.Usage{{Iterations: 4}},
+			est:    budget.Usage{Iterations: 1},
+			want: budget.Check{OK: true, Warnings: []budget.Warning{
+				{Resource: budget.Iterations, Used: 5, Limit: 5},
+			}},
+		},
+		{
+			name:   "seed001/tokens_remaining_equal_to_estimate_allowed",
+			limits: budget.Limits{Tokens: 50000},
+			charge: []budget.Usage{{Tokens: 37500}},
+			est:    budget.Usage{Tokens: 12500},
+			want: budget.Check{OK: true, Warnings: []budget.Warning{
+				{Resource: budget.Tokens, Used: 50000, Limit: 50000},
+			}},
+		},
+		{
+			name:   "seed001/tokens_one_over_blocks",
+			limits: budget.Limits{Tokens: 50000},
+			charge: []budget.Usage{{Tokens: 37500}},
+			est:    budget.Usage{Tokens: 12501},
+			want:   budget.Check{Blockers: []budget.Resource{budget.Tokens}},
+		},
+		{
+			name:   "seed001/time_remaining_below_estimate_blocks",
+			limits: budget.Limits{Wall: 10 * time.Minute},
+			charge: []budget.Usage{{Wall: 9 * time.Minute}},
+			est:    budget.Usage{Wall: 2 * time.Minute},
+			want:   budget.Check{Blockers: []budget.Resource{budget.Wall}},
+		},
+		{
+			name:   "cost_over_limit_blocks",
+			limits: budget.Limits{Cost: 1},
+			charge: []budget.Usage{{Cost: 0.75}},
+			est:    budget.Usage{Cost: 0.5},
+			want:   budget.Check{Blockers: []budget.Resource{budget.Cost}},
+		},
+		{
+			name:   "cost_rounding_reaching_limit_allowed",
+			limits: budget.Limits{Cost: 0.3},
+			charge: []budget.Usage{{Cost: cost1}, {Cost: cost2}},
+			want: budget.Check{OK: true, Warnings: []budget.Warning{
+				{Resource: budget.Cost, Used: cost1 + cost2, Limit: 0.3},
+			}},
+		},
+		{
+			name:   "warn_at_default_below_80_percent_silent",
+			limits: budget.Limits{Tokens: 100000},
+			charge: []budget.Usage{{Tokens: 79000}},
+			est:    budget.Usage{Tokens: 999},
+			want:   budget.Check{OK: true},
+		},
+		{
+			name:   "warn_at_default_80_percent_warns",
+			limits: budget.Limits{Tokens: 100000},
+			charge: []budget.Usage{{Tokens: 79000}},
+			est:    budget.Usage{Tokens: 1000},
+			want: budget.Check{OK: true, Warnings: []budget.Warning{
+				{Resource: budget.Tokens, Used: 80000, Limit: 100000},
+			}},
+		},
+		{
+			name:   "warn_at_custom",
+			limits: budget.Limits{Iterations: 10, Wall: time.Hour, WarnAt: 0.5},
+			charge: []budget.Usage{{Iterations: 4, Wall: 20 * time.Minute}},
+			est:    budget.Usage{Iterations: 1, Wall: 10 * time.Minute},
+			want: budget.Check{OK: true, Warnings: []budget.Warning{
+				{Resource: budget.Iterations, Used: 5, Limit: 10},
+				{Resource: budget.Wall, Used: float64(30 * time.Minute), Limit: float64(time.Hour)},
+			}},
+		},
+		{
+			name:   "seed004/token_budget_warn_only_continues",
+			limits: budget.Limits{Tokens: 100000, WarnOnly: budget.Tokens},
+			charge: []budget.Usage{{Tokens: 98000}},
+			est:    budget.Usage{Tokens: 4230},
+			want: budget.Check{OK: true, Warnings: []budget.Warning{
+				{Resource: budget.Tokens, Used: 102230, Limit: 100000, Exceeded: true},
+			}},
+		},
+		{
+			name:   "warn_only_at_limit_not_exceeded",
+			limits: budget.Limits{Tokens: 1000, WarnOnly: budget.Tokens},
+			est:    budget.Usage{Tokens: 1000},
+			want: budget.Check{OK: true, Warnings: []budget.Warning{
+				{Resource: budget.Tokens, Used: 1000, Limit: 1000},
+			}},
+		},
+		{
+			name:   "warn_only_and_hard_limits_mixed",
+			limits: budget.Limits{Tokens: 100, Cost: 1, WarnOnly: budget.Cost},
+			est:    budget.Usage{Tokens: 200, Cost: 2},
+			want: budget.Check{
+				Blockers: []budget.Resource{budget.Tokens},
+				Warnings: []budget.Warning{{Resource: budget.Cost, Used: 2, Limit: 1, Exceeded: true}},
+			},
+		},
+		{
+			name:    "open_reservations_count",
+			limits:  budget.Limits{Tokens: 1000},
+			reserve: []budget.Usage{{Tokens: 300}, {Tokens: 300}},
+			charge:  []budget.Usage{{Tokens: 100}},
+			est:     budget.Usage{Tokens: 301},
+			want:    budget.Check{Blockers: []budget.Resource{budget.Tokens}},
+		},
+		{
+			name:   "unlimited_resource_ignored",
+			limits: budget.Limits{Iterations: 3},
+			est:    budget.Usage{Iterations: 1, Tokens: 1 << 50},
+			want:   budget.Check{OK: true},
+		},
+		{
+			name:   "negative_estimate_counts_as_zero",
+			limits: budget.Limits{Tokens: 100},
+			charge: []budget.Usage{{Tokens: 100}},
+			est:    budget.Usage{Tokens: -50},
+			want: budget.Check{OK: true, Warnings: []budget.Warning{
+				{Resource: budget.Tokens, Used: 100, Limit: 100},
+			}},
+		},
+		{
+			name:   "huge_estimate_does_not_overflow",
+			limits: budget.Limits{Tokens: 100, Wall: time.Second},
+			charge: []budget.Usage{{Tokens: 50, Wall: time.Millisecond}},
+			est:    budget.Usage{Tokens: math.MaxInt64, Wall: math.MaxInt64},
+			want:   budget.Check{Blockers: []budget.Resource{budget.Tokens, budget.Wall}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBudget(t, tt.limits)
+			for _, u := range tt.charge {
+				b.Charge(u)
+			}
+			for _, u := range tt.reserve {
+				if _, _, err := b.Reserve(u); err != nil {
+					t.Fatalf("Reserve(%+v): %v", u, err)
+				}
+			}
+			if diff := cmp.Diff(tt.want, b.Check(tt.est)); diff != "" {
+				t.Errorf("Check(%+v) mismatch (-want +got):\n%s", tt.est, diff)
+			}
+		})
+	}
+}
+
+func TestZeroBudget(t *testing.T) {
+	var b budget.Budget
+	r, warnings, err := b.Reserve(budget.Usage{Iterations: 1, Tokens: 500})
+	if err != nil || warnings != nil {
+		t.Fatalf("Reserve on zero Budget = %v, %v; want no warnings, no error", warnings, err)
+	}
+	if diff := cmp.Diff(budget.Usage{Iterations: 1, Tokens: 500}, b.Reserved()); diff != "" {
+		t.Errorf("Reserved() mismatch (-want +got):\n%s", diff)
+	}
+	r.Settle(budget.Usage{Iterations: 1, Tokens: 700, Cost: 0.02, Wall: time.Second})
+	got := struct {
+		Limits          budget.Limits
+		Spent, Reserved budget.Usage
+		Remaining       budget.Usage
+		Exhausted       budget.Resource
+		Check           budget.Check
+	}{b.Limits(), b.Spent(), b.Reserved(), b.Remaining(), b.Exhausted(), b.Check(budget.Usage{Tokens: 1 << 60})}
+	want := got
+	want.Limits = budget.Limits{}
+	want.Spent = budget.Usage{Iterations: 1, Tokens: 700, Cost: 0.02, Wall: time.Second}
+	want.Reserved = budget.Usage{}
+	want.Remaining = budget.Usage{Iterations: -1, Tokens: -1, Cost: -1, Wall: -1}
+	want.Exhausted = 0
+	want.Check = budget.Check{OK: true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("zero Budget mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestReserve(t *testing.T) {
+	tests := []struct {
+		name         string
+		limits       budget.Limits
+		charge       budget.Usage
+		reserve      []budget.Usage // reserved (and left open) first
+		est          budget.Usage
+		wantErr      *budget.ExceededError
+		wantWarnings []budget.Warning
+		wantReserved budget.Usage
+	}{
+		{
+			name:         "fits",
+			limits:       budget.Limits{Iterations: 5, Tokens: 50000},
+			est:          budget.Usage{Iterations: 1, Tokens: 8000},
+			wantReserved: budget.Usage{Iterations: 1, Tokens: 8000},
+		},
+		{
+			name:         "exactly_to_the_limit",
+			limits:       budget.Limits{Tokens: 1000},
+			reserve:      []budget.Usage{{Tokens: 400}},
+			est:          budget.Usage{Tokens: 600},
+			wantWarnings: []budget.Warning{{Resource: budget.Tokens, Used: 1000, Limit: 1000}},
+			wantReserved: budget.Usage{Tokens: 1000},
+		},
+		{
+			name:         "over_hard_limit_reserves_nothing",
+			limits:       budget.Limits{Tokens: 1000},
+			charge:       budget.Usage{Tokens: 200},
+			reserve:      []budget.Usage{{Tokens: 400}},
+			est:          budget.Usage{Tokens: 401},
+			wantErr:      &budget.ExceededError{Resource: budget.Tokens, Limit: 1000, Used: 600, Requested: 401},
+			wantReserved: budget.Usage{Tokens: 400},
+		},
+		{
+			name:         "first_blocker_reported_warnings_kept",
+			limits:       budget.Limits{Iterations: 2, Cost: 1, Wall: time.Minute, WarnOnly: budget.Cost},
+			charge:       budget.Usage{Iterations: 2, Wall: 30 * time.Second},
+			est:          budget.Usage{Iterations: 1, Cost: 1.5, Wall: time.Minute},
+			wantErr:      &budget.ExceededError{Resource: budget.Iterations, Limit: 2, Used: 2, Requested: 1},
+			wantWarnings: []budget.Warning{{Resource: budget.Cost, Used: 1.5, Limit: 1, Exceeded: true}},
+		},
+		{
+			name:    "wall_blocker_in_nanoseconds",
+			limits:  budget.Limits{Wall: time.Minute},
+			charge:  budget.Usage{Wall: 50 * time.Second},
+			est:     budget.Usage{Wall: 20 * time.Second},
+			wantErr: &budget.ExceededError{Resource: budget.Wall, Limit: float64(time.Minute), Used: float64(50 * time.Second), Requested: float64(20 * time.Second)},
+		},
+		{
+			name:         "seed004/warn_only_over_limit_reserves",
+			limits:       budget.Limits{Tokens: 1000, WarnOnly: budget.Tokens},
+			est:          budget.Usage{Tokens: 4230},
+			wantWarnings: []budget.Warning{{Resource: budget.Tokens, Used: 4230, Limit: 1000, Exceeded: true}},
+			wantReserved: budget.Usage{Tokens: 4230},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBudget(t, tt.limits)
+			b.Charge(tt.charge)
+			for _, u := range tt.reserve {
+				if _, _, err := b.Reserve(u); err != nil {
+					t.Fatalf("Reserve(%+v): %v", u, err)
+				}
+			}
+			r, warnings, err := b.Reserve(tt.est)
+			if diff := cmp.Diff(tt.wantWarnings, warnings); diff != "" {
+				t.Errorf("warnings mismatch (-want +got):\n%s", diff)
+			}
+			if tt.wantErr == nil {
+				if err != nil {
+					t.Fatalf("Reserve(%+v) error = %v", tt.est, err)
+				}
+			} else {
+				if !errors.Is(err, budget.ErrExceeded) {
+					t.Errorf("errors.Is(%v, ErrExceeded) = false", err)
+				}
+				var ee *budget.ExceededError
+				if !errors.As(err, &ee) {
+					t.Fatalf("errors.As(%v, *ExceededError) = false", err)
+				}
+				if diff := cmp.Diff(tt.wantErr, ee); diff != "" {
+					t.Errorf("ExceededError mismatch (-want +got):\n%s", diff)
+				}
+				if r != (budget.Reservation{}) {
+					t.Errorf("Reservation on error = %+v, want the zero Reservation", r)
+				}
+			}
+			if diff := cmp.Diff(tt.wantReserved, b.Reserved()); diff != "" {
+				t.Errorf("Reserved() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReserveInvalidEstimate(t *testing.T) {
+	b := newBudget(t, budget.Limits{Tokens: 100})
+	r, warnings, err := b.Reserve(budget.Usage{Tokens: -1})
+	var ue *budget.UsageError
+	if !errors.Is(err, budget.ErrInvalidUsage) || !errors.As(err, &ue) {
+		t.Fatalf("Reserve(negative) error = %v, want *UsageError", err)
+	}
+	if diff := cmp.Diff(&budget.UsageError{Field: "Tokens", Reason: "negative (-1)"}, ue); diff != "" {
+		t.Errorf("UsageError mismatch (-want +got):\n%s", diff)
+	}
+	if warnings != nil || r != (budget.Reservation{}) {
+		t.Errorf("Reserve(negative) = %v, %v; want zero Reservation, nil warnings", r, warnings)
+	}
+	r.Release() // the zero Reservation is safe to release
+	if diff := cmp.Diff(budget.Usage{}, b.Reserved()); diff != "" {
+		t.Errorf("Reserved() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestUpdateBudget follows the budget of seed 001: five iterations and
+// 50,000 tokens; after two iterations using 12,500 tokens, three iterations
+// and 37,500 tokens remain.
+func TestUpdateBudget(t *testing.T) {
+	t.Run("seed001/update_budget_after_iteration", func(t *testing.T) {
+		b := newBudget(t, budget.Limits{Iterations: 5, Tokens: 50000, Wall: 10 * time.Minute})
+		for _, actual := range []budget.Usage{
+			{Iterations: 1, Tokens: 5000, Wall: 45 * time.Second},
+			{Iterations: 1, Tokens: 7500, Wall: 38 * time.Second},
+		} {
+			r, _, err := b.Reserve(budget.Usage{Iterations: 1, Tokens: 8000, Wall: 2 * time.Minute})
+			if err != nil {
+				t.Fatalf("Reserve: %v", err)
+			}
+			r.Settle(actual)
+		}
+		type state struct {
+			Spent, Reserved, Remaining budget.Usage
+			Exhausted                  budget.Resource
+		}
+		want := state{
+			Spent:     budget.Usage{Iterations: 2, Tokens: 12500, Wall: 83 * time.Second},
+			Remaining: budget.Usage{Iterations: 3, Tokens: 37500, Cost: -1, Wall: 10*time.Minute - 83*time.Second},
+		}
+		got := state{b.Spent(), b.Reserved(), b.Remaining(), b.Exhausted()}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("after two iterations (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("seed001/iterations_run_out_after_max", func(t *testing.T) {
+		b := newBudget(t, budget.Limits{Iterations: 3})
+		var ran int
+		for range 10 {
+			r, _, err := b.Reserve(budget.Usage{Iterations: 1})
+			if err != nil {
+				break
+			}
+			r.Settle(budget.Usage{Iterations: 1})
+			ran++
+		}
+		if diff := cmp.Diff(3, ran); diff != "" {
+			t.Errorf("iterations run mismatch (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(budget.Iterations, b.Exhausted()); diff != "" {
+			t.Errorf("Exhausted() mismatch (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestSettle(t *testing.T) {
+	est := budget.Usage{Iterations: 1, Tokens: 1000}
+	tests := []struct {
+		name string
+		// run reserves est on b (limits Tokens 3000) and settles it in some way.
+		run          func(t *testing.T, b *budget.Budget)
+		wantSpent    budget.Usage
+		wantReserved budget.Usage
+	}{
+		{
+			name: "settle_replaces_estimate_with_actual",
+			run: func(t *testing.T, b *budget.Budget) {
+				mustReserve(t, b, est).Settle(budget.Usage{Iterations: 1, Tokens: 800, Cost: 0.01, Wall: time.Second})
+			},
+			wantSpent: budget.Usage{Iterations: 1, Tokens: 800, Cost: 0.01, Wall: time.Second},
+		},
+		{
+			name: "settle_overshoot_recorded",
+			run: func(t *testing.T, b *budget.Budget) {
+				mustReserve(t, b, est).Settle(budget.Usage{Iterations: 1, Tokens: 5000})
+			},
+			wantSpent: budget.Usage{Iterations: 1, Tokens: 5000},
+		},
+		{
+			name: "settle_exactly_once",
+			run: func(t *testing.T, b *budget.Budget) {
+				r := mustReserve(t, b, est)
+				r.Settle(budget.Usage{Iterations: 1, Tokens: 900})
+				r.Settle(budget.Usage{Iterations: 1, Tokens: 900})
+				r.Release()
+			},
+			wantSpent: budget.Usage{Iterations: 1, Tokens: 900},
+		},
+		{
+			name: "release_returns_estimate",
+			run: func(t *testing.T, b *budget.Budget) {
+				r := mustReserve(t, b, est)
+				r.Release()
+				r.Settle(budget.Usage{Iterations: 1, Tokens: 900})
+			},
+		},
+		{
+			name: "copies_are_one_reservation",
+			run: func(t *testing.T, b *budget.Budget) {
+				r := mustReserve(t, b, est)
+				c := r
+				c.Settle(budget.Usage{Tokens: 10})
+				r.Settle(budget.Usage{Tokens: 10})
+			},
+			wantSpent: budget.Usage{Tokens: 10},
+		},
+		{
+			name: "stale_reservation_does_not_touch_reused_slot",
+			run: func(t *testing.T, b *budget.Budget) {
+				r1 := mustReserve(t, b, est)
+				r1.Settle(budget.Usage{Tokens: 100})
+				mustReserve(t, b, budget.Usage{Tokens: 700}) // likely reuses r1's slot
+				r1.Release()
+				r1.Settle(budget.Usage{Tokens: 100})
+			},
+			wantSpent:    budget.Usage{Tokens: 100},
+			wantReserved: budget.Usage{Tokens: 700},
+		},
+		{
+			name: "dropped_by_restore_does_nothing",
+			run: func(t *testing.T, b *budget.Budget) {
+				r := mustReserve(t, b, est)
+				b.Restore(budget.Usage{Iterations: 2, Tokens: 2000})
+				r.Settle(budget.Usage{Iterations: 1, Tokens: 900})
+			},
+			wantSpent: budget.Usage{Iterations: 2, Tokens: 2000},
+		},
+		{
+			name: "zero_reservation_does_nothing",
+			run: func(t *testing.T, b *budget.Budget) {
+				var r budget.Reservation
+				r.Settle(budget.Usage{Tokens: 5})
+				r.Release()
+			},
+		},
+		{
+			name: "negative_actual_counts_as_zero",
+			run: func(t *testing.T, b *budget.Budget) {
+				mustReserve(t, b, est).Settle(budget.Usage{Iterations: 1, Tokens: -5, Cost: math.NaN(), Wall: -time.Second})
+			},
+			wantSpent: budget.Usage{Iterations: 1},
+		},
+		{
+			name: "all_closed_reserved_exactly_zero",
+			run: func(t *testing.T, b *budget.Budget) {
+				r1 := mustReserve(t, b, budget.Usage{Cost: cost1})
+				r2 := mustReserve(t, b, budget.Usage{Cost: cost2})
+				r1.Release()
+				r2.Release()
+			},
+		},
+		{
+			name: "open_reservations_keep_the_rest_reserved",
+			run: func(t *testing.T, b *budget.Budget) {
+				r1 := mustReserve(t, b, budget.Usage{Tokens: 100, Cost: 0.1})
+				mustReserve(t, b, budget.Usage{Tokens: 200, Cost: 0.2})
+				r1.Settle(budget.Usage{Tokens: 50})
+			},
+			wantSpent:    budget.Usage{Tokens: 50},
+			wantReserved: budget.Usage{Tokens: 200, Cost: (cost1 + cost2) - cost1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBudget(t, budget.Limits{Tokens: 3000})
+			tt.run(t, b)
+			if diff := cmp.Diff(tt.wantSpent, b.Spent()); diff != "" {
+				t.Errorf("Spent() mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantReserved, b.Reserved()); diff != "" {
+				t.Errorf("Reserved() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// cost1 and cost2 are variables so that their sums carry the rounding of
+// run-time float arithmetic, as the budget's do.
+var cost1, cost2 = 0.1, 0.2
+
+func mustReserve(t *testing.T, b *budget.Budget, est budget.Usage) budget.Reservation {
+	t.Helper()
+	r, _, err := b.Reserve(est)
+	if err != nil {
+		t.Fatalf("Reserve(%+v): %v", est, err)
+	}
+	return r
+}
+
+func TestOvershootBlocksAfterwards(t *testing.T) {
+	b := newBudget(t, budget.Limits{Tokens: 3000})
+	mustReserve(t, b, budget.Usage{Tokens: 1000}).Settle(budget.Usage{Tokens: 5000})
+	got := struct {
+		Exhausted budget.Resource
+		Remaining budget.Usage
+		Check     budget.Check
+	}{b.Exhausted(), b.Remaining(), b.Check(budget.Usage{})}
+	want := got
+	want.Exhausted = budget.Tokens
+	want.Remaining = budget.Usage{Iterations: -1, Tokens: 0, Cost: -1, Wall: -1}
+	want.Check = budget.Check{Blockers: []budget.Resource{budget.Tokens}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after overshoot (-want +got):\n%s", diff)
+	}
+}
+
+func TestExhausted(t *testing.T) {
+	tests := []struct {
+		name   string
+		limits budget.Limits
+		spent  budget.Usage
+		open   budget.Usage // reserved, not spent
+		want   budget.Resource
+	}{
+		{"nothing_spent", budget.Limits{Iterations: 3, Tokens: 10}, budget.Usage{}, budget.Usage{}, 0},
+		{"iterations_reached", budget.Limits{Iterations: 3}, budget.Usage{Iterations: 3}, budget.Usage{}, budget.Iterations},
+		{"iterations_below", budget.Limits{Iterations: 3}, budget.Usage{Iterations: 2}, budget.Usage{}, 0},
+		{"reserved_alone_does_not_exhaust", budget.Limits{Iterations: 3}, budget.Usage{Iterations: 2}, budget.Usage{Iterations: 1}, 0},
+		{"tokens_and_wall_reached", budget.Limits{Tokens: 100, Wall: time.Second, Cost: 1},
+			budget.Usage{Tokens: 150, Wall: time.Second, Cost: 0.5}, budget.Usage{}, budget.Tokens | budget.Wall},
+		{"cost_reached", budget.Limits{Cost: 1}, budget.Usage{Cost: 1}, budget.Usage{}, budget.Cost},
+		{"warn_only_never_exhausted", budget.Limits{Tokens: 100, Iterations: 1, WarnOnly: budget.Tokens},
+			budget.Usage{Tokens: 500, Iterations: 1}, budget.Usage{}, budget.Iterations},
+		{"unlimited_never_exhausted", budget.Limits{}, budget.Usage{Iterations: 1e6, Tokens: 1e12}, budget.Usage{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBudget(t, tt.limits)
+			b.Charge(tt.spent)
+			if !tt.open.IsZero() {
+				mustReserve(t, b, tt.open)
+			}
+			if diff := cmp.Diff(tt.want, b.Exhausted()); diff != "" {
+				t.Errorf("Exhausted() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRemaining(t *testing.T) {
+	b := newBudget(t, budget.Limits{Iterations: 10, Tokens: 1000, Cost: 2, Wall: time.Minute, WarnOnly: budget.Cost})
+	b.Charge(budget.Usage{Iterations: 2, Tokens: 300, Cost: 3, Wall: 10 * time.Second})
+	mustReserve(t, b, budget.Usage{Iterations: 1, Tokens: 200, Wall: 5 * time.Second})
+	want := budget.Usage{Iterations: 7, Tokens: 500, Cost: 0, Wall: 45 * time.Second}
+	if diff := cmp.Diff(want, b.Remaining()); diff != "" {
+		t.Errorf("Remaining() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRestore(t *testing.T) {
+	b := newBudget(t, budget.Limits{Iterations: 10, Tokens: 1000})
+	b.Charge(budget.Usage{Iterations: 9, Tokens: 999})
+	mustReserve(t, b, budget.Usage{Iterations: 1})
+	b.Restore(budget.Usage{Iterations: 4, Tokens: 400, Cost: -1}) // from a checkpoint
+	got := struct {
+		Spent, Reserved budget.Usage
+		Check           budget.Check
+	}{b.Spent(), b.Reserved(), b.Check(budget.Usage{Iterations: 6, Tokens: 400})}
+	want := got
+	want.Spent = budget.Usage{Iterations: 4, Tokens: 400}
+	want.Reserved = budget.Usage{}
+	want.Check = budget.Check{OK: true, Warnings: []budget.Warning{
+		{Resource: budget.Iterations, Used: 10, Limit: 10},
+		{Resource: budget.Tokens, Used: 800, Limit: 1000},
+	}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after Restore (-want +got):\n%s", diff)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	l := budget.Limits{Iterations: 5, Tokens: 100, WarnOnly: budget.Tokens, WarnAt: 0.9}
+	if diff := cmp.Diff(l, newBudget(t, l).Limits()); diff != "" {
+		t.Errorf("Limits() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestErrorStrings(t *testing.T) {
+	tests := []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"exceeded_tokens", (&budget.ExceededError{Resource: budget.Tokens, Limit: 100000, Used: 90000, Requested: 20000}).Error(),
+			"budget exceeded: tokens: used 90000 + requested 20000 > limit 100000"},
+		{"exceeded_wall", (&budget.ExceededError{Resource: budget.Wall, Limit: float64(time.Minute), Used: float64(50 * time.Second), Requested: float64(20 * time.Second)}).Error(),
+			"budget exceeded: wall: used 50s + requested 20s > limit 1m0s"},
+		{"exceeded_cost", (&budget.ExceededError{Resource: budget.Cost, Limit: 1, Used: 0.75, Requested: 0.5}).Error(),
+			"budget exceeded: cost: used 0.75 + requested 0.5 > limit 1"},
+		{"limit_error", (&budget.LimitError{Field: "Tokens", Reason: "negative (-5)"}).Error(),
+			"budget: invalid limits: Tokens: negative (-5)"},
+		{"usage_error", (&budget.UsageError{Field: "Cost", Reason: "not finite (NaN)"}).Error(),
+			"budget: invalid usage: Cost: not finite (NaN)"},
+		{"warning_low", budget.Warning{Resource: budget.Tokens, Used: 85000, Limit: 100000}.String(),
+			"tokens at 85% of limit (85000/100000)"},
+		{"warning_exceeded", budget.Warning{Resource: budget.Tokens, Used: 120000, Limit: 100000, Exceeded: true}.String(),
+			"tokens over limit at 120% (120000/100000)"},
+		{"warning_wall", budget.Warning{Resource: budget.Wall, Used: float64(9 * time.Minute), Limit: float64(10 * time.Minute)}.String(),
+			"wall at 90% of limit (9m0s/10m0s)"},
+		{"warning_cost", budget.Warning{Resource: budget.Cost, Used: 0.8, Limit: 1}.String(),
+			"cost at 80% of limit (0.8/1)"},
+		{"warning_zero_limit", budget.Warning{Resource: budget.Iterations, Used: 3}.String(),
+			"iterations at ?% of limit (3/0)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+				t.Errorf("mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestConcurrentReserveSettle(t *testing.T) {
+	const workers, perWorker = 32, 200
+	tests := []struct {
+		name string
+		b    func(t *testing.T) *budget.Budget
+	}{
+		{"zero_value", func(*testing.T) *budget.Budget { return new(budget.Budget) }},
+		{"limited", func(t *testing.T) *budget.Budget {
+			return newBudget(t, budget.Limits{Iterations: workers * perWorker, Tokens: 1 << 40, Cost: 1e6})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := tt.b(t)
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() {
+					for i := range perWorker {
+						r, _, err := b.Reserve(budget.Usage{Iterations: 1, Tokens: 100, Cost: 0.5})
+						if err != nil {
+							t.Errorf("Reserve: %v", err)
+							return
+						}
+						if (w+i)%5 == 0 {
+							// Settle some from two goroutines at once: only one counts.
+							var inner sync.WaitGroup
+							for range 2 {
+								inner.Go(func() { r.Settle(budget.Usage{Iterations: 1, Tokens: int64(w + i)}) })
+							}
+							inner.Wait()
+							continue
+						}
+						r.Settle(budget.Usage{Iterations: 1, Tokens: int64(w + i)})
+					}
+				})
+			}
+			wg.Wait()
+			var want budget.Usage
+			for w := range workers {
+				for i := range perWorker {
+					want.Iterations++
+					want.Tokens += int64(w + i)
+				}
+			}
+			if diff := cmp.Diff(want, b.Spent()); diff != "" {
+				t.Errorf("Spent() mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(budget.Usage{}, b.Reserved()); diff != "" {
+				t.Errorf("Reserved() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestConcurrentHardLimit(t *testing.T) {
+	const limit, tries = 50, 200
+	b := newBudget(t, budget.Limits{Iterations: limit})
+	var (
+		mu       sync.Mutex
+		granted  []budget.Reservation
+		refused  int
+		otherErr error
+		wg       sync.WaitGroup
+	)
+	for range tries {
+		wg.Go(func() {
+			r, _, err := b.Reserve(budget.Usage{Iterations: 1})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				granted = append(granted, r)
+			case errors.Is(err, budget.ErrExceeded):
+				refused++
+			default:
+				otherErr = err
+			}
+		})
+	}
+	wg.Wait()
+	if otherErr != nil {
+		t.Fatalf("Reserve: %v", otherErr)
+	}
+	got := []int{len(granted), refused, b.Reserved().Iterations}
+	if diff := cmp.Diff([]int{limit, tries - limit, limit}, got); diff != "" {
+		t.Errorf("[granted refused reserved] mismatch (-want +got):\n%s", diff)
+	}
+	for _, r := range granted {
+		wg.Go(r.Release)
+	}
+	wg.Wait()
+	if diff := cmp.Diff(budget.Usage{}, b.Reserved()); diff != "" {
+		t.Errorf("Reserved() after release mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	b := newBudget(t, budget.Limits{Iterations: 1 << 30, Tokens: 1 << 50, Cost: 1e9, Wall: 1 << 60})
+	var zero budget.Budget
+	est := budget.Usage{Iterations: 1, Tokens: 100, Cost: 0.01, Wall: time.Millisecond}
+	tests := []struct {
+		name string
+		f    func()
+	}{
+		{"check", func() { _ = b.Check(est) }},
+		{"reserve_settle", func() {
+			r, _, _ := b.Reserve(est)
+			r.Settle(est)
+		}},
+		{"reserve_release", func() {
+			r, _, _ := b.Reserve(est)
+			r.Release()
+		}},
+		{"zero_budget_reserve_settle", func() {
+			r, _, _ := zero.Reserve(est)
+			r.Settle(est)
+		}},
+		{"charge", func() { b.Charge(est) }},
+		{"estimate_tokens", func() { _ = budget.EstimateTokens("a few words of a prompt, with\tspaces\n") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.f() // warm up: grow the slot lists once
+			if got := testing.AllocsPerRun(100, tt.f); got != 0 {
+				t.Errorf("allocations = %v, want 0", got)
+			}
+		})
+	}
+}
+
+func BenchmarkReserveSettle(b *testing.B) {
+	bud, err := budget.New(budget.Limits{Iterations: math.MaxInt, Tokens: math.MaxInt64, Wall: math.MaxInt64})
+	if err != nil {
+		b.Fatal(err)
+	}
+	est := budget.Usage{Iterations: 1, Tokens: 100, Wall: time.Millisecond}
+	b.ReportAllocs()
+	for b.Loop() {
+		r, _, err := bud.Reserve(est)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Settle(est)
+	}
+}
+
+func BenchmarkReserveSettleParallel(b *testing.B) {
+	var bud budget.Budget
+	est := budget.Usage{Iterations: 1, Tokens: 100}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r, _, err := bud.Reserve(est)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			r.Settle(est)
+		}
+	})
+}
+
+func BenchmarkCheck(b *testing.B) {
+	bud, err := budget.New(budget.Limits{Iterations: 100, Tokens: 100000})
+	if err != nil {
+		b.Fatal(err)
+	}
+	est := budget.Usage{Iterations: 1, Tokens: 1000}
+	b.ReportAllocs()
+	for b.Loop() {
+		if c := bud.Check(est); !c.OK {
+			b.Fatal(c)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package budget_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/refine-go/refine/budget"
+)
+
+func ExampleBudget_Reserve() {
+	b, err := budget.New(budget.Limits{Iterations: 3, Tokens: 50000})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i := 1; ; i++ {
+		r, warnings, err := b.Reserve(budget.Usage{Iterations: 1, Tokens: 8000})
+		if errors.Is(err, budget.ErrExceeded) {
+			fmt.Println("stop:", err)
+			break
+		}
+		for _, w := range warnings {
+			fmt.Println("warning:", w)
+		}
+		// ... run the iteration, measure what it used ...
+		r.Settle(budget.Usage{Iterations: 1, Tokens: 12500, Wall: 40 * time.Second})
+		fmt.Printf("iteration %d: spent %s tokens\n", i, budget.FormatTokens(b.Spent().Tokens))
+	}
+	fmt.Println("exhausted:", b.Exhausted())
+	// Output:
+	// iteration 1: spent 12,500 tokens
+	// iteration 2: spent 25,000 tokens
+	// warning: iterations at 100% of limit (3/3)
+	// iteration 3: spent 37,500 tokens
+	// stop: budget exceeded: iterations: used 3 + requested 1 > limit 3
+	// exhausted: iterations
+}
+
+// A prompt over a warn-only token budget is reported and run anyway.
+func ExampleBudget_Check() {
+	b, err := budget.New(budget.Limits{Tokens: 4000, WarnOnly: budget.Tokens})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	c := b.Check(budget.Usage{Tokens: 4230})
+	fmt.Println("ok:", c.OK)
+	for _, w := range c.Warnings {
+		fmt.Println("warning:", w)
+	}
+	// Output:
+	// ok: true
+	// warning: tokens over limit at 106% (4230/4000)
+}
+
+func ExampleEstimateTokens() {
+	prompt := "Refine the draft until every requirement is met."
+	n := budget.EstimateTokens(prompt)
+	fmt.Printf("Token count: %s / %s budget\n", budget.FormatTokens(int64(n)), budget.FormatTokens(100000))
+	fmt.Println(budget.EstimateTokens("a b c d e f"), budget.EstimateTokens(""))
+	// Output:
+	// Token count: 12 / 100,000 budget
+	// 6 0
+}
+
+func ExampleFormatTokens() {
+	fmt.Println(budget.FormatTokens(4230), budget.FormatTokens(100000))
+	// Output: 4,230 100,000
+}
+
+func ExampleContextWindow() {
+	w := budget.ContextWindow{Size: 200000} // threshold 90%
+	for _, done := range []int{5, 12} {
+		left := 14
+		tokens := budget.EstimateContext(done, left, 0, 0) // 8k per done, 6k per left
+		fmt.Printf("%d done, %d left: %s tokens, %.1f%%, checkpoint: %v\n",
+			done, left, budget.FormatTokens(tokens), 100*w.Usage(tokens), w.Exhausted(tokens))
+	}
+	// Output:
+	// 5 done, 14 left: 124,000 tokens, 62.0%, checkpoint: false
+	// 12 done, 14 left: 180,000 tokens, 90.0%, checkpoint: true
+}

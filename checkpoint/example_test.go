@@ -1,0 +1,146 @@
+package checkpoint_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/refine-go/refine/checkpoint"
+)
+
+func ExampleDir() {
+	dir, err := os.MkdirTemp("", "refine-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	ctx := context.Background()
+	store := checkpoint.NewDir(dir, checkpoint.Keep(2))
+	for i := 1; i <= 3; i++ {
+		c := &checkpoint.Checkpoint{
+			Session:    "build",
+			Generation: uint64(i),
+			Iteration:  i,
+			Status:     "running",
+			State:      []byte(fmt.Sprintf(`{"done":%d}`, i)),
+		}
+		if err := store.Save(ctx, c); err != nil {
+			log.Fatal(err) // a host loop would log a warning and carry on
+		}
+	}
+
+	c, err := store.Load(ctx, "build")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("iteration %d, status %s, state %s\n", c.Iteration, c.Status, c.State)
+
+	files, _ := filepath.Glob(filepath.Join(dir, "build.*"))
+	for _, f := range files {
+		fmt.Println(filepath.Base(f))
+	}
+
+	_, err = store.Load(ctx, "deploy")
+	fmt.Println(errors.Is(err, checkpoint.ErrNotFound))
+	// Output:
+	// iteration 3, status running, state {"done":3}
+	// build.00000000000000000002.ckpt
+	// build.00000000000000000003.ckpt
+	// true
+}
+
+// A damaged newest generation is set aside and the previous one loaded.
+func ExampleDir_Load() {
+	dir, err := os.MkdirTemp("", "refine-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	ctx := context.Background()
+	store := checkpoint.NewDir(dir)
+	for i := 1; i <= 2; i++ {
+		c := &checkpoint.Checkpoint{Session: "build", Generation: uint64(i), Iteration: i, Status: "interrupted"}
+		if err := store.Save(ctx, c); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Simulate damage to generation 2.
+	newest := filepath.Join(dir, "build.00000000000000000002.ckpt")
+	if err := os.WriteFile(newest, []byte("garbage"), 0o600); err != nil {
+		log.Fatal(err)
+	}
+
+	c, err := store.Load(ctx, "build")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("resuming after iteration", c.Iteration)
+	for _, note := range c.Notes {
+		fmt.Println(note)
+	}
+	// Output:
+	// resuming after iteration 1
+	// generation 2 damaged (bad magic number, not a checkpoint), quarantined as build.00000000000000000002.ckpt.corrupt; fell back to generation 1
+}
+
+func ExampleDir_Lock() {
+	dir, err := os.MkdirTemp("", "refine-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	ctx := context.Background()
+	store := checkpoint.NewDir(dir)
+	release, err := store.Lock(ctx, "build")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer release()
+
+	// A second run of the same session is refused.
+	_, err = checkpoint.NewDir(dir).Lock(ctx, "build")
+	var locked *checkpoint.LockedError
+	fmt.Println(errors.As(err, &locked), locked.Session)
+	// Output:
+	// true build
+}
+
+func ExampleMemory() {
+	var store checkpoint.Memory // the zero value is ready to use
+	ctx := context.Background()
+	c := &checkpoint.Checkpoint{Session: "fix-loop", Generation: 1, Iteration: 2, Status: "escalated", Question: "Retry with a larger budget?"}
+	if err := store.Save(ctx, c); err != nil {
+		log.Fatal(err)
+	}
+	c.Status = "changed after saving" // the store kept a copy
+
+	got, err := store.Load(ctx, "fix-loop")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(got.Iteration, got.Status, got.Question)
+	// Output:
+	// 2 escalated Retry with a larger budget?
+}
+
+func ExampleMarshal() {
+	data, err := checkpoint.Marshal(&checkpoint.Checkpoint{Session: "research", Iteration: 2, State: []byte("notes")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := checkpoint.Unmarshal(data)
+	fmt.Println(c.Session, c.Iteration, string(c.State), err)
+
+	data[len(data)/2] ^= 1 // one flipped bit
+	_, err = checkpoint.Unmarshal(data)
+	fmt.Println(errors.Is(err, checkpoint.ErrCorrupt), err)
+	// Output:
+	// research 2 notes <nil>
+	// true checkpoint: corrupt: checksum mismatch
+}

@@ -1,0 +1,134 @@
+package checkpoint_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/checkpoint/checkpointtest"
+	"github.com/refine-go/refine/gap"
+)
+
+func TestMemoryGenerations(t *testing.T) {
+	tests := []struct {
+		name    string
+		saves   []uint64
+		wantGen uint64
+		wantIt  int // Iteration of the loaded checkpoint: which save it was
+	}{
+		{"ascending", []uint64{1, 2, 3}, 3, 3},
+		{"latest_save_wins_over_higher_generation", []uint64{5, 2}, 6, 2},
+		{"generation_0", []uint64{0, 0}, 2, 0},
+		{"gap_in_generations", []uint64{1, 9}, 9, 9},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var m checkpoint.Memory
+			for _, g := range tc.saves {
+				if err := m.Save(ctx, checkpointtest.Checkpoint("s", g)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := m.Load(ctx, "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Generation != tc.wantGen || got.Iteration != tc.wantIt {
+				t.Errorf("loaded generation %d iteration %d, want generation %d iteration %d", got.Generation, got.Iteration, tc.wantGen, tc.wantIt)
+			}
+		})
+	}
+}
+
+// TestMemoryKeepsWhatIsSaved: Memory drops what a checkpoint file does not
+// hold, so that swapping Memory for Dir changes nothing.
+func TestMemoryKeepsWhatIsSaved(t *testing.T) {
+	var m checkpoint.Memory
+	c := checkpointtest.Checkpoint("s", 1)
+	c.Version = 0
+	c.Notes = []string{"a note"}
+	c.History.Current = gap.Assessment{Missing: []string{"a.go"}}
+	c.History.Gaps = []gap.Gap{{Kind: gap.Coverage}}
+	if err := m.Save(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Load(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := checkpoint.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := checkpoint.Unmarshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := checkpointtest.Diff(fromFile, got); diff != "" {
+		t.Errorf("Memory differs from a round trip through the file format (-file +memory):\n%s", diff)
+	}
+	if diff := checkpointtest.Diff(checkpointtest.Checkpoint("s", 1), got); diff != "" {
+		t.Errorf("Load mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestMemoryRecycles: saving over a full window reuses the evicted
+// generation's memory without letting it leak into what was loaded.
+func TestMemoryRecycles(t *testing.T) {
+	m := checkpoint.Memory{Keep: 2}
+	var loaded []*checkpoint.Checkpoint
+	for g := uint64(1); g <= 6; g++ {
+		if err := m.Save(ctx, checkpointtest.Checkpoint("s", g)); err != nil {
+			t.Fatal(err)
+		}
+		c, err := m.Load(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded = append(loaded, c)
+	}
+	for i, c := range loaded {
+		if diff := checkpointtest.Diff(checkpointtest.Checkpoint("s", uint64(i+1)), c); diff != "" {
+			t.Errorf("generation %d changed after later saves (-want +got):\n%s", i+1, diff)
+		}
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := m.Save(ctx, loaded[3]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("a steady-state Memory.Save allocates %v times, want 0", allocs)
+	}
+}
+
+func TestMemoryLock(t *testing.T) {
+	var m checkpoint.Memory
+	release, err := m.Lock(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Lock(ctx, "s")
+	var le *checkpoint.LockedError
+	if !errors.As(err, &le) {
+		t.Fatalf("second Lock: got %v, want a *LockedError", err)
+	}
+	if diff := cmp.Diff(&checkpoint.LockedError{Session: "s", Holder: "another run in this process"}, le); diff != "" {
+		t.Errorf("LockedError mismatch (-want +got):\n%s", diff)
+	}
+	release()
+	again, err := m.Lock(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release() // a stale release does not free the new holder's lock
+	if _, err := m.Lock(ctx, "s"); !errors.Is(err, checkpoint.ErrLocked) {
+		t.Errorf("Lock after a stale release: got %v, want ErrLocked", err)
+	}
+	again()
+	if _, err := m.Lock(ctx, "bad/name"); !errors.Is(err, checkpoint.ErrInvalidSession) {
+		t.Errorf("Lock of an invalid name: got %v, want ErrInvalidSession", err)
+	}
+}

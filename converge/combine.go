@@ -1,0 +1,175 @@
+package converge
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Any returns a policy that asks policies in order and returns the first
+// decision that stops. The criteria of the Continue decisions before it are
+// merged into that decision, ahead of its own, and when the stop is not a
+// success ([Verdict.Success]) and some of those criteria are unmet, its
+// Reason gets them appended: a partial convergence at the iteration limit
+// reads "max iterations reached: 4 of 4, unmet: confidence 0.72 < 0.80".
+// When no policy stops, Any returns Continue carrying every criterion.
+//
+// Order matters: put success checks before stop checks, so that success on
+// the last allowed iteration is reported as success. Nil policies are
+// skipped (and reported by Validate); Any with no policy never stops.
+// Decide allocates only when criteria of several policies must be merged or
+// a reason extended. The result has a Validate method that validates every
+// policy (see [Validate]). It is safe for concurrent use when the policies
+// are; the slice passed in is copied.
+func Any(policies ...Policy) Policy { return anyOf(slices.Clone(policies)) }
+
+// All returns a policy that stops only when every one of policies stops. It
+// asks them in order and returns Continue at the first that continues (the
+// rest are not asked); when all stop, it returns the verdict of the first,
+// the non-empty reasons joined by "; ", and the criteria of all. Criteria of
+// the decisions asked are always merged. Nil policies are skipped (and
+// reported by Validate); All with no policy never stops. The result has a
+// Validate method that validates every policy. It is safe for concurrent use
+// when the policies are; the slice passed in is copied.
+func All(policies ...Policy) Policy { return allOf(slices.Clone(policies)) }
+
+// Default returns the policy a loop uses when configured with nothing else:
+//
+//	Any(Done{}, Passing{}, HighConfidence{}, Thresholds{}, Failures{}, NoProgress{}, IterationLimit{})
+//
+// Success checks come first, so that work complete, checks passing, an early
+// exit or full convergence on the last allowed iteration is a success and
+// not a stop at the limit; then the failure threshold (3), stuck detection
+// (2 unchanged assessments) and the iteration limit (partial convergence,
+// listing the unmet thresholds). A Continue carries the four criteria of
+// [Thresholds].
+func Default() Policy {
+	return Any(Done{}, Passing{}, HighConfidence{}, Thresholds{}, Failures{}, NoProgress{}, IterationLimit{})
+}
+
+type anyOf []Policy
+
+// Decide returns the first stopping decision, or Continue.
+func (a anyOf) Decide(h *History) Decision {
+	var m merger
+	for _, p := range a {
+		if p == nil {
+			continue
+		}
+		d := p.Decide(h)
+		if !d.Stop() {
+			m.add(d.Criteria)
+			continue
+		}
+		if len(m.crit) == 0 {
+			return d
+		}
+		earlier := m.crit
+		m.add(d.Criteria)
+		d.Criteria = m.crit
+		if !d.Verdict.Success() {
+			d.Reason = withUnmet(d.Reason, earlier)
+		}
+		return d
+	}
+	return Decision{Criteria: m.crit}
+}
+
+// Validate validates every policy.
+func (a anyOf) Validate() error { return validateAll("Any", a) }
+
+type allOf []Policy
+
+// Decide returns Continue unless every policy stops.
+func (a allOf) Decide(h *History) Decision {
+	var m merger
+	var first Decision
+	var reasonBuf [8]string
+	reasons := reasonBuf[:0]
+	stopped := false
+	for _, p := range a {
+		if p == nil {
+			continue
+		}
+		d := p.Decide(h)
+		m.add(d.Criteria)
+		if !d.Stop() {
+			return Decision{Criteria: m.crit}
+		}
+		if !stopped {
+			first, stopped = d, true
+		}
+		if d.Reason != "" {
+			reasons = append(reasons, d.Reason)
+		}
+	}
+	if !stopped {
+		return Decision{Criteria: m.crit}
+	}
+	return Decision{Verdict: first.Verdict, Reason: strings.Join(reasons, "; "), Criteria: m.crit}
+}
+
+// Validate validates every policy.
+func (a allOf) Validate() error { return validateAll("All", a) }
+
+func validateAll(name string, policies []Policy) error {
+	var errs []error
+	for i, p := range policies {
+		if p == nil {
+			errs = append(errs, &ConfigError{Policy: name, Field: "policies[" + strconv.Itoa(i) + "]", Reason: "must not be nil"})
+			continue
+		}
+		if err := Validate(p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// merger collects criteria. It borrows the first non-empty slice it is given
+// and copies only when a second one must be added, so that the common case
+// (one policy with criteria) does not allocate.
+type merger struct {
+	crit  []Criterion
+	owned bool
+}
+
+func (m *merger) add(c []Criterion) {
+	switch {
+	case len(c) == 0:
+		return
+	case len(m.crit) == 0:
+		m.crit = c
+		return
+	case !m.owned:
+		n := make([]Criterion, len(m.crit), len(m.crit)+len(c))
+		copy(n, m.crit)
+		m.crit, m.owned = n, true
+	}
+	m.crit = append(m.crit, c...)
+}
+
+// withUnmet appends ", unmet: a, b" to reason when some criteria are unmet.
+func withUnmet(reason string, crit []Criterion) string {
+	var sb strings.Builder
+	for i := range crit {
+		if crit[i].Met {
+			continue
+		}
+		if sb.Len() == 0 {
+			sb.WriteString(reason)
+			if reason != "" {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("unmet: ")
+		} else {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(crit[i].String())
+	}
+	if sb.Len() == 0 {
+		return reason
+	}
+	return sb.String()
+}

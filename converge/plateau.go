@@ -1,0 +1,193 @@
+package converge
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/refine-go/refine/gap"
+)
+
+// DefaultPatience is the patience of [EarlyStopping] when its Patience is zero.
+const DefaultPatience = 3
+
+var defaultPlateauMetrics = []string{gap.MetricScore}
+
+// EarlyStopping stops a loop whose metrics stopped improving, in the manner of
+// Keras' EarlyStopping callback (verdict Plateau), over the bounded window of records of the
+// [History] (h.Recent).
+//
+// For each metric, EarlyStopping looks at the monitored records: those of the
+// window that have the metric (a non-NaN value) and were assessed after at
+// least WarmUp iterations (Record.Iteration ≥ WarmUp). The last Patience
+// monitored records form the patience block; each of them must be the result
+// of an iteration (Iteration ≥ 1), so the initial assessment never counts
+// toward the patience. The reference is the best of Baseline (when set) and
+// the monitored records before the block; best is the highest value, or the
+// lowest with Minimize. The metric improved when a value of the block is
+// better than the reference by more than MinDelta (v − MinDelta > reference,
+// or v + MinDelta < reference with Minimize).
+//
+// Decide returns verdict Plateau when none of the metrics improved, more than WarmUp
+// iterations have completed (h.Iteration > WarmUp), and every metric has a
+// full patience block and a reference: Patience+1 monitored records, or
+// Patience of them with a Baseline. Otherwise it returns Continue. So with a
+// Baseline, a metric that never beats the baseline by more than MinDelta
+// within Patience iterations after the warm-up stops the loop. A metric
+// missing from the records (an unknown name) never lets the loop plateau.
+//
+// Unlike Keras, the reference is the best value seen before the block, not
+// the running best that only moves by more than MinDelta; the verdicts
+// differ only when several small steps add up to more than MinDelta.
+//
+// Patience must be less than the window of the History (see [EarlyStopping.Validate]);
+// a block larger than the window never fills and the loop never plateaus.
+//
+// Decide does not allocate when it continues. The zero value watches the
+// score with a patience of 3 and no warm-up. EarlyStopping is not modified by
+// Decide and is safe for concurrent use as long as Metrics and Baseline are
+// not modified.
+type EarlyStopping struct {
+	// Metrics names the metrics to watch, as [Record.Metric] names them
+	// ("score", "coverage", "confidence", "conflicts" or a key of
+	// [gap.Assessment.Scores]); empty means []string{"score"}.
+	Metrics []string `json:"metrics,omitempty"`
+	// Patience is the number of iterations without improvement after which
+	// the loop stops; 0 means DefaultPatience.
+	Patience int `json:"patience,omitempty"`
+	// MinDelta is the change that counts as an improvement (strictly more).
+	MinDelta float64 `json:"min_delta,omitempty"`
+	// Baseline, when set, is a value each metric must beat by more than
+	// MinDelta.
+	Baseline *float64 `json:"baseline,omitempty"`
+	// WarmUp is the number of iterations during which the metrics are not
+	// monitored and no plateau is reported.
+	WarmUp int `json:"warm_up,omitempty"`
+	// Minimize makes lower values better (e.g. for "conflicts").
+	Minimize bool `json:"minimize,omitempty"`
+}
+
+// Validate returns a [*ConfigError] when Patience is negative or not less
+// than [DefaultWindow], MinDelta is negative or not finite, WarmUp is
+// negative, Baseline is not finite, or a metric name is empty.
+func (p EarlyStopping) Validate() error {
+	if err := checkCount("EarlyStopping", "Patience", p.Patience); err != nil {
+		return err
+	}
+	if p.Patience >= DefaultWindow {
+		return &ConfigError{Policy: "EarlyStopping", Field: "Patience",
+			Reason: "must be less than the history window (" + strconv.Itoa(DefaultWindow) + "), got " + strconv.Itoa(p.Patience)}
+	}
+	if p.MinDelta < 0 || math.IsNaN(p.MinDelta) || math.IsInf(p.MinDelta, 0) {
+		return &ConfigError{Policy: "EarlyStopping", Field: "MinDelta",
+			Reason: "must be a finite value >= 0, got " + formatFloat(p.MinDelta)}
+	}
+	if err := checkCount("EarlyStopping", "WarmUp", p.WarmUp); err != nil {
+		return err
+	}
+	if p.Baseline != nil && (math.IsNaN(*p.Baseline) || math.IsInf(*p.Baseline, 0)) {
+		return &ConfigError{Policy: "EarlyStopping", Field: "Baseline",
+			Reason: "must be finite, got " + formatFloat(*p.Baseline)}
+	}
+	for i, m := range p.Metrics {
+		if m == "" {
+			return &ConfigError{Policy: "EarlyStopping", Field: "Metrics[" + strconv.Itoa(i) + "]", Reason: "must not be empty"}
+		}
+	}
+	return nil
+}
+
+// Decide returns Plateau when no watched metric improved within the
+// patience, and Continue otherwise.
+func (p EarlyStopping) Decide(h *History) Decision {
+	patience := countOr(p.Patience, DefaultPatience)
+	if h == nil || patience < 0 || h.Iteration <= p.WarmUp {
+		return Decision{}
+	}
+	metrics := p.Metrics
+	if len(metrics) == 0 {
+		metrics = defaultPlateauMetrics
+	}
+	for _, m := range metrics {
+		if !p.stalled(h, m, patience) {
+			return Decision{}
+		}
+	}
+	return Decision{Verdict: Plateau, Reason: p.reason(metrics, patience)}
+}
+
+// monitored returns the value of metric in r and whether r is monitored.
+func (p *EarlyStopping) monitored(r *Record, metric string) (float64, bool) {
+	if r.Iteration < p.WarmUp {
+		return 0, false
+	}
+	v, ok := r.Metric(metric)
+	return v, ok && !math.IsNaN(v)
+}
+
+// stalled reports whether metric has a full patience block and a reference
+// and did not improve within the block.
+func (p *EarlyStopping) stalled(h *History, metric string, patience int) bool {
+	n, fromIterations := 0, 0 // monitored records; those with Iteration ≥ 1
+	for i := range h.Recent {
+		if _, ok := p.monitored(&h.Recent[i], metric); ok {
+			n++
+			if h.Recent[i].Iteration >= 1 {
+				fromIterations++
+			}
+		}
+	}
+	if fromIterations < patience || (p.Baseline == nil && n < patience+1) {
+		return false
+	}
+	var ref float64
+	haveRef := false
+	if p.Baseline != nil {
+		ref, haveRef = *p.Baseline, true
+	}
+	k := 0
+	for i := range h.Recent {
+		v, ok := p.monitored(&h.Recent[i], metric)
+		if !ok {
+			continue
+		}
+		if k < n-patience {
+			if !haveRef || p.better(v, ref, 0) {
+				ref, haveRef = v, true
+			}
+		} else if p.better(v, ref, p.MinDelta) {
+			return false
+		}
+		k++
+	}
+	return true
+}
+
+// better reports whether v beats ref by more than delta.
+func (p *EarlyStopping) better(v, ref, delta float64) bool {
+	if p.Minimize {
+		return v+delta < ref
+	}
+	return v-delta > ref
+}
+
+// reason returns e.g. "plateau: score did not improve for 3 iterations
+// (min delta 0.01, baseline 0.80)".
+func (p *EarlyStopping) reason(metrics []string, patience int) string {
+	var sb strings.Builder
+	sb.WriteString("plateau: ")
+	sb.WriteString(strings.Join(metrics, ", "))
+	sb.WriteString(" did not improve for ")
+	sb.WriteString(plural(patience, "iteration"))
+	var notes []string
+	if p.MinDelta > 0 {
+		notes = append(notes, "min delta "+formatFloat(p.MinDelta))
+	}
+	if p.Baseline != nil {
+		notes = append(notes, "baseline "+formatFloat(*p.Baseline))
+	}
+	if len(notes) > 0 {
+		sb.WriteString(" (" + strings.Join(notes, ", ") + ")")
+	}
+	return sb.String()
+}

@@ -1,0 +1,433 @@
+package converge
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/refine-go/refine/gap"
+)
+
+// Defaults of the policies. A zero field of a policy selects its default.
+const (
+	// DefaultMinCoverage and DefaultMinConfidence are the required coverage
+	// and average confidence of [Thresholds].
+	DefaultMinCoverage   = gap.DefaultMinCoverage   // 0.70
+	DefaultMinConfidence = gap.DefaultMinConfidence // 0.80
+	// DefaultMaxConflicts is the number of unresolved conflicts
+	// [Thresholds] tolerates.
+	DefaultMaxConflicts = 2
+	// DefaultEarlyCoverage and DefaultEarlyConfidence are the levels from
+	// which [HighConfidence] stops: quality is exceptionally high.
+	DefaultEarlyCoverage   = 0.85
+	DefaultEarlyConfidence = 0.90
+	// DefaultStuckAfter is the number of consecutive unchanged assessments
+	// after which [NoProgress] halts.
+	DefaultStuckAfter = 2
+	// DefaultFailureThreshold is the number of consecutive failed
+	// iterations after which [Failures] aborts.
+	DefaultFailureThreshold = 3
+)
+
+// NoConflicts, as [Thresholds.MaxConflicts], tolerates no unresolved
+// conflict at all. (Zero selects [DefaultMaxConflicts]; any negative value
+// means none.)
+const NoConflicts = -1
+
+// Criterion names of [Thresholds] and [HighConfidence].
+const (
+	CriterionCoverage   = "coverage"
+	CriterionConfidence = "confidence"
+	CriterionConflicts  = "conflicts"
+	CriterionQuestions  = "questions"
+)
+
+// tolerance absorbs the rounding of ratios computed by the host, so that
+// 0.1+0.6 meets a threshold of 0.7.
+const tolerance = 1e-9
+
+func atLeast(v, min float64) bool { return v >= min-tolerance }
+
+// ratioOr returns v, def when v is zero, or 0 when v is negative (no minimum).
+func ratioOr(v, def float64) float64 {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
+}
+
+func countOr(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+// Thresholds is the required convergence check of research refinement: the
+// loop has converged when
+//
+//  1. coverage ≥ MinCoverage (default 0.70),
+//  2. average confidence ≥ MinConfidence (default 0.80),
+//  3. unresolved conflicts ≤ MaxConflicts (default 2), and
+//  4. every critical question is fully answered (unless AllowUnanswered).
+//
+// Decide reads the latest assessment (h.Current). When all four criteria are
+// met it returns Converged with a reason listing them, e.g. "converged:
+// coverage 0.88 ≥ 0.70, confidence 0.91 ≥ 0.80, conflicts 0 ≤ 2, questions
+// 2/2 answered"; otherwise Continue carrying all four criteria, so that
+// [Decision.Unmet] lists the failing ones (a Continue has no Reason). An
+// assessment that measured nothing has coverage 0 and does not converge.
+//
+// A zero field selects its default, so the zero value is the default check.
+// A negative MinCoverage or MinConfidence requires nothing (a threshold of
+// 0); a negative MaxConflicts (see [NoConflicts]) tolerates no conflict.
+// Ratios are compared with a tolerance of 1e-9. Thresholds is a plain value,
+// safe for concurrent use.
+type Thresholds struct {
+	MinCoverage   float64 `json:"min_coverage,omitempty"`
+	MinConfidence float64 `json:"min_confidence,omitempty"`
+	MaxConflicts  int     `json:"max_conflicts,omitempty"`
+	// AllowUnanswered makes the questions criterion always met (it is still
+	// reported).
+	AllowUnanswered bool `json:"allow_unanswered,omitempty"`
+}
+
+// limits returns the effective thresholds.
+func (t Thresholds) limits() (minCov, minConf float64, maxConflicts int) {
+	maxConflicts = countOr(t.MaxConflicts, DefaultMaxConflicts)
+	if maxConflicts < 0 {
+		maxConflicts = 0
+	}
+	return ratioOr(t.MinCoverage, DefaultMinCoverage), ratioOr(t.MinConfidence, DefaultMinConfidence), maxConflicts
+}
+
+// Validate returns a [*ConfigError] when MinCoverage or MinConfidence is NaN
+// or greater than 1, and nil otherwise.
+func (t Thresholds) Validate() error {
+	if err := checkRatio("Thresholds", "MinCoverage", t.MinCoverage); err != nil {
+		return err
+	}
+	return checkRatio("Thresholds", "MinConfidence", t.MinConfidence)
+}
+
+// Evaluate returns the four criteria, in the order coverage, confidence,
+// conflicts, questions, evaluated against a (nil is an assessment that
+// measured nothing). The questions criterion has Value = answered and
+// Threshold = total critical questions. The slice is newly allocated.
+func (t Thresholds) Evaluate(a *gap.Assessment) []Criterion {
+	if a == nil {
+		a = &gap.Assessment{}
+	}
+	minCov, minConf, maxConflicts := t.limits()
+	cov, conf := a.CoverageRatio(), a.AverageConfidence()
+	conflicts := a.UnresolvedConflicts()
+	answered, total := a.CriticalQuestions()
+
+	crit := make([]Criterion, 4)
+	crit[0] = Criterion{Name: CriterionCoverage, Value: cov, Threshold: minCov, Met: atLeast(cov, minCov)}
+	crit[1] = Criterion{Name: CriterionConfidence, Value: conf, Threshold: minConf, Met: atLeast(conf, minConf)}
+	crit[2] = Criterion{Name: CriterionConflicts, Value: float64(conflicts), Threshold: float64(maxConflicts), Met: conflicts <= maxConflicts}
+	crit[3] = Criterion{Name: CriterionQuestions, Value: float64(answered), Threshold: float64(total), Met: t.AllowUnanswered || answered >= total}
+
+	// All four details share one string: one allocation instead of four.
+	var buf [192]byte
+	var ends [4]int
+	b := appendComparison(buf[:0], cov, minCov, crit[0].Met)
+	ends[0] = len(b)
+	b = appendComparison(b, conf, minConf, crit[1].Met)
+	ends[1] = len(b)
+	b = strconv.AppendInt(b, int64(conflicts), 10)
+	if crit[2].Met {
+		b = append(b, " ≤ "...)
+	} else {
+		b = append(b, " > "...)
+	}
+	b = strconv.AppendInt(b, int64(maxConflicts), 10)
+	ends[2] = len(b)
+	b = strconv.AppendInt(b, int64(answered), 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, int64(total), 10)
+	b = append(b, " answered"...)
+	if answered < total && t.AllowUnanswered {
+		b = append(b, " (not required)"...)
+	}
+	ends[3] = len(b)
+	s := string(b)
+	start := 0
+	for i := range crit {
+		crit[i].Detail = s[start:ends[i]]
+		start = ends[i]
+	}
+	return crit
+}
+
+// Decide returns Converged when every criterion is met by h.Current, and
+// Continue with the criteria otherwise. A nil h continues.
+func (t Thresholds) Decide(h *History) Decision {
+	if h == nil {
+		return Decision{}
+	}
+	crit := t.Evaluate(&h.Current)
+	for i := range crit {
+		if !crit[i].Met {
+			return Decision{Criteria: crit}
+		}
+	}
+	return Decision{Verdict: Converged, Reason: joinCriteria("converged: ", crit), Criteria: crit}
+}
+
+// appendComparison appends e.g. "0.88 ≥ 0.70" or "0.65 < 0.70". Values are
+// shown with two decimals, or more when two decimals would make an unmet
+// comparison read "0.70 < 0.70".
+func appendComparison(b []byte, v, min float64, met bool) []byte {
+	prec := 2
+	if !met {
+		for ; prec < 6; prec++ {
+			if !sameFixed(v, min, prec) {
+				break
+			}
+		}
+	}
+	b = appendFixed(b, v, prec)
+	if met {
+		b = append(b, " ≥ "...)
+	} else {
+		b = append(b, " < "...)
+	}
+	return appendFixed(b, min, prec)
+}
+
+var pow10 = [...]float64{1, 10, 100, 1e3, 1e4, 1e5, 1e6}
+
+// scaled returns v·10^prec rounded to an integer, and false when that cannot
+// be done exactly as strconv would: v negative or large, prec large, or the
+// scaled value on a tie (x.5), where the product's rounding hides on which
+// side of the tie v lies. Rounding is monotonic, so off a tie the product
+// rounds like v.
+func scaled(v float64, prec int) (uint64, bool) {
+	if !(v >= 0 && v < 1e9) || prec >= len(pow10) {
+		return 0, false
+	}
+	r := v * pow10[prec]
+	if r-math.Floor(r) == 0.5 {
+		return 0, false
+	}
+	return uint64(math.Round(r)), true
+}
+
+// sameFixed reports whether v and w read the same with prec decimals.
+func sameFixed(v, w float64, prec int) bool {
+	if n, ok := scaled(v, prec); ok {
+		if m, ok := scaled(w, prec); ok {
+			return n == m
+		}
+	}
+	var vb, wb [32]byte
+	return string(strconv.AppendFloat(vb[:0], v, 'f', prec, 64)) == string(strconv.AppendFloat(wb[:0], w, 'f', prec, 64))
+}
+
+// appendFixed appends v with prec decimals exactly as
+// strconv.AppendFloat(b, v, 'f', prec, 64) does, several times faster for
+// the small non-negative values of criteria.
+func appendFixed(b []byte, v float64, prec int) []byte {
+	n, ok := scaled(v, prec)
+	if !ok {
+		return strconv.AppendFloat(b, v, 'f', prec, 64)
+	}
+	scale := uint64(pow10[prec])
+	b = strconv.AppendUint(b, n/scale, 10)
+	if prec == 0 {
+		return b
+	}
+	b = append(b, '.')
+	frac := n % scale
+	for d := scale / 10; d > 0; d /= 10 {
+		b = append(b, byte('0'+frac/d%10))
+	}
+	return b
+}
+
+// joinCriteria returns prefix followed by the criteria, e.g.
+// "converged: coverage 0.88 ≥ 0.70, confidence 0.91 ≥ 0.80".
+func joinCriteria(prefix string, crit []Criterion) string {
+	var sb strings.Builder
+	sb.WriteString(prefix)
+	for i := range crit {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(crit[i].Name)
+		if crit[i].Detail != "" {
+			sb.WriteByte(' ')
+			sb.WriteString(crit[i].Detail)
+		}
+	}
+	return sb.String()
+}
+
+// HighConfidence stops a loop whose quality is exceptionally high: coverage ≥
+// MinCoverage (default 0.85) and average confidence ≥ MinConfidence (default
+// 0.90) in the latest assessment (h.Current). It then returns verdict EarlyExit with
+// the two criteria and a reason such as "high confidence reached: coverage
+// 0.88 ≥ 0.85, confidence 0.92 ≥ 0.90 (skipped 2 potential iterations)"; the
+// skipped iterations are mentioned when the loop has a limit and some remain.
+// Otherwise it returns Continue with no criteria (those of [Thresholds] say
+// what is missing).
+//
+// A zero field selects its default; a negative one requires nothing.
+// HighConfidence is a plain value, safe for concurrent use.
+type HighConfidence struct {
+	MinCoverage   float64 `json:"min_coverage,omitempty"`
+	MinConfidence float64 `json:"min_confidence,omitempty"`
+}
+
+// Validate returns a [*ConfigError] when MinCoverage or MinConfidence is NaN
+// or greater than 1, and nil otherwise.
+func (e HighConfidence) Validate() error {
+	if err := checkRatio("HighConfidence", "MinCoverage", e.MinCoverage); err != nil {
+		return err
+	}
+	return checkRatio("HighConfidence", "MinConfidence", e.MinConfidence)
+}
+
+// Decide returns EarlyExit when both levels are reached, Continue otherwise.
+func (e HighConfidence) Decide(h *History) Decision {
+	if h == nil {
+		return Decision{}
+	}
+	minCov := ratioOr(e.MinCoverage, DefaultEarlyCoverage)
+	minConf := ratioOr(e.MinConfidence, DefaultEarlyConfidence)
+	cov, conf := h.Current.CoverageRatio(), h.Current.AverageConfidence()
+	if !atLeast(cov, minCov) || !atLeast(conf, minConf) {
+		return Decision{}
+	}
+	crit := []Criterion{
+		{Name: CriterionCoverage, Value: cov, Threshold: minCov, Met: true, Detail: string(appendComparison(nil, cov, minCov, true))},
+		{Name: CriterionConfidence, Value: conf, Threshold: minConf, Met: true, Detail: string(appendComparison(nil, conf, minConf, true))},
+	}
+	reason := joinCriteria("high confidence reached: ", crit)
+	if r := h.Remaining(); r > 0 {
+		reason += " (skipped " + plural(r, "potential iteration") + ")"
+	}
+	return Decision{Verdict: EarlyExit, Reason: reason, Criteria: crit}
+}
+
+// plural returns e.g. "1 potential iteration" or "2 potential iterations".
+func plural(n int, noun string) string {
+	s := strconv.Itoa(n) + " " + noun
+	if n != 1 {
+		s += "s"
+	}
+	return s
+}
+
+// IterationLimit stops a loop that has run h.MaxIterations iterations
+// (h.Iteration ≥ h.MaxIterations) without another policy stopping it first:
+// partial convergence, verdict MaxIterations with a reason such as "max
+// iterations reached: 4 of 4". With Escalate it returns Escalate instead,
+// handing the decision to a human. A MaxIterations of 0 (or less) means
+// unlimited: IterationLimit then never stops.
+//
+// The zero value reports MaxIterations. IterationLimit is a plain value, safe
+// for concurrent use.
+type IterationLimit struct {
+	Escalate bool `json:"escalate,omitempty"`
+}
+
+// Decide returns MaxIterations (or Escalate) at the limit, Continue before it.
+func (l IterationLimit) Decide(h *History) Decision {
+	if h == nil || h.MaxIterations <= 0 || h.Iteration < h.MaxIterations {
+		return Decision{}
+	}
+	reason := "max iterations reached: " + strconv.Itoa(h.Iteration) + " of " + strconv.Itoa(h.MaxIterations)
+	if l.Escalate {
+		return Decision{Verdict: Escalate, Reason: reason + "; escalating"}
+	}
+	return Decision{Verdict: MaxIterations, Reason: reason}
+}
+
+// NoProgress halts a loop whose work remaining has not changed for After
+// consecutive assessments (h.Unchanged ≥ After; default 2): verdict Stuck,
+// reason e.g. "stuck: work remaining unchanged for 2 iterations: Phase_6
+// Phase_7". Only a non-empty work remaining can be stuck (see
+// [History.Observe]).
+//
+// A zero After selects the default. NoProgress is a plain value, safe for
+// concurrent use.
+type NoProgress struct {
+	After int `json:"after,omitempty"`
+}
+
+// Validate returns a [*ConfigError] when After is negative.
+func (s NoProgress) Validate() error { return checkCount("NoProgress", "After", s.After) }
+
+// Decide returns Stuck once the work remaining has been unchanged long enough.
+func (s NoProgress) Decide(h *History) Decision {
+	after := countOr(s.After, DefaultStuckAfter)
+	if h == nil || h.Unchanged < after || after < 0 {
+		return Decision{}
+	}
+	return Decision{Verdict: Stuck, Reason: "stuck: work remaining unchanged for " +
+		plural(h.Unchanged, "iteration") + ": " + strings.Join(h.WorkRemaining, " ")}
+}
+
+// Failures aborts a loop after Threshold consecutive failed iterations
+// (h.ConsecutiveFailures ≥ Threshold; default 3): verdict Aborted, reason
+// e.g. "aborting after 3 consecutive failures". A successful iteration resets
+// the count ([History.Complete]).
+//
+// A zero Threshold selects the default. Failures is a plain value, safe for
+// concurrent use.
+type Failures struct {
+	Threshold int `json:"threshold,omitempty"`
+}
+
+// Validate returns a [*ConfigError] when Threshold is negative.
+func (f Failures) Validate() error { return checkCount("Failures", "Threshold", f.Threshold) }
+
+// Decide returns Aborted once the consecutive failures reach the threshold.
+func (f Failures) Decide(h *History) Decision {
+	threshold := countOr(f.Threshold, DefaultFailureThreshold)
+	if h == nil || h.ConsecutiveFailures < threshold || threshold < 0 {
+		return Decision{}
+	}
+	return Decision{Verdict: Aborted, Reason: "aborting after " + plural(h.ConsecutiveFailures, "consecutive failure")}
+}
+
+// Done converges when the host reports its work complete
+// (h.Current.Complete): verdict Converged, reason "work complete".
+type Done struct{}
+
+// Decide returns Converged when the latest assessment is complete.
+func (Done) Decide(h *History) Decision {
+	if h == nil || !h.Current.Complete {
+		return Decision{}
+	}
+	return Decision{Verdict: Converged, Reason: "work complete"}
+}
+
+// Passing converges when the quality checks pass
+// (h.Current.Signals.Passing(): the tests, if run, passed and the review, if
+// any, approved): verdict Converged, reason "tests passed and review
+// approved" (or "tests passed", "review approved" when only one was run).
+// This is the "proceed" decision of a validation loop.
+type Passing struct{}
+
+// Decide returns Converged when the latest assessment's checks pass.
+func (Passing) Decide(h *History) Decision {
+	if h == nil || !h.Current.Signals.Passing() {
+		return Decision{}
+	}
+	s := &h.Current.Signals
+	reason := "tests passed and review approved"
+	switch {
+	case s.Review == nil:
+		reason = "tests passed"
+	case s.Tests == nil:
+		reason = "review approved"
+	}
+	return Decision{Verdict: Converged, Reason: reason}
+}

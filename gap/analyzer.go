@@ -1,0 +1,120 @@
+package gap
+
+import "context"
+
+// Analyzer finds the gaps of an assessment.
+//
+// Analyze must not modify the assessment (its slices and maps are shared
+// with the caller). The returned slice belongs to the caller, which may
+// reorder and modify it (as [Prioritize] does): an Analyzer returns a fresh
+// slice, or nil, on every call. A Gap may share read-only slices (such as
+// Focus) with the assessment. An invalid assessment gives an error matching
+// [ErrInvalidAssessment].
+type Analyzer interface {
+	Analyze(ctx context.Context, a Assessment) ([]Gap, error)
+}
+
+// AnalyzerFunc adapts a function to [Analyzer].
+type AnalyzerFunc func(ctx context.Context, a Assessment) ([]Gap, error)
+
+// Analyze returns f(ctx, a).
+func (f AnalyzerFunc) Analyze(ctx context.Context, a Assessment) ([]Gap, error) {
+	return f(ctx, a)
+}
+
+var (
+	_ Analyzer = Research{}
+	_ Analyzer = Quality{}
+	_ Analyzer = AnalyzerFunc(nil)
+	_ Analyzer = combined(nil)
+	_ Analyzer = defaultAnalyzer{}
+)
+
+// Combine returns an Analyzer that runs the analyzers in order and
+// concatenates their gaps. Nil analyzers are skipped. It checks ctx before
+// each analyzer and returns context.Cause(ctx) once ctx is done. The first
+// error stops the analysis and is returned unchanged (with no gaps). Combine
+// does not prioritise; see [Prioritize]. The result is safe for concurrent
+// use if the analyzers are.
+func Combine(analyzers ...Analyzer) Analyzer {
+	c := make(combined, 0, len(analyzers))
+	for _, an := range analyzers {
+		if an != nil {
+			c = append(c, an)
+		}
+	}
+	return c
+}
+
+type combined []Analyzer
+
+func (c combined) Analyze(ctx context.Context, a Assessment) ([]Gap, error) {
+	var out []Gap
+	for _, an := range c {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		// The built-in analyzers append to out directly. (A static call,
+		// unlike a call through an interface, lets &a stay on the stack.)
+		var err error
+		switch an := an.(type) {
+		case Research:
+			out, err = an.appendGaps(out, &a)
+		case Quality:
+			out, err = an.appendGaps(out, &a)
+		default:
+			out, err = appendAnalyzed(ctx, out, an, a)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// appendAnalyzed appends the gaps of an to out.
+func appendAnalyzed(ctx context.Context, out []Gap, an Analyzer, a Assessment) ([]Gap, error) {
+	gaps, err := an.Analyze(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		// Clip, so that appending the next analyzer's gaps never writes
+		// past the end of this analyzer's slice.
+		return gaps[:len(gaps):len(gaps)], nil
+	}
+	return append(out, gaps...), nil
+}
+
+// Default returns the analyzer a loop uses when it is given none: the
+// [Research] and [Quality] analyzers with default [Thresholds], combined
+// (research gaps first), then ordered by [Prioritize]. It needs no
+// configuration, and an assessment that measured nothing has no gaps. It is
+// safe for concurrent use.
+func Default() Analyzer { return defaultAnalyzer{} }
+
+// defaultAnalyzer is Combine(Research{}, Quality{}) followed by Prioritize,
+// with static calls so that analysing an empty assessment does not
+// allocate, one copy of the assessment and one slice for all gaps.
+type defaultAnalyzer struct{}
+
+func (defaultAnalyzer) Analyze(ctx context.Context, a Assessment) ([]Gap, error) {
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	rp, err := Research{}.plan(&a)
+	if err != nil {
+		return nil, err
+	}
+	qp, err := Quality{}.plan(&a)
+	if err != nil {
+		return nil, err
+	}
+	if rp.n+qp.n == 0 {
+		return nil, nil
+	}
+	gaps := make([]Gap, 0, rp.n+qp.n)
+	gaps = rp.fill(gaps, &a)
+	gaps = qp.fill(gaps, &a)
+	return prioritize(gaps, &a), nil
+}

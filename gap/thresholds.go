@@ -1,0 +1,83 @@
+package gap
+
+// Default thresholds. The research thresholds come from the iteration rules
+// of research refinement (coverage 0.70, confidence 0.80); the others from
+// output quality detection.
+const (
+	DefaultMinCoverage     = 0.70
+	DefaultMinConfidence   = 0.80
+	DefaultMinCompleteness = 0.90
+	DefaultMinQuality      = 0.70
+)
+
+// Thresholds are the limits below which a metric becomes a gap.
+//
+// A zero field selects its default; a negative field disables its check;
+// a field that is NaN or greater than 1 is invalid ([Thresholds.Validate]).
+// So the zero value is the default configuration. A threshold of exactly 0
+// cannot be expressed (it would mean "never a gap", which is what a negative
+// value does).
+//
+// MinSignalConfidence, when zero, takes the value of MinConfidence after that
+// one's default: disabling MinConfidence therefore also disables the signal
+// confidence check unless MinSignalConfidence is set.
+type Thresholds struct {
+	// MinCoverage is the coverage below which a research assessment has a
+	// [Coverage] gap (default 0.70).
+	MinCoverage float64 `json:"min_coverage,omitempty"`
+	// MinConfidence is the average finding confidence below which a research
+	// assessment has confidence gaps (default 0.80).
+	MinConfidence float64 `json:"min_confidence,omitempty"`
+	// MinCompleteness is the output completeness below which
+	// [IncompleteOutput] is triggered (default 0.90).
+	MinCompleteness float64 `json:"min_completeness,omitempty"`
+	// MinQuality is the quality score below which [QualityThreshold] is
+	// triggered (default 0.70).
+	MinQuality float64 `json:"min_quality,omitempty"`
+	// MinSignalConfidence is the calibrated confidence of [Signals] below
+	// which [LowConfidence] is triggered (default: MinConfidence).
+	MinSignalConfidence float64 `json:"min_signal_confidence,omitempty"`
+}
+
+// Validate returns an [*InvalidThresholdError] for the first field that is
+// NaN or greater than 1, or nil.
+func (t Thresholds) Validate() error {
+	// !(v <= 1) is true for NaN and for values above 1.
+	switch {
+	case !(t.MinCoverage <= 1):
+		return &InvalidThresholdError{Field: "MinCoverage", Value: t.MinCoverage}
+	case !(t.MinConfidence <= 1):
+		return &InvalidThresholdError{Field: "MinConfidence", Value: t.MinConfidence}
+	case !(t.MinCompleteness <= 1):
+		return &InvalidThresholdError{Field: "MinCompleteness", Value: t.MinCompleteness}
+	case !(t.MinQuality <= 1):
+		return &InvalidThresholdError{Field: "MinQuality", Value: t.MinQuality}
+	case !(t.MinSignalConfidence <= 1):
+		return &InvalidThresholdError{Field: "MinSignalConfidence", Value: t.MinSignalConfidence}
+	}
+	return nil
+}
+
+// withDefaults returns t with every zero field replaced by its default.
+// Negative (disabled) fields are kept.
+func (t Thresholds) withDefaults() Thresholds {
+	if t.MinCoverage == 0 {
+		t.MinCoverage = DefaultMinCoverage
+	}
+	if t.MinConfidence == 0 {
+		t.MinConfidence = DefaultMinConfidence
+	}
+	if t.MinCompleteness == 0 {
+		t.MinCompleteness = DefaultMinCompleteness
+	}
+	if t.MinQuality == 0 {
+		t.MinQuality = DefaultMinQuality
+	}
+	if t.MinSignalConfidence == 0 {
+		t.MinSignalConfidence = t.MinConfidence
+	}
+	return t
+}
+
+// below reports whether v falls below an enabled threshold min.
+func below(v, min float64) bool { return min >= 0 && v < min }

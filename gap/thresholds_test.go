@@ -1,0 +1,82 @@
+package gap
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestThresholdsDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		in   Thresholds
+		want Thresholds
+	}{
+		{
+			name: "seed000/zero_value_defaults_coverage_0.70_confidence_0.80",
+			want: Thresholds{MinCoverage: 0.70, MinConfidence: 0.80, MinCompleteness: 0.90, MinQuality: 0.70, MinSignalConfidence: 0.80},
+		},
+		{
+			name: "signal_confidence_follows_MinConfidence",
+			in:   Thresholds{MinConfidence: 0.6},
+			want: Thresholds{MinCoverage: 0.70, MinConfidence: 0.6, MinCompleteness: 0.90, MinQuality: 0.70, MinSignalConfidence: 0.6},
+		},
+		{
+			name: "negative_kept_disabled",
+			in:   Thresholds{MinCoverage: -1, MinConfidence: -1, MinCompleteness: -1, MinQuality: -1},
+			want: Thresholds{MinCoverage: -1, MinConfidence: -1, MinCompleteness: -1, MinQuality: -1, MinSignalConfidence: -1},
+		},
+		{
+			name: "explicit_values_kept",
+			in:   Thresholds{MinCoverage: 0.5, MinConfidence: 0.9, MinCompleteness: 1, MinQuality: 0.3, MinSignalConfidence: 0.75},
+			want: Thresholds{MinCoverage: 0.5, MinConfidence: 0.9, MinCompleteness: 1, MinQuality: 0.3, MinSignalConfidence: 0.75},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.in.withDefaults()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestThresholdsValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		th   Thresholds
+		want error // nil or *InvalidThresholdError
+	}{
+		{"zero_ok", Thresholds{}, nil},
+		{"negative_ok", Thresholds{MinQuality: math.Inf(-1)}, nil},
+		{"one_ok", Thresholds{MinCoverage: 1}, nil},
+		{"coverage_above_one", Thresholds{MinCoverage: 1.01}, &InvalidThresholdError{Field: "MinCoverage", Value: 1.01}},
+		{"confidence_inf", Thresholds{MinConfidence: math.Inf(1)}, &InvalidThresholdError{Field: "MinConfidence", Value: math.Inf(1)}},
+		{"quality_NaN", Thresholds{MinQuality: math.NaN()}, &InvalidThresholdError{Field: "MinQuality", Value: math.NaN()}},
+		{"above_one", Thresholds{MinCompleteness: 1.2}, &InvalidThresholdError{Field: "MinCompleteness", Value: 1.2}},
+		{"NaN", Thresholds{MinSignalConfidence: math.NaN()}, &InvalidThresholdError{Field: "MinSignalConfidence", Value: math.NaN()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.th.Validate()
+			if diff := cmp.Diff(tt.want, err, approx); diff != "" {
+				t.Errorf("Validate (-want +got):\n%s", diff)
+			}
+			if tt.want == nil {
+				return
+			}
+			if !errors.Is(err, ErrInvalidThreshold) {
+				t.Errorf("errors.Is(%v, ErrInvalidThreshold) = false", err)
+			}
+			for _, an := range []Analyzer{Research{tt.th}, Quality{tt.th}} {
+				gaps, err := an.Analyze(context.Background(), Assessment{Coverage: 0.1})
+				if gaps != nil || !errors.Is(err, ErrInvalidThreshold) {
+					t.Errorf("%T.Analyze = %v, %v; want nil, ErrInvalidThreshold", an, gaps, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,467 @@
+package iterate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
+)
+
+// Worker roles of the default role table (seed 000's agents).
+const (
+	RoleExplore     = "explore"     // ExploreAgent: files, directories, flows
+	RoleCitation    = "citation"    // CitationAgent: evidence for a finding
+	RolePattern     = "pattern"     // PatternAgent: examples of a pattern
+	RoleVerify      = "verify"      // verification (Plan) agent: resolve conflicts
+	RoleSecurity    = "security"    // SecurityAgent
+	RolePerformance = "performance" // PerformanceAgent
+	RoleImplement   = "implement"   // implementer: fix the output (seeds 001, 002)
+)
+
+// Role describes the worker that should close a kind of gap.
+type Role struct {
+	// Name is the role, e.g. RoleExplore.
+	Name string
+	// Agent and Model describe the agent for hosts that drive one.
+	Agent, Model string
+	// Prompt is the instruction template. {target}, {detail} and {focus}
+	// are replaced by the gap's Target, Detail and Focus (comma-separated).
+	Prompt string
+	// Group puts every selected gap of this role into one task (an
+	// implementer fixes all issues in one attempt) instead of one task per
+	// gap.
+	Group bool
+}
+
+// Roles maps gap kinds to worker roles.
+type Roles map[gap.Kind]Role
+
+// DefaultRoles returns seed 000's gap-kind → agent table, extended with the
+// implementer for the quality triggers of seeds 001 and 002. The result is a
+// fresh map the caller may modify.
+func DefaultRoles() Roles {
+	explore := Role{Name: RoleExplore, Agent: "ExploreAgent", Model: "haiku",
+		Prompt: "Analyze ONLY these files: {focus}. Provide patterns and connections to previously analyzed code."}
+	citation := Role{Name: RoleCitation, Agent: "CitationAgent", Model: "haiku",
+		Prompt: "For finding '{target}', locate exact code implementation with file:line citations and code snippets."}
+	implement := Role{Name: RoleImplement, Agent: "Implementer", Model: "sonnet", Group: true,
+		Prompt: "Address the identified issues: {detail}"}
+	return Roles{
+		gap.Coverage:   explore,
+		gap.Confidence: citation,
+		gap.Evidence:   citation,
+		gap.Pattern: {Name: RolePattern, Agent: "PatternAgent", Model: "haiku",
+			Prompt: "Deep dive into '{target}' pattern. Find 3+ concrete examples with similarities and variations."},
+		gap.ConflictingFindings: {Name: RoleVerify, Agent: "PlanAgent", Model: "sonnet",
+			Prompt: "Resolve conflict: {detail}. Analyze all relevant sources and provide ground truth with comprehensive citations."},
+		gap.MissingContext: {Name: RoleExplore, Agent: "ExploreAgent", Model: "haiku",
+			Prompt: "Trace {target}. Map the complete flow with file:line references."},
+		gap.UnansweredQuestion: {Name: RoleExplore, Agent: "ExploreAgent", Model: "haiku",
+			Prompt: "Answer the critical question '{target}' with file:line evidence."},
+		gap.Security: {Name: RoleSecurity, Agent: "SecurityAgent", Model: "sonnet",
+			Prompt: "Analyze security implications of '{target}'. Check for vulnerabilities, best practices, and provide security recommendations."},
+		gap.Performance: {Name: RolePerformance, Agent: "PerformanceAgent", Model: "sonnet",
+			Prompt: "Analyze performance characteristics of '{target}'. Identify bottlenecks, inefficiencies, and optimization opportunities."},
+		gap.ValidationFailure: implement,
+		gap.LowConfidence:     implement,
+		gap.IncompleteOutput:  implement,
+		gap.ExplicitFeedback:  implement,
+		gap.Hallucination:     implement,
+		gap.RequirementUnmet:  implement,
+		gap.QualityThreshold:  implement,
+		gap.UserRejection:     implement,
+		gap.TestFailure:       implement,
+		gap.ReviewRejected:    implement,
+	}
+}
+
+var defaultRoles = DefaultRoles()
+
+// broadRole is used when a gap's kind has no role, and for the broad task of
+// an iteration without actionable gaps.
+var broadRole = Role{Name: RoleExplore, Agent: "ExploreAgent", Model: "haiku",
+	Prompt: "Explore broadly for anything the previous iterations missed."}
+
+// Adaptive is the default [Strategy]. It chooses an action from the gaps and
+// the history, and turns the highest-priority gaps into tasks:
+//
+//  1. A policy that escalated (seed 002: the iteration limit with checks
+//     still failing) gets an escalation: the attempts summary, the pattern
+//     detected and the question for the human.
+//  2. Gaps are selected by priority and iterations remaining ([gap.Select]:
+//     P1 and P2 with two or more iterations left, P1 only on the last one),
+//     at most MaxTasks tasks, highest priority first, the rest deferred.
+//  3. The action follows seed 001: refine when the same triggers survived a
+//     retry; retry on validation failures; expand on low confidence (and on
+//     coverage, context, question, security and performance gaps); retry
+//     with verification on hallucinations; escalate near the iteration limit
+//     (only with EscalateNearLimit); otherwise retry.
+//  4. A strategy that just failed on the same triggers is never repeated,
+//     and escalation comes by degrees: when the same triggers survive an
+//     attempt the plan carries a warning and switches strategy (retry →
+//     refine → simplify → expand); when they survive EscalateAfter attempts
+//     it asks a human; when they survive that many attempts again after the
+//     human's answer, it stops.
+//  5. Feedback for the tasks is synthesised from the gaps, most severe
+//     first, bounded to FeedbackLimit bytes (seed 002).
+//
+// The zero value uses the defaults. Adaptive keeps no state between calls:
+// everything it needs is in the [Situation] and its history, so a resumed
+// loop plans exactly as an uninterrupted one. Safe for concurrent use.
+type Adaptive struct {
+	// Roles maps gap kinds to worker roles; nil means [DefaultRoles].
+	Roles Roles
+	// MaxTasks bounds the tasks per iteration; 0 means [DefaultMaxTasks].
+	MaxTasks int
+	// FeedbackLimit bounds the synthesised feedback in bytes; 0 means
+	// [DefaultFeedbackLimit].
+	FeedbackLimit int
+	// EscalateNearLimit escalates when one iteration is left and problems
+	// remain (seed 001's "previous attempts ≥ max − 1"). Off by default, so
+	// that the last allowed iteration is used.
+	EscalateNearLimit bool
+	// EscalateAfter is the number of consecutive attempts the same triggers
+	// may survive before a human is asked; 0 means 3.
+	EscalateAfter int
+}
+
+// ErrInvalidStrategy is matched by the errors of [Adaptive.Validate].
+var ErrInvalidStrategy = errors.New("iterate: invalid strategy")
+
+// Validate reports negative settings.
+func (s *Adaptive) Validate() error {
+	switch {
+	case s.MaxTasks < 0:
+		return fmt.Errorf("%w: MaxTasks %d < 0", ErrInvalidStrategy, s.MaxTasks)
+	case s.FeedbackLimit < 0:
+		return fmt.Errorf("%w: FeedbackLimit %d < 0", ErrInvalidStrategy, s.FeedbackLimit)
+	case s.EscalateAfter < 0:
+		return fmt.Errorf("%w: EscalateAfter %d < 0", ErrInvalidStrategy, s.EscalateAfter)
+	}
+	return nil
+}
+
+func (s *Adaptive) maxTasks() int {
+	if s.MaxTasks > 0 {
+		return s.MaxTasks
+	}
+	return DefaultMaxTasks
+}
+
+func (s *Adaptive) feedbackLimit() int {
+	if s.FeedbackLimit > 0 {
+		return s.FeedbackLimit
+	}
+	return DefaultFeedbackLimit
+}
+
+func (s *Adaptive) escalateAfter() int {
+	if s.EscalateAfter > 0 {
+		return s.EscalateAfter
+	}
+	return 3
+}
+
+func (s *Adaptive) role(k gap.Kind) Role {
+	roles := s.Roles
+	if roles == nil {
+		roles = defaultRoles
+	}
+	if r, ok := roles[k]; ok {
+		return r
+	}
+	return broadRole
+}
+
+// Plan implements [Strategy].
+func (s *Adaptive) Plan(_ context.Context, sit *Situation) (Plan, error) {
+	if sit.Decision.Verdict == converge.Escalate {
+		return s.escalation(sit, sit.Decision.Reason), nil
+	}
+	gaps := sit.Gaps
+	if len(gaps) == 0 {
+		// Seed 000: no actionable gaps but not converged: force a broad
+		// refinement.
+		return Plan{Action: Refine, Tasks: append(sit.tasks, s.task(broadRole, nil, Refine)),
+			Reason: "no actionable gaps: broad refinement"}, nil
+	}
+
+	persist, tried := persistence(sit)
+	action, reason, guidance := s.choose(sit, persist, tried)
+	plan := Plan{Action: action, Reason: reason, Guidance: guidance}
+	if persist > 0 {
+		plan.Warning = fmt.Sprintf("the same %d problem(s) survived %d attempt(s); switching to %s", len(gaps), persist, action)
+	}
+	switch action {
+	case Escalate:
+		p := s.escalation(sit, reason)
+		p.Warning = plan.Warning
+		return p, nil
+	case Stop:
+		return plan, nil
+	}
+
+	selected, deferred := gap.Select(gaps, sit.Remaining, 0)
+	if len(selected) == 0 && len(gaps) > 0 {
+		// Nothing of high enough priority for the iterations left: address
+		// the most important gap rather than idling.
+		selected, deferred = gaps[:1:1], gaps[1:]
+	}
+	plan.Feedback = SynthesizeFeedback(selected, s.feedbackLimit())
+	plan.Tasks, deferred = s.tasks(sit.tasks, selected, deferred, action, plan.Feedback, guidance)
+	plan.Deferred = deferred
+	return plan, nil
+}
+
+// tasks turns selected gaps into at most MaxTasks tasks, in order; grouped
+// roles collect all their gaps into their first task.
+func (s *Adaptive) tasks(dst []Task, selected, deferred []gap.Gap, action Action, fb Feedback, guidance []string) ([]Task, []gap.Gap) {
+	max := s.maxTasks()
+	var overflow []gap.Gap
+	for i := range selected {
+		g := &selected[i]
+		role := s.role(g.Kind)
+		if role.Group {
+			if j := findRole(dst, role.Name); j >= 0 {
+				dst[j].Gaps = append(dst[j].Gaps[:len(dst[j].Gaps):len(dst[j].Gaps)], *g)
+				continue
+			}
+		}
+		if len(dst) >= max {
+			overflow = append(overflow, *g)
+			continue
+		}
+		t := s.task(role, selected[i:i+1:i+1], action)
+		t.Feedback, t.Guidance = fb, guidance
+		dst = append(dst, t)
+	}
+	for i := range dst {
+		dst[i].Prompt = render(s.role(dst[i].Gap().Kind), dst[i].Gaps)
+	}
+	if len(overflow) > 0 {
+		deferred = append(overflow, deferred...)
+	}
+	return dst, deferred
+}
+
+func findRole(ts []Task, name string) int {
+	for i := range ts {
+		if ts[i].Role == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *Adaptive) task(role Role, gaps []gap.Gap, action Action) Task {
+	t := Task{Action: action, Role: role.Name, Agent: role.Agent, Model: role.Model, Gaps: gaps}
+	if len(gaps) == 0 {
+		t.Prompt = role.Prompt
+	}
+	return t
+}
+
+// render fills a role's prompt template for its gaps.
+func render(role Role, gaps []gap.Gap) string {
+	p := role.Prompt
+	if len(gaps) == 0 || !strings.Contains(p, "{") {
+		return p
+	}
+	g := gaps[0]
+	detail := detailOf(g)
+	if len(gaps) > 1 {
+		parts := make([]string, len(gaps))
+		for i := range gaps {
+			parts[i] = detailOf(gaps[i])
+		}
+		detail = strings.Join(parts, "; ")
+	}
+	focus := strings.Join(g.Focus, ", ")
+	if focus == "" {
+		focus = g.Target
+	}
+	return strings.NewReplacer("{target}", g.Target, "{detail}", detail, "{focus}", focus).Replace(p)
+}
+
+// The escalation ladder: the actions tried, in order, while the same
+// triggers persist.
+var ladder = [...]Action{Retry, Refine, Simplify, Expand}
+
+// choose picks the action (seed 001's selectIterationStrategy with the
+// graduated escalation on top).
+func (s *Adaptive) choose(sit *Situation, persist int, tried actionSet) (Action, string, []string) {
+	if persist >= s.escalateAfter() {
+		if sit.AnsweredAt > 0 {
+			return Stop, fmt.Sprintf("stopped: the same problems persisted for %d attempts after the human's answer", persist), nil
+		}
+		return Escalate, fmt.Sprintf("the same problems persisted for %d attempts", persist), nil
+	}
+	var last Action
+	if sit.Last != nil {
+		last = sit.Last.Action
+	} else if r := sit.History.Last(); r != nil {
+		last = Action(r.Action)
+	}
+	if persist > 0 {
+		// Seed 001: same triggers after a retry → refine.
+		if last == Retry && !tried.has(Refine) {
+			return Refine, "the same triggers survived a retry: refine", []string{"Focus on specific issues identified", "Increase detail (x1.5)"}
+		}
+		for _, a := range ladder {
+			if a != last && !tried.has(a) {
+				return a, fmt.Sprintf("the same triggers survived %s: switch to %s", last, a), guidanceFor(a)
+			}
+		}
+		return Escalate, fmt.Sprintf("every strategy failed on the same problems (%d attempts)", persist), nil
+	}
+
+	kinds := kindsOf(sit.Gaps)
+	switch {
+	case kinds.has(gap.ValidationFailure):
+		return Retry, "validation failures: retry with fixes", []string{"Fix the validation errors", "Follow the expected schema"}
+	case kinds.has(gap.LowConfidence) || kinds.has(gap.Confidence) || kinds.has(gap.Evidence) || kinds.has(gap.Pattern):
+		return Expand, "low confidence: expand with more evidence", []string{"Provide more evidence and reasoning", "Cite sources"}
+	case kinds.has(gap.Hallucination):
+		return Retry, "hallucinations detected: retry with verification", []string{"Verify all factual claims before including", "Remove unverified claims"}
+	case s.EscalateNearLimit && sit.Remaining >= 0 && sit.Remaining <= 1:
+		return Escalate, "one iteration left with problems remaining", nil
+	case kinds.has(gap.ConflictingFindings):
+		return Refine, "conflicting findings: verify", []string{"Analyze all relevant sources and resolve the disagreement"}
+	case kinds.has(gap.Coverage) || kinds.has(gap.MissingContext) || kinds.has(gap.UnansweredQuestion) ||
+		kinds.has(gap.Security) || kinds.has(gap.Performance):
+		return Expand, "coverage or context missing: expand the search", []string{"Do not re-analyze what is already covered"}
+	}
+	return Retry, "address the identified issues", []string{"Address the identified issues"}
+}
+
+func guidanceFor(a Action) []string {
+	switch a {
+	case Refine:
+		return []string{"Focus on specific issues identified", "Increase detail (x1.5)"}
+	case Simplify:
+		return []string{"Reduce the scope to the essential fix", "Prefer the simplest change that passes"}
+	case Expand:
+		return []string{"Provide more evidence and reasoning", "Consider alternative approaches"}
+	}
+	return []string{"Address the identified issues"}
+}
+
+// persistence counts the consecutive attempts (since the latest human
+// answer) after which the current triggers were found again, and which
+// actions those attempts took.
+func persistence(sit *Situation) (int, actionSet) {
+	h := sit.History
+	recs := h.Recent
+	if len(recs) < 2 {
+		return 0, 0
+	}
+	cur := recs[len(recs)-1]
+	if cur.Triggers == 0 {
+		return 0, 0
+	}
+	n := 0
+	var tried actionSet
+	for i := len(recs) - 2; i >= 0; i-- {
+		if recs[i].Triggers != cur.Triggers || recs[i+1].Iteration <= sit.AnsweredAt {
+			break
+		}
+		n++
+		tried = tried.add(Action(recs[i+1].Action))
+	}
+	return n, tried
+}
+
+type actionSet uint8
+
+func actionBit(a Action) actionSet {
+	switch a {
+	case Retry:
+		return 1
+	case Refine:
+		return 2
+	case Expand:
+		return 4
+	case Simplify:
+		return 8
+	}
+	return 0
+}
+
+func (s actionSet) add(a Action) actionSet { return s | actionBit(a) }
+func (s actionSet) has(a Action) bool      { return s&actionBit(a) != 0 }
+
+type kindSet []gap.Gap
+
+func kindsOf(gaps []gap.Gap) kindSet { return kindSet(gaps) }
+
+func (k kindSet) has(kind gap.Kind) bool {
+	for i := range k {
+		if k[i].Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// escalation builds the escalate plan.
+func (s *Adaptive) escalation(sit *Situation, reason string) Plan {
+	esc := BuildEscalation(sit.History, reason, s.feedbackLimit())
+	return Plan{Action: Escalate, Reason: reason, Escalation: esc, Feedback: esc.Feedback}
+}
+
+// BuildEscalation assembles seed 002's escalation from a history: a summary
+// of every attempt in the history window, the pattern detected (the problem
+// found most often across the attempts), the consolidated feedback of the
+// open gaps, and the question for the human.
+func BuildEscalation(h *converge.History, reason string, feedbackLimit int) *Escalation {
+	esc := &Escalation{Iteration: h.Iteration, Reason: reason}
+	counts := map[string]int{}
+	for i := range h.Recent {
+		r := &h.Recent[i]
+		if r.Iteration == 0 {
+			continue
+		}
+		line := "Iteration " + strconv.Itoa(r.Iteration) + ": "
+		if r.Action != "" {
+			line += r.Action + ", "
+		}
+		switch {
+		case r.Failed:
+			line += "failed"
+		case r.Gaps == 0:
+			line += "no open problems"
+		default:
+			line += strconv.Itoa(r.Gaps) + " open problem(s)"
+		}
+		if r.Summary != "" {
+			line += " - " + r.Summary
+			counts[r.Summary]++
+		}
+		esc.Attempts = append(esc.Attempts, line)
+	}
+	best := 0
+	for i := range h.Recent {
+		s := h.Recent[i].Summary
+		if c := counts[s]; c > best {
+			best, esc.Pattern = c, s
+		}
+	}
+	if esc.Pattern == "" && len(h.Gaps) > 0 {
+		esc.Pattern = h.Gaps[0].String()
+	}
+	esc.Feedback = SynthesizeFeedback(h.Gaps, feedbackLimit)
+	var q strings.Builder
+	fmt.Fprintf(&q, "After %d attempt(s), ", h.Iteration)
+	if esc.Pattern != "" {
+		fmt.Fprintf(&q, "this problem persists: %s.", esc.Pattern)
+	} else {
+		q.WriteString("the work has not converged: " + reason + ".")
+	}
+	q.WriteString("\nHow should the loop proceed? Answer with guidance for the next attempt, or stop the session.")
+	esc.Question = q.String()
+	return esc
+}

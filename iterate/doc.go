@@ -1,0 +1,81 @@
+// Package iterate runs bounded, resumable, adaptive refinement loops.
+//
+// A host describes its work with a [Worker] and calls [New], then Run (or
+// Resume) under a context:
+//
+//	eng := iterate.New(researcher{}, // a Worker[Notes]: S = Notes is inferred
+//		iterate.WithMaxIterations(4),
+//		iterate.WithCheckpointer(checkpoint.NewDir(".refine")),
+//		iterate.WithBudget(budget.Limits{Tokens: 200_000}),
+//		iterate.WithSession("auth-research"),
+//	)
+//	res, err := eng.Run(ctx, Notes{})
+//
+// # One iteration
+//
+// Each round the engine
+//
+//  1. assesses the state (Worker.Assess → gap.Assessment),
+//  2. finds its gaps ([GapAnalyzer], default [gap.Default]),
+//  3. decides whether to stop ([ConvergencePolicy], default: completion,
+//     passing checks, early exit, thresholds, consecutive failures, stuck,
+//     iteration limit; see [converge]),
+//  4. reserves the iteration's estimate from the budget ([budget]),
+//  5. plans the iteration ([Strategy], default [Adaptive]): an [Action]
+//     and at most three targeted [Task] values, highest priority first,
+//  6. runs the tasks in parallel under a limit (Worker.Work), each with an
+//     optional timeout,
+//  7. folds their outcomes into the state in task order (Worker.Integrate),
+//  8. settles the usage, records the iteration in the history, and saves a
+//     checkpoint ([Checkpointer]).
+//
+// Iteration numbers are 1-indexed in events, logs and tasks; counts of
+// completed iterations (Result.Iterations, checkpoints) start at 0.
+//
+// # Stops
+//
+// Every stop has a [Status] and a reason. Converged and EarlyExit are
+// successes, also on the last allowed iteration: convergence is checked
+// before the limit. MaxIterations is a partial convergence whose unmet
+// criteria are listed in Result.Unmet. Stuck, Plateau and BudgetExhausted are
+// stops the loop decides on its own; Run returns a nil error for all of
+// these. Escalated (an *EscalationError: a human must answer), Interrupted (an
+// *InterruptedError wrapping the context's cause and the last error),
+// Aborted and Failed (a *StopError) come with an error.
+//
+// # Failures and panics
+//
+// A task that fails, times out or panics marks its gap unresolved; the
+// iteration goes on with the others and Integrate sees the failed outcome.
+// An iteration whose tasks all failed, or whose integration failed, counts
+// as a failure; consecutive failures abort the loop (default 3, reset by a
+// success). An error marked with [Permanent] ends the run at once. Panics in
+// host code are recovered and reported as a *PanicError: in Work as a
+// failed task, elsewhere as the end of the run. A task that ignores its
+// cancelled context is abandoned after a grace period ([WithGrace]).
+//
+// # Checkpoints and resume
+//
+// With a checkpointer, a checkpoint is saved after every iteration and at
+// every stop, best effort unless [WithStrictCheckpoints]. It holds the state
+// (encoded by a [Codec], JSON by default), the convergence history with its
+// counters, the budget spent and a fingerprint of the settings. Cancelling
+// the context stops promptly and saves the state as interrupted; Resume
+// continues after the last completed iteration, so that an interrupted and
+// resumed loop ends exactly where an uninterrupted one would. A
+// [Checkpointer] that is also a [Locker] refuses a second concurrent run of
+// a session.
+//
+// # Goroutines
+//
+// The loop runs in the caller's goroutine; task goroutines end before Run
+// returns (except a task abandoned after ignoring cancellation). The engine
+// holds no global state.
+//
+// # Observing
+//
+// [WithObserver] receives typed events ([LoopStarted], [IterationEnded],
+// [Planned], ...); [Progress] prints progress lines; [WithLogger] takes a
+// zap logger (default zap.NewNop()). Package iteratetest has a scripted
+// worker and an event recorder for tests.
+package iterate

@@ -1,0 +1,779 @@
+package iterate
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
+)
+
+// New returns an [Engine] that refines states of type S with the worker w.
+// S is inferred from w; options are plain values. With no options the loop
+// runs at most [DefaultMaxIterations] iterations with the default gap
+// analyzer ([gap.Default]), strategy ([Adaptive]) and convergence policy
+// ([converge.Any] of completion, passing checks, early exit, thresholds,
+// consecutive failures, stuck detection and the iteration limit), no
+// budget limits and no checkpoints.
+//
+// Invalid options do not panic: Run and Resume return a *ConfigError (all of
+// them, joined) before doing anything.
+//
+// The engine is safe for concurrent use, but two runs of the same session
+// must not overlap: with a [Locker] checkpointer the second is refused.
+func New[S any](w Worker[S], opts ...Option) Engine[S] {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if w == nil {
+		cfg.invalid("New", "nil worker")
+	}
+	e := &engine[S]{w: w}
+	e.err = cfg.finish()
+	e.cfg = cfg
+	e.fingerprint = fingerprint(&cfg)
+	return e
+}
+
+type engine[S any] struct {
+	w           Worker[S]
+	cfg         config
+	err         error
+	fingerprint string
+}
+
+// fingerprint identifies the settings that change what a loop does.
+func fingerprint(c *config) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "v1|max=%d|fail=%d|session=%s|analyzer=%T|strategy=%T|policy=%T|limits=%+v|estimate=%+v|window=%d|extra=%s",
+		c.maxIterations, c.failureThreshold, c.session, c.analyzer, c.strategy, c.policy, c.limits, c.estimate, c.window, c.fingerprintExtra)
+	if s, ok := c.strategy.(*Adaptive); ok {
+		fmt.Fprintf(h, "|adaptive=%d,%d,%t,%d", s.MaxTasks, s.FeedbackLimit, s.EscalateNearLimit, s.EscalateAfter)
+	}
+	sum := h.Sum(nil)
+	return hex.EncodeToString(sum[:8])
+}
+
+// engineData is the engine's own part of a checkpoint.
+type engineData struct {
+	AnsweredAt int         `json:"answered_at,omitempty"`
+	Answer     string      `json:"answer,omitempty"`
+	Escalation *Escalation `json:"escalation,omitempty"`
+	Unresolved []gap.Gap   `json:"unresolved,omitempty"`
+	Totals     Totals      `json:"totals"`
+	Prev       snapshot    `json:"prev"`
+	Pending    *IterationMetrics `json:"pending,omitempty"`
+	Decision   converge.Decision `json:"decision"`
+}
+
+// snapshot is what the metrics compare between assessments.
+type snapshot struct {
+	Files, Findings, Citations int
+	Coverage, Confidence       float64
+}
+
+func snapshotOf(a *gap.Assessment) snapshot {
+	return snapshot{a.FilesAnalyzed, len(a.Findings), a.Citations, a.CoverageRatio(), a.AverageConfidence()}
+}
+
+const metricsWindow = 32
+
+// run is one call of Run or Resume.
+type run[S any] struct {
+	e   *engine[S]
+	cfg *config
+	log *zap.Logger
+
+	state      S
+	hist       converge.History
+	budget     *budget.Budget
+	sit        Situation
+	last       Plan
+	hasLast    bool
+	decision   converge.Decision
+	data       engineData
+	startedAt  time.Time
+	lastIterAt time.Time
+	elapsed    time.Duration
+	durations  []time.Duration
+	generation uint64
+	metrics    []IterationMetrics
+	outs       []Outcome[S]
+	// taskBufs alternate between iterations so that the previous plan's
+	// tasks stay intact while the next plan reuses the other buffer.
+	taskBufs [2][]Task
+	lastErr    error
+	observing  bool
+	resumed    bool
+}
+
+func (e *engine[S]) newRun() (*run[S], error) {
+	b, err := budget.New(e.cfg.limits)
+	if err != nil {
+		return nil, &ConfigError{Option: "WithBudget", Reason: "invalid limits", Err: err}
+	}
+	r := &run[S]{e: e, cfg: &e.cfg, log: e.cfg.logger, budget: b, observing: len(e.cfg.observers) > 0}
+	r.hist.Window = e.cfg.window
+	r.hist.MaxIterations = e.cfg.maxIterations
+	return r, nil
+}
+
+// Run starts a new session from initial. See [Engine].
+//
+// Run returns a nil error for every stop the loop decides on its own
+// (converged, early exit, iteration limit, stuck, plateau, budget exhausted);
+// Result.Status tells them apart. It returns an *EscalationError when a human
+// is needed, an *InterruptedError when ctx ends the loop (the state is saved
+// as interrupted), a *StopError when the loop aborts after failures or
+// fails, and a *ConfigError for invalid options.
+func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	r, err := e.newRun()
+	if err != nil {
+		return nil, err
+	}
+	release, err := r.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	r.state = initial
+	r.startedAt = time.Now()
+	r.generation = r.latestGeneration(ctx)
+	r.emit(LoopStarted{Session: e.cfg.session, MaxIterations: e.cfg.maxIterations, Time: r.startedAt})
+	if ce := r.log.Check(zap.InfoLevel, "loop started"); ce != nil {
+		ce.Write(zap.String("session", e.cfg.session), zap.Int("max_iterations", e.cfg.maxIterations))
+	}
+	return r.loop(ctx)
+}
+
+// Resume continues the session from its latest checkpoint: the iteration
+// count, convergence history, budget usage and the state are restored, and
+// the next iteration is the one after the last completed. A session that
+// ended for good returns its saved result without iterating; an escalated
+// session needs [WithAnswer] (without it, the escalation is returned again).
+//
+// Resume needs a checkpointer. A session without a checkpoint gives an error
+// matching checkpoint.ErrNotFound; a damaged one, checkpoint.ErrCorrupt; a
+// checkpoint written under other settings, a *SettingsChangedError unless
+// [WithAllowSettingsChange] was given.
+func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S], error) {
+	if e.err != nil {
+		return nil, e.err
+	}
+	if e.cfg.checkpointer == nil {
+		return nil, &ConfigError{Option: "WithCheckpointer", Reason: "Resume needs a checkpointer"}
+	}
+	var rc resumeConfig
+	for _, o := range opts {
+		if o != nil {
+			o.applyResume(&rc)
+		}
+	}
+	r, err := e.newRun()
+	if err != nil {
+		return nil, err
+	}
+	release, err := r.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	c, err := e.cfg.checkpointer.Load(ctx, e.cfg.session)
+	if err != nil {
+		return nil, fmt.Errorf("iterate: resume session %q: %w", e.cfg.session, err)
+	}
+	for _, note := range c.Notes {
+		r.warn(0, note)
+	}
+	if c.Fingerprint != e.fingerprint && !e.cfg.allowChange {
+		return nil, &SettingsChangedError{Session: e.cfg.session, Saved: c.Fingerprint, Now: e.fingerprint}
+	}
+	if err := r.restore(c); err != nil {
+		return nil, err
+	}
+	status := Status(c.Status)
+	if status.Final() {
+		return r.result(status, c.Reason, r.finalErr(status, c.Reason)), r.finalErr(status, c.Reason)
+	}
+	if status == Escalated {
+		if !rc.hasAnswer {
+			res := r.result(Escalated, c.Reason, nil)
+			res.Escalation = r.data.Escalation
+			err := &EscalationError{Escalation: r.data.Escalation}
+			res.Err = err
+			return res, err
+		}
+		r.data.Answer = rc.answer
+		r.data.AnsweredAt = r.hist.Iteration
+		r.data.Escalation = nil
+	}
+	r.applyLimit()
+	r.resumed = true
+	r.emit(LoopStarted{it: it{r.hist.Iteration}, Session: e.cfg.session, MaxIterations: r.hist.MaxIterations,
+		Resumed: true, Completed: r.hist.Iteration, Elapsed: r.elapsed, Time: time.Now()})
+	if ce := r.log.Check(zap.InfoLevel, "loop resumed"); ce != nil {
+		ce.Write(zap.String("session", e.cfg.session), zap.Int("iteration", r.hist.Iteration), zap.String("from_status", c.Status))
+	}
+	return r.loop(ctx)
+}
+
+// applyLimit sets the effective iteration limit: an answer opens a fresh
+// allowance of iterations.
+func (r *run[S]) applyLimit() {
+	if r.cfg.maxIterations == 0 {
+		r.hist.MaxIterations = 0
+		return
+	}
+	r.hist.MaxIterations = r.data.AnsweredAt + r.cfg.maxIterations
+}
+
+func (r *run[S]) finalErr(status Status, reason string) error {
+	switch status {
+	case Aborted, Failed:
+		return &StopError{Status: status, Reason: reason}
+	}
+	return nil
+}
+
+func (r *run[S]) lock(ctx context.Context) (func(), error) {
+	l, ok := r.cfg.checkpointer.(Locker)
+	if !ok {
+		return func() {}, nil
+	}
+	release, err := l.Lock(ctx, r.cfg.session)
+	if err != nil {
+		return nil, fmt.Errorf("iterate: session %q: %w", r.cfg.session, err)
+	}
+	return func() {
+		if err := release(); err != nil {
+			r.log.Warn("releasing the session lock failed", zap.String("session", r.cfg.session), zap.Error(err))
+		}
+	}, nil
+}
+
+// latestGeneration finds the generation to continue numbering from, so that
+// a new run never overwrites an earlier one's checkpoints. A damaged
+// checkpoint is warned about and a fresh start made (seed 004).
+func (r *run[S]) latestGeneration(ctx context.Context) uint64 {
+	if r.cfg.checkpointer == nil {
+		return 0
+	}
+	c, err := r.cfg.checkpointer.Load(ctx, r.cfg.session)
+	switch {
+	case err == nil:
+		return c.Generation
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return 0
+	default:
+		r.warn(0, fmt.Sprintf("previous checkpoint of session %q unreadable, starting fresh: %v", r.cfg.session, err))
+		return 0
+	}
+}
+
+func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
+	var s S
+	if err := r.cfg.codec.Unmarshal(c.State, &s); err != nil {
+		return fmt.Errorf("iterate: resume session %q: decoding state: %w", r.cfg.session, &checkpoint.CorruptError{Generation: c.Generation, Err: err})
+	}
+	r.state = s
+	if c.History != nil {
+		r.hist = *c.History
+	}
+	r.hist.Window = r.cfg.window
+	if len(c.Engine) > 0 {
+		if err := json.Unmarshal(c.Engine, &r.data); err != nil {
+			return fmt.Errorf("iterate: resume session %q: decoding engine data: %w", r.cfg.session, &checkpoint.CorruptError{Generation: c.Generation, Err: err})
+		}
+	}
+	r.budget.Restore(c.Usage)
+	r.generation = c.Generation
+	r.startedAt = c.StartedAt
+	r.lastIterAt = c.LastIterationAt
+	r.elapsed = c.Elapsed
+	r.durations = append(r.durations[:0], c.Durations...)
+	r.decision = r.data.Decision
+	r.sit.Unresolved = r.data.Unresolved
+	return nil
+}
+
+// loop is the refinement loop proper; it runs in the caller's goroutine.
+func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
+	for {
+		if ctx.Err() != nil {
+			return r.interrupt(ctx)
+		}
+		n := r.hist.Iteration + 1
+
+		a, err := r.assess(ctx)
+		if err != nil {
+			return r.fail(ctx, "assessment failed", err)
+		}
+		gaps, err := r.analyze(ctx, a)
+		if err != nil {
+			return r.fail(ctx, "gap analysis failed", err)
+		}
+		r.hist.Observe(a, gaps)
+		r.fillMetrics(&r.hist.Current)
+		if r.observing {
+			r.emit(GapsFound{it: it{n}, Assessment: &r.hist.Current, Gaps: gaps})
+		}
+
+		d, err := r.decide()
+		if err != nil {
+			return r.fail(ctx, "convergence decision failed", err)
+		}
+		r.decision = d
+		if r.observing {
+			r.emit(Decided{it: it{n}, Decision: d})
+		}
+		if d.Verdict == converge.Escalate {
+			return r.escalate(ctx, d, nil)
+		}
+		if d.Stop() {
+			return r.stop(ctx, statusOf(d.Verdict), d.Reason)
+		}
+
+		reservation, warnings, err := r.budget.Reserve(r.cfg.estimate)
+		for _, w := range warnings {
+			r.warn(n, "budget: "+w.String())
+		}
+		if err != nil {
+			return r.stop(ctx, BudgetExhausted, "budget exhausted: "+err.Error())
+		}
+
+		plan, err := r.plan(ctx, n, d)
+		if err != nil {
+			reservation.Release()
+			return r.fail(ctx, "planning failed", err)
+		}
+		if plan.Warning != "" {
+			r.warn(n, plan.Warning)
+		}
+		switch plan.Action {
+		case Escalate:
+			reservation.Release()
+			return r.escalate(ctx, d, &plan)
+		case Stop:
+			reservation.Release()
+			reason := plan.Reason
+			if reason == "" {
+				reason = "the strategy stopped the loop"
+			}
+			return r.stop(ctx, Aborted, reason)
+		}
+
+		if err := r.iterate(ctx, n, &plan, reservation); err != nil {
+			return r.fail(ctx, "iteration failed", err)
+		}
+		if ctx.Err() != nil {
+			return r.interrupt(ctx)
+		}
+		if r.cfg.checkpointer != nil {
+			if err := r.save(ctx, Running, ""); err != nil && r.cfg.strict {
+				return r.fail(ctx, "checkpoint failed", err)
+			}
+		}
+	}
+}
+
+// iterate runs the plan's tasks and integrates their outcomes. It returns an
+// error only for what ends the run (a permanent error or a panic in
+// Integrate); failed tasks fail the iteration, not the run.
+func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation budget.Reservation) error {
+	start := time.Now()
+	if r.observing {
+		r.emit(IterationStarted{it: it{n}, MaxIterations: r.hist.MaxIterations, Time: start})
+	}
+	if ce := r.log.Check(zap.DebugLevel, "iteration started"); ce != nil {
+		ce.Write(zap.Int("iteration", n), zap.String("phase", "execute"), zap.String("action", string(plan.Action)), zap.Int("tasks", len(plan.Tasks)))
+	}
+
+	outs := r.execute(ctx, plan.Tasks)
+	var usage budget.Usage
+	failedTasks := 0
+	var taskErr error
+	for i := range outs {
+		usage = usage.Add(outs[i].Usage)
+		if outs[i].Err != nil {
+			failedTasks++
+			taskErr = outs[i].Err
+			if IsPermanent(outs[i].Err) {
+				reservation.Settle(usage)
+				return outs[i].Err
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		// The iteration in flight is lost; what it spent is not.
+		reservation.Settle(usage)
+		if taskErr != nil {
+			r.lastErr = taskErr
+		}
+		return nil
+	}
+
+	next, integErr := r.integrate(ctx, outs)
+	if integErr != nil && (IsPermanent(integErr) || errors.Is(integErr, ErrPanic)) {
+		reservation.Settle(usage)
+		return integErr
+	}
+	if integErr == nil {
+		r.state = next
+	}
+	failed := integErr != nil || (len(outs) > 0 && failedTasks == len(outs))
+	iterErr := integErr
+	if iterErr == nil && failed {
+		iterErr = taskErr
+	}
+	if iterErr != nil {
+		r.lastErr = iterErr
+	}
+
+	dur := time.Since(start)
+	usage.Iterations++
+	usage.Wall += dur
+	reservation.Settle(usage)
+	r.hist.Complete(failed, string(plan.Action), dur)
+	r.lastIterAt = time.Now()
+	r.elapsed += dur
+	r.pushDuration(dur)
+
+	// Failed tasks leave their gaps unresolved for the next plan.
+	r.data.Unresolved = r.data.Unresolved[:0]
+	for i := range outs {
+		if outs[i].Err != nil && len(outs[i].Task.Gaps) > 0 {
+			r.data.Unresolved = append(r.data.Unresolved, outs[i].Task.Gaps[0])
+		}
+	}
+	r.sit.Unresolved = r.data.Unresolved
+	r.data.Answer = ""
+	r.last, r.hasLast = *plan, true
+	r.data.Totals.Iterations++
+	r.data.Totals.Tasks += len(outs)
+	r.data.Totals.FailedTasks += failedTasks
+	r.data.Totals.Duration += dur
+	r.data.Pending = &IterationMetrics{Iteration: n, Tasks: len(outs), FailedTasks: failedTasks,
+		Duration: dur, Usage: usage, Action: plan.Action, Failed: failed}
+
+	if r.observing {
+		r.emit(IterationEnded{it: it{n}, MaxIterations: r.hist.MaxIterations, Duration: dur, Failed: failed, Err: iterErr,
+			Tasks: len(outs), FailedTasks: failedTasks, ConsecutiveFailures: r.hist.ConsecutiveFailures,
+			FailureThreshold: r.cfg.failureThreshold, Usage: usage})
+	}
+	if failed {
+		if ce := r.log.Check(zap.WarnLevel, "iteration failed"); ce != nil {
+			ce.Write(zap.Int("iteration", n), zap.String("phase", "integrate"), zap.Duration("duration", dur),
+				zap.String("outcome", "failed"), zap.Int("consecutive_failures", r.hist.ConsecutiveFailures), zap.Error(iterErr))
+		}
+	} else if ce := r.log.Check(zap.InfoLevel, "iteration completed"); ce != nil {
+		ce.Write(zap.Int("iteration", n), zap.String("phase", "integrate"), zap.Duration("duration", dur),
+			zap.String("outcome", "succeeded"), zap.String("action", string(plan.Action)), zap.Int("tasks", len(outs)), zap.Int("failed_tasks", failedTasks))
+	}
+	return nil
+}
+
+func (r *run[S]) pushDuration(d time.Duration) {
+	if len(r.durations) >= metricsWindow {
+		k := copy(r.durations, r.durations[1:])
+		r.durations = r.durations[:k]
+	}
+	r.durations = append(r.durations, d)
+}
+
+// fillMetrics completes the pending iteration's metrics with the gains the
+// new assessment shows.
+func (r *run[S]) fillMetrics(a *gap.Assessment) {
+	now := snapshotOf(a)
+	if p := r.data.Pending; p != nil {
+		prev := r.data.Prev
+		p.NewFiles = now.Files - prev.Files
+		p.NewFindings = now.Findings - prev.Findings
+		p.NewCitations = now.Citations - prev.Citations
+		p.CoverageGain = now.Coverage - prev.Coverage
+		p.ConfidenceGain = now.Confidence - prev.Confidence
+		if len(r.metrics) >= metricsWindow {
+			k := copy(r.metrics, r.metrics[1:])
+			r.metrics = r.metrics[:k]
+		}
+		r.metrics = append(r.metrics, *p)
+		r.data.Pending = nil
+	}
+	r.data.Prev = now
+	r.data.Totals.Files = now.Files
+	r.data.Totals.Findings = now.Findings
+}
+
+func (r *run[S]) assess(ctx context.Context) (a gap.Assessment, err error) {
+	defer recoverInto(&err, "assess")
+	return r.e.w.Assess(ctx, r.state)
+}
+
+func (r *run[S]) analyze(ctx context.Context, a gap.Assessment) (gaps []gap.Gap, err error) {
+	defer recoverInto(&err, "analyze")
+	return r.cfg.analyzer.Analyze(ctx, a)
+}
+
+func (r *run[S]) decide() (d converge.Decision, err error) {
+	defer recoverInto(&err, "decide")
+	return r.cfg.policy.Decide(&r.hist), nil
+}
+
+func (r *run[S]) integrate(ctx context.Context, outs []Outcome[S]) (s S, err error) {
+	defer recoverInto(&err, "integrate")
+	return r.e.w.Integrate(ctx, r.state, outs)
+}
+
+func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision) (p Plan, err error) {
+	defer recoverInto(&err, "plan")
+	r.fillSituation(n, d)
+	p, err = r.cfg.strategy.Plan(ctx, &r.sit)
+	if err != nil {
+		return p, err
+	}
+	if cap(p.Tasks) > 0 {
+		r.taskBufs[n%2] = p.Tasks[:0]
+	}
+	if p.Action == "" {
+		p.Action = Refine
+	}
+	if len(p.Tasks) == 0 && p.Action != Escalate && p.Action != Stop {
+		p.Tasks = append(p.Tasks, Task{Action: p.Action, Role: RoleExplore, Feedback: p.Feedback, Guidance: p.Guidance})
+	}
+	for i := range p.Tasks {
+		t := &p.Tasks[i]
+		t.Iteration, t.Index, t.MaxIterations = n, i, r.hist.MaxIterations
+		if t.Action == "" {
+			t.Action = p.Action
+		}
+		if t.Timeout == 0 {
+			t.Timeout = r.cfg.taskTimeout
+		}
+		if r.data.Answer != "" && t.Answer == "" {
+			t.Answer = r.data.Answer
+		}
+	}
+	if r.observing {
+		r.emit(Planned{it: it{n}, Plan: &p})
+	}
+	if ce := r.log.Check(zap.DebugLevel, "planned"); ce != nil {
+		ce.Write(zap.Int("iteration", n), zap.String("phase", "plan"), zap.String("action", string(p.Action)),
+			zap.Int("tasks", len(p.Tasks)), zap.Int("deferred", len(p.Deferred)), zap.String("reason", p.Reason))
+	}
+	return p, nil
+}
+
+func (r *run[S]) fillSituation(n int, d converge.Decision) {
+	s := &r.sit
+	s.Iteration = n
+	s.MaxIterations = r.hist.MaxIterations
+	s.Remaining = r.hist.Remaining()
+	s.Assessment = &r.hist.Current
+	s.Gaps = r.hist.Gaps
+	s.History = &r.hist
+	s.Decision = d
+	s.Budget = r.budget.Remaining()
+	s.Last = nil
+	if r.hasLast {
+		s.Last = &r.last
+	}
+	s.tasks = r.taskBufs[n%2][:0]
+	s.Answer = r.data.Answer
+	s.AnsweredAt = r.data.AnsweredAt
+}
+
+// recoverInto turns a panic of host code into a *PanicError.
+func recoverInto(err *error, where string) {
+	if v := recover(); v != nil {
+		*err = &PanicError{Where: where, Value: v, Stack: stack()}
+	}
+}
+
+// escalate stops the loop with a question for a human.
+func (r *run[S]) escalate(ctx context.Context, d converge.Decision, plan *Plan) (*Result[S], error) {
+	var esc *Escalation
+	if plan != nil && plan.Escalation != nil {
+		esc = plan.Escalation
+	} else {
+		// The policy escalated: let the strategy phrase the question.
+		p, err := r.plan(ctx, r.hist.Iteration+1, d)
+		if err == nil && p.Escalation != nil {
+			esc = p.Escalation
+		} else {
+			esc = BuildEscalation(&r.hist, d.Reason, DefaultFeedbackLimit)
+		}
+	}
+	if esc.Iteration == 0 {
+		esc.Iteration = r.hist.Iteration
+	}
+	r.data.Escalation = esc
+	return r.stop(ctx, Escalated, esc.Reason)
+}
+
+// stop ends the loop with a status decided by the loop itself.
+func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Result[S], error) {
+	saveCtx := ctx
+	if ctx.Err() != nil {
+		saveCtx = context.WithoutCancel(ctx)
+	}
+	var saveErr error
+	if r.cfg.checkpointer != nil {
+		saveErr = r.save(saveCtx, status, reason)
+		if saveErr == nil && r.cfg.cleanup && (status.Success() || status == MaxIterations) {
+			if rm, ok := r.cfg.checkpointer.(Remover); ok {
+				if err := rm.Remove(saveCtx, r.cfg.session); err != nil {
+					r.warn(r.hist.Iteration, fmt.Sprintf("removing the checkpoints of session %q failed: %v", r.cfg.session, err))
+				}
+			}
+		}
+	}
+	var err error
+	switch status {
+	case Escalated:
+		err = &EscalationError{Escalation: r.data.Escalation}
+	case Interrupted:
+		err = &InterruptedError{Iteration: r.hist.Iteration, Cause: context.Cause(ctx), Last: r.lastErr}
+	case Aborted, Failed:
+		err = &StopError{Status: status, Reason: reason, Err: r.lastErr}
+	}
+	if err == nil && saveErr != nil && r.cfg.strict {
+		status, reason = Failed, "checkpoint failed: "+saveErr.Error()
+		err = &StopError{Status: Failed, Reason: reason, Err: saveErr}
+	}
+	res := r.result(status, reason, err)
+	if status == Escalated {
+		res.Escalation = r.data.Escalation
+	}
+	r.emit(LoopStopped{it: it{r.hist.Iteration}, Status: status, Reason: reason, Elapsed: r.elapsed, Time: time.Now()})
+	level := zapcore.InfoLevel
+	if err != nil {
+		level = zapcore.WarnLevel
+	}
+	if ce := r.log.Check(level, "loop stopped"); ce != nil {
+		ce.Write(zap.String("session", r.cfg.session), zap.Int("iteration", r.hist.Iteration), zap.String("phase", "stop"),
+			zap.String("outcome", string(status)), zap.String("reason", reason), zap.Duration("duration", r.elapsed), zap.Error(err))
+	}
+	return res, err
+}
+
+func (r *run[S]) interrupt(ctx context.Context) (*Result[S], error) {
+	return r.stop(ctx, Interrupted, "interrupted: "+context.Cause(ctx).Error())
+}
+
+// fail ends the run on an error. The context's end is an interruption, not a
+// failure.
+func (r *run[S]) fail(ctx context.Context, what string, err error) (*Result[S], error) {
+	if ctx.Err() != nil {
+		if r.lastErr == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			r.lastErr = err
+		}
+		return r.interrupt(ctx)
+	}
+	r.lastErr = err
+	return r.stop(ctx, Failed, what)
+}
+
+func (r *run[S]) result(status Status, reason string, err error) *Result[S] {
+	res := &Result[S]{
+		State:      r.state,
+		Status:     status,
+		Reason:     reason,
+		Iterations: r.hist.Iteration,
+		Decision:   r.decision,
+		Unmet:      r.decision.Unmet(),
+		Gaps:       r.hist.Gaps,
+		Usage:      r.budget.Spent(),
+		History:    r.hist,
+		Err:        err,
+	}
+	res.Metrics.Iterations = append([]IterationMetrics(nil), r.metrics...)
+	res.Metrics.Total = r.data.Totals
+	return res
+}
+
+// save writes a checkpoint; failures are warnings unless strict.
+func (r *run[S]) save(ctx context.Context, status Status, reason string) error {
+	err := r.trySave(ctx, status, reason)
+	if err != nil {
+		r.warn(r.hist.Iteration, fmt.Sprintf("checkpoint of session %q not saved: %v", r.cfg.session, err))
+	}
+	if r.observing {
+		r.emit(CheckpointSaved{it: it{r.hist.Iteration}, Session: r.cfg.session, Generation: r.generation, Status: status, Err: err})
+	}
+	return err
+}
+
+func (r *run[S]) trySave(ctx context.Context, status Status, reason string) error {
+	state, err := r.cfg.codec.Marshal(r.state)
+	if err != nil {
+		return fmt.Errorf("encoding state: %w", err)
+	}
+	r.data.Decision = r.decision
+	data, err := json.Marshal(&r.data)
+	if err != nil {
+		return fmt.Errorf("encoding engine data: %w", err)
+	}
+	c := &checkpoint.Checkpoint{
+		Version:             checkpoint.Version,
+		Session:             r.cfg.session,
+		Generation:          r.generation + 1,
+		Iteration:           r.hist.Iteration,
+		MaxIterations:       r.hist.MaxIterations,
+		Status:              string(status),
+		Reason:              reason,
+		StartedAt:           r.startedAt,
+		UpdatedAt:           time.Now(),
+		LastIterationAt:     r.lastIterAt,
+		Elapsed:             r.elapsed,
+		Durations:           r.durations,
+		ConsecutiveFailures: r.hist.ConsecutiveFailures,
+		FailureThreshold:    r.cfg.failureThreshold,
+		Usage:               r.budget.Spent(),
+		Gaps:                r.hist.Gaps,
+		History:             &r.hist,
+		Fingerprint:         r.e.fingerprint,
+		Engine:              data,
+		State:               state,
+	}
+	if status == Escalated && r.data.Escalation != nil {
+		c.Question = r.data.Escalation.Question
+	}
+	if err := r.cfg.checkpointer.Save(ctx, c); err != nil {
+		return err
+	}
+	r.generation = c.Generation
+	return nil
+}
+
+func (r *run[S]) warn(n int, msg string) {
+	if ce := r.log.Check(zap.WarnLevel, msg); ce != nil {
+		ce.Write(zap.Int("iteration", n))
+	}
+	if r.observing {
+		r.emit(Warned{it: it{n}, Message: msg})
+	}
+}
+
+func (r *run[S]) emit(e Event) {
+	for _, fn := range r.cfg.observers {
+		fn(e)
+	}
+}
+
+func stack() []byte { return debug.Stack() }

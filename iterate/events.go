@@ -1,0 +1,235 @@
+package iterate
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
+)
+
+// Event is something that happened in a loop, delivered to the observers of
+// [WithObserver]. The concrete types are LoopStarted, LoopStopped,
+// IterationStarted, GapsFound, Decided, Planned, TaskStarted, TaskEnded,
+// IterationEnded, CheckpointSaved and Warned; switch on them.
+type Event interface {
+	// Iteration is the 1-indexed iteration the event belongs to (0 before
+	// the first).
+	Iteration() int
+}
+
+// It is embedded in every event.
+type it struct{ N int }
+
+// Iteration returns the event's 1-indexed iteration.
+func (e it) Iteration() int { return e.N }
+
+// LoopStarted is sent when Run or Resume starts iterating.
+type LoopStarted struct {
+	it
+	Session       string
+	MaxIterations int
+	// Resumed is true for Resume; Completed is then the number of iterations
+	// already done and Elapsed their total duration.
+	Resumed   bool
+	Completed int
+	Elapsed   time.Duration
+	Time      time.Time
+}
+
+// LoopStopped is sent when the loop ends, whatever the reason.
+type LoopStopped struct {
+	it
+	Status  Status
+	Reason  string
+	Elapsed time.Duration // total of all iterations, across resumes
+	Time    time.Time
+}
+
+// IterationStarted is sent before an iteration's work.
+type IterationStarted struct {
+	it
+	MaxIterations int
+	Time          time.Time
+}
+
+// GapsFound is sent after the assessment with the prioritised gaps.
+type GapsFound struct {
+	it
+	Assessment *gap.Assessment
+	Gaps       []gap.Gap
+}
+
+// Decided is sent with the convergence decision of each round.
+type Decided struct {
+	it
+	Decision converge.Decision
+}
+
+// Planned is sent with the plan of an iteration.
+type Planned struct {
+	it
+	Plan *Plan
+}
+
+// TaskStarted is sent when a task starts, from the task's goroutine.
+type TaskStarted struct {
+	it
+	Task *Task
+}
+
+// TaskEnded is sent when a task ends, from the task's goroutine.
+type TaskEnded struct {
+	it
+	Task     *Task
+	Err      error
+	Usage    budget.Usage
+	Duration time.Duration
+}
+
+// IterationEnded is sent after an iteration's results are integrated.
+type IterationEnded struct {
+	it
+	MaxIterations int
+	Duration      time.Duration
+	// Failed is true when the iteration counted as a failure (every task
+	// failed, or integration failed); Err is the last error.
+	Failed bool
+	Err    error
+	// Tasks and FailedTasks count the iteration's tasks.
+	Tasks, FailedTasks int
+	// ConsecutiveFailures and FailureThreshold after this iteration.
+	ConsecutiveFailures, FailureThreshold int
+	Usage                                 budget.Usage
+}
+
+// CheckpointSaved is sent after a save attempt; Err is set when it failed.
+type CheckpointSaved struct {
+	it
+	Session    string
+	Generation uint64
+	Status     Status
+	Err        error
+}
+
+// Warned is sent with a warning: a budget running low, a checkpoint that
+// could not be saved, a fallback to an older checkpoint, problems that
+// persist.
+type Warned struct {
+	it
+	Message string
+}
+
+// Progress returns an observer that prints progress lines in the style of
+// seed 004 to w, 1-indexed, with the wall-clock time:
+//
+//	[10:00:00] Starting session: build (max 3 iterations)
+//	[10:00:00] Iteration 1/3 starting...
+//	[10:00:45] Iteration 1/3 completed in 45.2s
+//	[10:02:16] Reached max iterations: 3 (total: 2m16s)
+//
+// Write errors are ignored. The observer is safe for concurrent use.
+func Progress(w io.Writer) func(Event) {
+	p := &progress{w: w}
+	return p.observe
+}
+
+type progress struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func iterLabel(n, max int) string {
+	if max > 0 {
+		return fmt.Sprintf("Iteration %d/%d", n, max)
+	}
+	return fmt.Sprintf("Iteration %d", n)
+}
+
+func limitLabel(max int) string {
+	if max > 0 {
+		return fmt.Sprintf("max %d iterations", max)
+	}
+	return "unlimited iterations"
+}
+
+func (p *progress) observe(e Event) {
+	var line string
+	var at time.Time
+	switch e := e.(type) {
+	case LoopStarted:
+		at = e.Time
+		if e.Resumed {
+			line = fmt.Sprintf("Resuming session: %s from iteration %d (%s)", e.Session, e.Completed, strings.TrimPrefix(limitLabel(e.MaxIterations), "max "))
+			if e.MaxIterations > 0 {
+				line = fmt.Sprintf("Resuming session: %s from iteration %d (max %d)", e.Session, e.Completed, e.MaxIterations)
+			}
+			line += fmt.Sprintf("\n[%s] Previous session: %d iterations completed in %s", clock(at), e.Completed, FormatDuration(e.Elapsed))
+		} else {
+			line = fmt.Sprintf("Starting session: %s (%s)", e.Session, limitLabel(e.MaxIterations))
+		}
+	case IterationStarted:
+		at = e.Time
+		line = iterLabel(e.N, e.MaxIterations) + " starting..."
+	case IterationEnded:
+		at = time.Now()
+		if e.Failed && e.Err != nil {
+			p.print(at, fmt.Sprintf("WARNING: iteration failed (%v), consecutive failures: %d/%d", e.Err, e.ConsecutiveFailures, e.FailureThreshold))
+		}
+		line = fmt.Sprintf("%s completed in %s", iterLabel(e.N, e.MaxIterations), FormatSeconds(e.Duration))
+	case Warned:
+		at = time.Now()
+		line = "WARNING: " + e.Message
+	case LoopStopped:
+		at = e.Time
+		line = stopLine(e)
+	default:
+		return
+	}
+	p.print(at, line)
+}
+
+func stopLine(e LoopStopped) string {
+	total := FormatDuration(e.Elapsed)
+	switch e.Status {
+	case MaxIterations:
+		return fmt.Sprintf("Reached max iterations: %d (total: %s)", e.N, total)
+	case Aborted:
+		return fmt.Sprintf("ERROR: %s (%d iterations completed, total: %s)", capitalize(e.Reason), e.N, total)
+	case Interrupted:
+		return "Interrupted. State saved."
+	default:
+		return fmt.Sprintf("%s after %d iterations: %s (total: %s)", capitalize(string(e.Status)), e.N, e.Reason, total)
+	}
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	s = strings.ReplaceAll(s, "_", " ")
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+func (p *progress) print(at time.Time, line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "[%s] %s\n", clock(at), line)
+}
+
+func clock(t time.Time) string { return t.Format("15:04:05") }
+
+// FormatSeconds formats d as seconds with one decimal, e.g. "45.2s".
+func FormatSeconds(d time.Duration) string {
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+// FormatDuration formats d compactly in whole seconds: "2m16s", "45s",
+// "1h2m3s"; durations under a second print as "0s".
+func FormatDuration(d time.Duration) string {
+	return d.Round(time.Second).String()
+}

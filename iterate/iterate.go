@@ -1,0 +1,212 @@
+package iterate
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
+)
+
+// Engine runs a refinement loop over a state of type S. [New] returns the
+// default implementation.
+type Engine[S any] interface {
+	// Run starts a new session from initial and iterates until a policy
+	// stops it, the budget runs out, a human is needed or ctx is done.
+	Run(ctx context.Context, initial S) (*Result[S], error)
+	// Resume continues the session from its latest checkpoint.
+	Resume(ctx context.Context, opts ...ResumeOption) (*Result[S], error)
+}
+
+// Worker is the host's domain logic: where the state stands, doing one task,
+// and folding what tasks found back into the state.
+//
+// Assess and Integrate run in the loop's goroutine; Work runs concurrently for
+// the tasks of one iteration (up to the parallelism limit), each call with its
+// own task and a context that carries the task's timeout. Work must not modify
+// s: it returns what its task found in Outcome.Part, and Integrate, called
+// once per iteration with every outcome in task order, returns the new state.
+// A panic in Work is recovered and reported as a failed task; a panic in
+// Assess or Integrate is recovered and ends the run with a *PanicError.
+type Worker[S any] interface {
+	Assess(ctx context.Context, s S) (gap.Assessment, error)
+	Work(ctx context.Context, s S, t Task) (Outcome[S], error)
+	Integrate(ctx context.Context, s S, outcomes []Outcome[S]) (S, error)
+}
+
+// Outcome is the result of one task.
+type Outcome[S any] struct {
+	// Task is the task this outcome belongs to (set by the engine).
+	Task Task
+	// Part holds what the task found, as a value of the state type.
+	Part S
+	// Usage is what the task spent; the engine charges it to the budget.
+	Usage budget.Usage
+	// Err is the task's error (set by the engine): a failed, timed-out or
+	// panicking task. Integrate sees failed outcomes too, so the host can
+	// mark their gaps unresolved.
+	Err error
+}
+
+// Failed reports whether the task failed.
+func (o *Outcome[S]) Failed() bool { return o.Err != nil }
+
+// Task is one targeted piece of work of an iteration: a gap to close, the
+// role that should close it, and what it should be told.
+type Task struct {
+	// Iteration (1-indexed) and Index (0-indexed) place the task in the run;
+	// MaxIterations is the iteration limit (0 when unlimited).
+	Iteration     int
+	Index         int
+	MaxIterations int
+	// Action is the strategy the task follows.
+	Action Action
+	// Role names the worker role, e.g. "explore", "citation", "verify",
+	// "implement" (see [DefaultRoles]).
+	Role string
+	// Agent and Model describe the role for hosts that drive agents.
+	Agent, Model string
+	// Gaps are the gaps the task addresses; the first is the main one. A
+	// broad task (no actionable gap) has none.
+	Gaps []gap.Gap
+	// Prompt is the role's instruction for this gap.
+	Prompt string
+	// Feedback is the synthesised feedback of the previous attempts.
+	Feedback Feedback
+	// Guidance lists the strategy's adjustments, e.g. "Verify all factual
+	// claims before including".
+	Guidance []string
+	// Answer is a human's answer to an escalation, on the first iteration
+	// after it.
+	Answer string
+	// Timeout bounds the task; 0 means none.
+	Timeout time.Duration
+}
+
+// ID returns a stable identifier of the task within its run, e.g. "3.1".
+func (t *Task) ID() string {
+	return strconv.Itoa(t.Iteration) + "." + strconv.Itoa(t.Index+1)
+}
+
+// Gap returns the main gap of the task, or the zero Gap for a broad task.
+func (t *Task) Gap() gap.Gap {
+	if len(t.Gaps) == 0 {
+		return gap.Gap{}
+	}
+	return t.Gaps[0]
+}
+
+// GapAnalyzer finds the gaps of an assessment. [gap.Default] is the default.
+type GapAnalyzer interface {
+	Analyze(ctx context.Context, a gap.Assessment) ([]gap.Gap, error)
+}
+
+// Strategy plans an iteration: the action to take and the tasks to run.
+// [Adaptive] is the default. Plan may keep no reference to sit after it
+// returns.
+type Strategy interface {
+	Plan(ctx context.Context, sit *Situation) (Plan, error)
+}
+
+// StrategyFunc adapts a function to a [Strategy].
+type StrategyFunc func(ctx context.Context, sit *Situation) (Plan, error)
+
+// Plan calls f(ctx, sit).
+func (f StrategyFunc) Plan(ctx context.Context, sit *Situation) (Plan, error) { return f(ctx, sit) }
+
+// ConvergencePolicy decides when the loop stops. [converge.Default] is the
+// default; converge.PolicyFunc adapts a function.
+type ConvergencePolicy interface {
+	Decide(h *converge.History) converge.Decision
+}
+
+// Checkpointer saves and loads checkpoints. [checkpoint.Memory] and
+// [checkpoint.Dir] implement it. Load returns an error matching
+// checkpoint.ErrNotFound when the session has none.
+//
+// A Checkpointer may also implement [Locker], to refuse a second concurrent
+// run of a session, and [Remover], to delete a session's checkpoints when a
+// loop completes cleanly (see [WithCleanup]).
+type Checkpointer interface {
+	Save(ctx context.Context, c *checkpoint.Checkpoint) error
+	Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error)
+}
+
+// Locker is implemented by a [Checkpointer] that can lock a session. Lock
+// returns an error matching checkpoint.ErrLocked when another run holds it.
+type Locker interface {
+	Lock(ctx context.Context, session string) (release func() error, err error)
+}
+
+// Remover is implemented by a [Checkpointer] that can delete a session.
+type Remover interface {
+	Remove(ctx context.Context, session string) error
+}
+
+// Compile-time checks that the stores and policies of the leaf packages
+// satisfy the engine's interfaces.
+var (
+	_ Checkpointer      = (*checkpoint.Memory)(nil)
+	_ Checkpointer      = (*checkpoint.Dir)(nil)
+	_ Locker            = (*checkpoint.Memory)(nil)
+	_ Locker            = (*checkpoint.Dir)(nil)
+	_ Remover           = (*checkpoint.Memory)(nil)
+	_ Remover           = (*checkpoint.Dir)(nil)
+	_ ConvergencePolicy = converge.PolicyFunc(nil)
+)
+
+// Round describes one iteration to a [Func] worker.
+type Round struct {
+	// Iteration is the 1-indexed iteration number; MaxIterations is 0 when
+	// unlimited.
+	Iteration, MaxIterations int
+	// Task is the iteration's task (the broad task when nothing more
+	// specific was planned).
+	Task Task
+}
+
+// FuncWorker is a [Worker] for the simplest loops: one function call per
+// iteration that returns the next state. Do is required; AssessFunc is
+// optional and, when nil, every assessment is empty (the loop then stops on
+// the iteration limit, the budget, failures or cancellation).
+//
+// An error from Do fails the iteration (counted towards the consecutive
+// failure threshold) and leaves the state unchanged.
+type FuncWorker[S any] struct {
+	Do         func(ctx context.Context, s S, r Round) (S, error)
+	AssessFunc func(ctx context.Context, s S) (gap.Assessment, error)
+}
+
+// Func returns a [FuncWorker] calling do once per iteration; S is inferred
+// from do.
+func Func[S any](do func(ctx context.Context, s S, r Round) (S, error)) *FuncWorker[S] {
+	return &FuncWorker[S]{Do: do}
+}
+
+// Assess calls AssessFunc, or returns an empty assessment.
+func (w *FuncWorker[S]) Assess(ctx context.Context, s S) (gap.Assessment, error) {
+	if w.AssessFunc == nil {
+		return gap.Assessment{}, nil
+	}
+	return w.AssessFunc(ctx, s)
+}
+
+// Work calls Do with the task's iteration.
+func (w *FuncWorker[S]) Work(ctx context.Context, s S, t Task) (Outcome[S], error) {
+	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: t})
+	return Outcome[S]{Part: next}, err
+}
+
+// Integrate returns the Part of the last successful outcome, or s when every
+// outcome failed.
+func (w *FuncWorker[S]) Integrate(_ context.Context, s S, outcomes []Outcome[S]) (S, error) {
+	for i := len(outcomes) - 1; i >= 0; i-- {
+		if outcomes[i].Err == nil {
+			return outcomes[i].Part, nil
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,384 @@
+package iterate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
+)
+
+// Defaults of a loop configured with nothing.
+const (
+	// DefaultMaxIterations is the iteration limit (seed 000's default).
+	DefaultMaxIterations = 4
+	// DefaultMaxTasks is the number of tasks per iteration.
+	DefaultMaxTasks = 3
+	// DefaultFailureThreshold is the number of consecutive failed iterations
+	// that aborts the loop.
+	DefaultFailureThreshold = 3
+	// DefaultSession names the session of a loop configured without one.
+	DefaultSession = "default"
+	// DefaultGrace is how long the engine waits for a task that ignores its
+	// cancelled context before abandoning it.
+	DefaultGrace = 5 * time.Second
+)
+
+// Option configures an [Engine]. Options are plain values, independent of
+// the state type.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// Codec turns a state into bytes for a checkpoint and back. The default
+// encodes JSON.
+type Codec interface {
+	Marshal(v any) ([]byte, error)
+	Unmarshal(data []byte, v any) error
+}
+
+type jsonCodec struct{}
+
+func (jsonCodec) Marshal(v any) ([]byte, error)      { return json.Marshal(v) }
+func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// JSON is the default [Codec].
+var JSON Codec = jsonCodec{}
+
+type config struct {
+	maxIterations    int
+	failureThreshold int
+	analyzer         GapAnalyzer
+	strategy         Strategy
+	policy           ConvergencePolicy
+	checkpointer     Checkpointer
+	session          string
+	limits           budget.Limits
+	estimate         budget.Usage
+	parallelism      int
+	taskTimeout      time.Duration
+	grace            time.Duration
+	logger           *zap.Logger
+	observers        []func(Event)
+	codec            Codec
+	strict           bool
+	cleanup          bool
+	allowChange      bool
+	fingerprintExtra string
+	window           int
+
+	errs []error
+}
+
+func defaultConfig() config {
+	return config{
+		maxIterations:    DefaultMaxIterations,
+		failureThreshold: DefaultFailureThreshold,
+		session:          DefaultSession,
+		estimate:         budget.Usage{Iterations: 1},
+		grace:            DefaultGrace,
+		codec:            JSON,
+	}
+}
+
+func (c *config) invalid(option, reason string) {
+	c.errs = append(c.errs, &ConfigError{Option: option, Reason: reason})
+}
+
+// ErrInvalidOption is matched by every *ConfigError.
+var ErrInvalidOption = errors.New("iterate: invalid option")
+
+// ConfigError reports an invalid option; Run and Resume return it before
+// doing anything.
+type ConfigError struct {
+	Option string
+	Reason string
+	Err    error
+}
+
+func (e *ConfigError) Error() string {
+	msg := "iterate: invalid option " + e.Option + ": " + e.Reason
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is reports whether target is ErrInvalidOption.
+func (e *ConfigError) Is(target error) bool { return target == ErrInvalidOption }
+
+// Unwrap returns the underlying error, if any.
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// WithMaxIterations sets the iteration limit: the loop stops with partial
+// convergence (status MaxIterations) after n iterations. 0 means unlimited.
+// The default is [DefaultMaxIterations].
+func WithMaxIterations(n int) Option {
+	return optionFunc(func(c *config) {
+		if n < 0 {
+			c.invalid("WithMaxIterations", "negative limit "+strconv.Itoa(n))
+			return
+		}
+		c.maxIterations = n
+	})
+}
+
+// WithFailureThreshold sets how many consecutive failed iterations abort the
+// loop in the default convergence policy (default 3). It has no effect with
+// [WithConvergence].
+func WithFailureThreshold(n int) Option {
+	return optionFunc(func(c *config) {
+		if n < 1 {
+			c.invalid("WithFailureThreshold", "threshold must be at least 1, got "+strconv.Itoa(n))
+			return
+		}
+		c.failureThreshold = n
+	})
+}
+
+// WithAnalyzer sets the gap analyzer (default [gap.Default]).
+func WithAnalyzer(a GapAnalyzer) Option {
+	return optionFunc(func(c *config) {
+		if a == nil {
+			c.invalid("WithAnalyzer", "nil analyzer")
+			return
+		}
+		c.analyzer = a
+	})
+}
+
+// WithStrategy sets the strategy (default [Adaptive] with its defaults).
+func WithStrategy(s Strategy) Option {
+	return optionFunc(func(c *config) {
+		if s == nil {
+			c.invalid("WithStrategy", "nil strategy")
+			return
+		}
+		c.strategy = s
+	})
+}
+
+// WithConvergence sets the convergence policy (default [converge.Default]
+// with the failure threshold of [WithFailureThreshold]). A policy with a
+// Validate() error method is validated when the loop starts.
+func WithConvergence(p ConvergencePolicy) Option {
+	return optionFunc(func(c *config) {
+		if p == nil {
+			c.invalid("WithConvergence", "nil policy")
+			return
+		}
+		c.policy = p
+	})
+}
+
+// WithCheckpointer sets where checkpoints go (default: none). A checkpoint is
+// saved after every iteration and at every stop.
+func WithCheckpointer(cp Checkpointer) Option {
+	return optionFunc(func(c *config) {
+		if cp == nil {
+			c.invalid("WithCheckpointer", "nil checkpointer")
+			return
+		}
+		c.checkpointer = cp
+	})
+}
+
+// WithSession names the session whose checkpoints Run writes and Resume
+// reads (default [DefaultSession]).
+func WithSession(name string) Option {
+	return optionFunc(func(c *config) {
+		if name == "" {
+			c.invalid("WithSession", "empty session name")
+			return
+		}
+		c.session = name
+	})
+}
+
+// WithBudget sets the budget's limits (default: none).
+func WithBudget(l budget.Limits) Option {
+	return optionFunc(func(c *config) {
+		if err := l.Validate(); err != nil {
+			c.errs = append(c.errs, &ConfigError{Option: "WithBudget", Reason: "invalid limits", Err: err})
+			return
+		}
+		c.limits = l
+	})
+}
+
+// WithEstimate sets the usage reserved from the budget before each iteration
+// (default: one iteration). An iteration whose estimate would exceed a hard
+// limit does not start.
+func WithEstimate(u budget.Usage) Option {
+	return optionFunc(func(c *config) {
+		if u.Iterations < 0 || u.Tokens < 0 || u.Cost < 0 || u.Wall < 0 {
+			c.invalid("WithEstimate", "negative estimate")
+			return
+		}
+		c.estimate = u
+	})
+}
+
+// WithParallelism bounds how many tasks of one iteration run at once
+// (default: all of them).
+func WithParallelism(n int) Option {
+	return optionFunc(func(c *config) {
+		if n < 1 {
+			c.invalid("WithParallelism", "must be at least 1, got "+strconv.Itoa(n))
+			return
+		}
+		c.parallelism = n
+	})
+}
+
+// WithTaskTimeout bounds each task (default: none). A task that times out
+// fails; the iteration goes on.
+func WithTaskTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d < 0 {
+			c.invalid("WithTaskTimeout", "negative timeout")
+			return
+		}
+		c.taskTimeout = d
+	})
+}
+
+// WithGrace sets how long a task that ignores its cancelled context is
+// waited for before it is abandoned with an error (default [DefaultGrace]).
+func WithGrace(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d <= 0 {
+			c.invalid("WithGrace", "grace must be positive")
+			return
+		}
+		c.grace = d
+	})
+}
+
+// WithLogger sets the structured logger (default zap.NewNop()).
+func WithLogger(l *zap.Logger) Option {
+	return optionFunc(func(c *config) {
+		if l == nil {
+			c.invalid("WithLogger", "nil logger")
+			return
+		}
+		c.logger = l
+	})
+}
+
+// WithObserver adds an observer that receives every [Event], in the loop's
+// goroutine except TaskStarted and TaskEnded, which arrive from the task's
+// goroutine. Observers must be quick and safe for concurrent use.
+func WithObserver(fn func(Event)) Option {
+	return optionFunc(func(c *config) {
+		if fn == nil {
+			c.invalid("WithObserver", "nil observer")
+			return
+		}
+		c.observers = append(c.observers, fn)
+	})
+}
+
+// WithCodec sets how the state is encoded in checkpoints (default [JSON]).
+func WithCodec(codec Codec) Option {
+	return optionFunc(func(c *config) {
+		if codec == nil {
+			c.invalid("WithCodec", "nil codec")
+			return
+		}
+		c.codec = codec
+	})
+}
+
+// WithStrictCheckpoints makes a failed checkpoint save end the run with an
+// error. By default saving is best effort: a failure is logged as a warning
+// and reported as an event, and the loop goes on.
+func WithStrictCheckpoints() Option {
+	return optionFunc(func(c *config) { c.strict = true })
+}
+
+// WithCleanup makes a loop that stops cleanly (converged, early exit or at
+// the iteration limit) remove its session's checkpoints, if the
+// checkpointer is a [Remover]. By default they are kept.
+func WithCleanup() Option {
+	return optionFunc(func(c *config) { c.cleanup = true })
+}
+
+// WithAllowSettingsChange lets Resume continue a session whose checkpoint
+// was written under different settings (a different fingerprint). By
+// default such a resume is refused with a *SettingsChangedError.
+func WithAllowSettingsChange() Option {
+	return optionFunc(func(c *config) { c.allowChange = true })
+}
+
+// WithFingerprint adds host settings (a prompt version, a model name) to the
+// fingerprint that guards Resume.
+func WithFingerprint(extra string) Option {
+	return optionFunc(func(c *config) { c.fingerprintExtra = extra })
+}
+
+// WithHistoryWindow sets how many recent records the convergence history
+// keeps (default [converge.DefaultWindow]). Plateau patience must be less.
+func WithHistoryWindow(n int) Option {
+	return optionFunc(func(c *config) {
+		if n < 2 {
+			c.invalid("WithHistoryWindow", "window must be at least 2, got "+strconv.Itoa(n))
+			return
+		}
+		c.window = n
+	})
+}
+
+// ResumeOption configures one call of Resume.
+type ResumeOption interface{ applyResume(*resumeConfig) }
+
+type resumeConfig struct {
+	answer    string
+	hasAnswer bool
+}
+
+type resumeFunc func(*resumeConfig)
+
+func (f resumeFunc) applyResume(c *resumeConfig) { f(c) }
+
+// WithAnswer gives a human's answer to the question of an escalated session.
+// The loop resumes with the answer passed to the next iteration's tasks and a
+// fresh allowance of iterations.
+func WithAnswer(answer string) ResumeOption {
+	return resumeFunc(func(c *resumeConfig) { c.answer, c.hasAnswer = answer, true })
+}
+
+// finish fills defaults and validates what needs the whole configuration.
+func (c *config) finish() error {
+	if c.logger == nil {
+		c.logger = zap.NewNop()
+	}
+	if c.analyzer == nil {
+		c.analyzer = gap.Default()
+	}
+	if c.strategy == nil {
+		c.strategy = &Adaptive{}
+	}
+	if c.policy == nil {
+		c.policy = converge.Any(
+			converge.Done{}, converge.Passing{}, converge.HighConfidence{}, converge.Thresholds{},
+			converge.Failures{Threshold: c.failureThreshold}, converge.NoProgress{}, converge.IterationLimit{},
+		)
+	}
+	for _, v := range []any{c.policy, c.strategy, c.analyzer} {
+		if val, ok := v.(interface{ Validate() error }); ok {
+			if err := val.Validate(); err != nil {
+				c.errs = append(c.errs, &ConfigError{Option: fmt.Sprintf("%T", v), Reason: "invalid", Err: err})
+			}
+		}
+	}
+	return errors.Join(c.errs...)
+}

@@ -1,0 +1,274 @@
+package iterate
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
+)
+
+// Action is the strategy of an iteration.
+type Action string
+
+// The actions a [Strategy] can choose.
+const (
+	// Retry: try again, fixing the reported issues.
+	Retry Action = "retry"
+	// Refine: focus on the specific issues that survived a retry, in more
+	// detail.
+	Refine Action = "refine"
+	// Expand: gather more: evidence, sources, files, context.
+	Expand Action = "expand"
+	// Simplify: reduce the scope of the attempt to what can succeed.
+	Simplify Action = "simplify"
+	// Escalate: stop and ask a human.
+	Escalate Action = "escalate"
+	// Stop: end the run (aborted) because iterating cannot help any more.
+	Stop Action = "stop"
+)
+
+// Situation is what a [Strategy] knows when it plans an iteration. The
+// engine owns it and reuses it between iterations: a Strategy must not keep
+// it, or anything it points to, after Plan returns.
+type Situation struct {
+	// Iteration is the 1-indexed number of the iteration being planned.
+	Iteration int
+	// MaxIterations is the iteration limit (0 when unlimited) and Remaining
+	// the iterations left including this one (-1 when unlimited).
+	MaxIterations, Remaining int
+	// Assessment is where the state stands, and Gaps its prioritised gaps.
+	Assessment *gap.Assessment
+	Gaps       []gap.Gap
+	// History is the convergence history, Decision the policy's verdict for
+	// this round (Continue, or Escalate when the policy wants a human).
+	History  *converge.History
+	Decision converge.Decision
+	// Budget is what is left under each limit (-1 when unlimited).
+	Budget budget.Usage
+	// Last is the previous iteration's plan, nil on the first iteration of a
+	// process (a resumed run has no Last; History's records carry the
+	// actions taken).
+	Last *Plan
+	// Unresolved lists the gaps whose tasks failed in the previous iteration.
+	Unresolved []gap.Gap
+	// Answer is a human's answer to an escalation, set on the first
+	// iteration after a resume with [WithAnswer]; AnsweredAt is the number of
+	// iterations completed when the latest answer arrived (0 when none).
+	Answer     string
+	AnsweredAt int
+
+	tasks []Task // reusable buffer for the default strategy
+}
+
+// Plan is a [Strategy]'s decision for one iteration.
+type Plan struct {
+	// Action is the iteration's strategy.
+	Action Action
+	// Tasks run in parallel, in this order for integration.
+	Tasks []Task
+	// Deferred lists gaps left for a later iteration.
+	Deferred []gap.Gap
+	// Feedback is the synthesised feedback passed to the tasks.
+	Feedback Feedback
+	// Guidance lists adjustments for the tasks.
+	Guidance []string
+	// Reason explains the choice.
+	Reason string
+	// Warning is set when the plan is a degree of escalation short of asking
+	// a human: the same problems survived the last attempt.
+	Warning string
+	// Escalation is set when Action is Escalate.
+	Escalation *Escalation
+}
+
+// Escalation is what a human is asked when the loop cannot go on alone.
+type Escalation struct {
+	// Iteration is the number of completed iterations when escalating.
+	Iteration int `json:"iteration"`
+	// Reason says why the loop escalates.
+	Reason string `json:"reason"`
+	// Attempts summarises every attempt in the history window, one line each
+	// ("Iteration 1: retry, 2 gaps: P1 test_failure [TestLogin]: ...").
+	Attempts []string `json:"attempts,omitempty"`
+	// Pattern is the problem that persisted across the attempts.
+	Pattern string `json:"pattern,omitempty"`
+	// Question is the decision needed from the human.
+	Question string `json:"question"`
+	// Feedback consolidates the open issues.
+	Feedback Feedback `json:"feedback,omitempty"`
+}
+
+// Feedback is synthesised, prioritised, length-bounded feedback for the next
+// attempt (see [SynthesizeFeedback]).
+type Feedback struct {
+	Summary string   `json:"summary,omitempty"`
+	Items   []string `json:"items,omitempty"`
+	// Priority is "critical", "high", "medium" or "low".
+	Priority string `json:"priority,omitempty"`
+}
+
+// IsZero reports whether f holds nothing.
+func (f Feedback) IsZero() bool { return f.Summary == "" && len(f.Items) == 0 }
+
+// String renders the feedback as a summary line followed by one "- item"
+// line per actionable item.
+func (f Feedback) String() string {
+	if f.IsZero() {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(f.Summary)
+	for _, it := range f.Items {
+		b.WriteString("\n- ")
+		b.WriteString(it)
+	}
+	return b.String()
+}
+
+// DefaultFeedbackLimit bounds synthesised feedback (seed 002's
+// feedback_max_length).
+const DefaultFeedbackLimit = 500
+
+// SynthesizeFeedback turns gaps into feedback for the next attempt: the
+// actionable items of failed tests ("TestX: expected A, received B"), review
+// issues and every other gap, most severe first, with a one-line summary and
+// a priority. The rendered feedback ([Feedback.String]) is at most limit
+// bytes (DefaultFeedbackLimit when limit <= 0): items that do not fit are
+// dropped, and a summary that alone is too long is cut with "…".
+func SynthesizeFeedback(gaps []gap.Gap, limit int) Feedback {
+	if len(gaps) == 0 {
+		return Feedback{}
+	}
+	if limit <= 0 {
+		limit = DefaultFeedbackLimit
+	}
+	order := make([]int, len(gaps))
+	for i := range order {
+		order[i] = i
+	}
+	// Most severe first; ties keep the analyzer's (priority) order.
+	for i := 1; i < len(order); i++ {
+		for j := i; j > 0 && feedbackBefore(gaps[order[j]], gaps[order[j-1]]); j-- {
+			order[j], order[j-1] = order[j-1], order[j]
+		}
+	}
+	top := gaps[order[0]]
+	f := Feedback{Priority: severityPriority(top.Severity)}
+	f.Summary = summaryOf(top, len(gaps))
+	if len(f.Summary) > limit {
+		f.Summary = truncate(f.Summary, limit)
+		return f
+	}
+	used := len(f.Summary)
+	seen := make(map[string]bool, len(gaps))
+	for _, i := range order {
+		item := actionable(gaps[i])
+		if item == "" || seen[item] {
+			continue
+		}
+		if used+3+len(item) > limit { // "\n- " + item
+			continue
+		}
+		seen[item] = true
+		used += 3 + len(item)
+		f.Items = append(f.Items, item)
+	}
+	return f
+}
+
+func feedbackBefore(a, b gap.Gap) bool {
+	if a.Severity != b.Severity {
+		return a.Severity > b.Severity
+	}
+	pa, pb := a.Priority, b.Priority
+	if pa == 0 {
+		pa = gap.P3 + 1
+	}
+	if pb == 0 {
+		pb = gap.P3 + 1
+	}
+	return pa < pb
+}
+
+func severityPriority(s float64) string {
+	switch {
+	case s >= 0.95:
+		return "critical"
+	case s >= 0.7:
+		return "high"
+	case s >= 0.4:
+		return "medium"
+	default:
+		return "low"
+	}
+}
+
+func summaryOf(top gap.Gap, n int) string {
+	var b strings.Builder
+	switch top.Kind {
+	case gap.TestFailure:
+		b.WriteString("Test failed")
+	case gap.ReviewRejected:
+		b.WriteString("Review rejected")
+	case gap.ValidationFailure:
+		b.WriteString("Validation failed")
+	default:
+		b.WriteString(strings.ReplaceAll(string(top.Kind), "_", " "))
+	}
+	if d := firstLine(detailOf(top)); d != "" {
+		b.WriteString(": ")
+		b.WriteString(d)
+	}
+	if n > 1 {
+		b.WriteString(" (")
+		b.WriteString(strconv.Itoa(n))
+		b.WriteString(" issues)")
+	}
+	return b.String()
+}
+
+func detailOf(g gap.Gap) string {
+	if g.Detail != "" {
+		return g.Detail
+	}
+	return g.Target
+}
+
+func actionable(g gap.Gap) string {
+	d := firstLine(detailOf(g))
+	switch {
+	case d == "":
+		return ""
+	case g.Kind == gap.TestFailure && g.Target != "" && !strings.Contains(d, g.Target):
+		return g.Target + ": " + d
+	default:
+		return d
+	}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	return s
+}
+
+// truncate cuts s to at most n bytes, ending in "…", at a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ell = "…"
+	if n < len(ell) {
+		return ""
+	}
+	cut := n - len(ell)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ell
+}

@@ -1,0 +1,283 @@
+package iterate_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/iterate"
+	"github.com/refine-go/refine/iterate/iteratetest"
+)
+
+// cli simulates seed 004's AI CLI: each call is one iteration; it fails on
+// the listed 1-indexed iterations and takes the given time.
+type cli struct {
+	failOn map[int]bool
+	took   time.Duration
+}
+
+func (c cli) do(ctx context.Context, n int, r iterate.Round) (int, error) {
+	if c.took > 0 {
+		select {
+		case <-time.After(c.took):
+		case <-ctx.Done():
+			return n, ctx.Err()
+		}
+	}
+	if c.failOn[r.Iteration] {
+		return n, fmt.Errorf("AI CLI failed (exit 1)")
+	}
+	return n + 1, nil
+}
+
+func failOn(its ...int) map[int]bool {
+	m := map[int]bool{}
+	for _, i := range its {
+		m[i] = true
+	}
+	return m
+}
+
+// TestSeed004EdgeCases covers the engine rows of seed 004's edge-case table.
+func TestSeed004EdgeCases(t *testing.T) {
+	tests := []struct {
+		name       string
+		max        int
+		fail       map[int]bool
+		wantStatus iterate.Status
+		wantIters  int
+		wantState  int // successful AI CLI runs
+		wantErr    error
+	}{
+		{name: "max_iterations_1_single_iteration", max: 1, wantStatus: iterate.MaxIterations, wantIters: 1, wantState: 1},
+		{name: "max_iterations_3_happy_path", max: 3, wantStatus: iterate.MaxIterations, wantIters: 3, wantState: 3},
+		{name: "ai_cli_exits_non_zero_continues", max: 3, fail: failOn(2), wantStatus: iterate.MaxIterations, wantIters: 3, wantState: 2},
+		{name: "three_consecutive_failures_abort", max: 10, fail: failOn(4, 5, 6), wantStatus: iterate.Aborted, wantIters: 6, wantState: 3, wantErr: iterate.ErrAborted},
+		{name: "success_after_two_failures_resets", max: 6, fail: failOn(2, 3, 5, 6), wantStatus: iterate.MaxIterations, wantIters: 6, wantState: 2},
+		{name: "max_iterations_0_unlimited_until_failure_threshold", max: 0, fail: failOn(41, 42, 43), wantStatus: iterate.Aborted, wantIters: 43, wantState: 40, wantErr: iterate.ErrAborted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := iterate.Func(cli{failOn: tt.fail}.do)
+			res, err := iterate.New(w, iterate.WithMaxIterations(tt.max)).Run(context.Background(), 0)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			got := []any{res.Status, res.Iterations, res.State}
+			want := []any{tt.wantStatus, tt.wantIters, tt.wantState}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("status, iterations, state (-want +got):\n%s\nreason: %s", diff, res.Reason)
+			}
+			if tt.wantStatus == iterate.Aborted && !strings.Contains(res.Reason, "3 consecutive failures") {
+				t.Errorf("reason %q does not name the failures", res.Reason)
+			}
+			var stop *iterate.StopError
+			if tt.wantErr != nil && (!errors.As(err, &stop) || stop.Err == nil) {
+				t.Errorf("abort error %v does not carry the last failure", err)
+			}
+		})
+	}
+}
+
+// TestSeed004ResumeAfterFiveOfTen: interrupted during iteration 6, resume
+// restores the counter to 5 and continues with 6.
+func TestSeed004ResumeAfterFiveOfTen(t *testing.T) {
+	store := &checkpoint.Memory{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var seen []int
+	interrupted := false
+	do := func(ctx context.Context, n int, r iterate.Round) (int, error) {
+		seen = append(seen, r.Iteration)
+		if r.Iteration == 6 && !interrupted {
+			interrupted = true
+			cancel() // Ctrl+C during iteration 6
+			<-ctx.Done()
+			return n, ctx.Err()
+		}
+		return n + 1, nil
+	}
+	eng := iterate.New(iterate.Func(do), iterate.WithMaxIterations(10), iterate.WithCheckpointer(store), iterate.WithSession("build"))
+	res, err := eng.Run(ctx, 0)
+	if !errors.Is(err, iterate.ErrInterrupted) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want interrupted wrapping context.Canceled", err)
+	}
+	if res.Status != iterate.Interrupted || res.Iterations != 5 {
+		t.Fatalf("got %s after %d iterations, want interrupted after 5", res.Status, res.Iterations)
+	}
+	saved, err := store.Load(context.Background(), "build")
+	if err != nil || saved.Status != string(iterate.Interrupted) || saved.Iteration != 5 {
+		t.Fatalf("saved checkpoint %+v, %v; want interrupted at 5", saved, err)
+	}
+
+	res, err = eng.Resume(context.Background())
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if res.Status != iterate.MaxIterations || res.Iterations != 10 || res.State != 10 {
+		t.Errorf("resumed run ended %s after %d iterations with state %d, want max_iterations, 10, 10", res.Status, res.Iterations, res.State)
+	}
+	want := []int{1, 2, 3, 4, 5, 6, 6, 7, 8, 9, 10}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("iterations run (-want +got):\n%s", diff)
+	}
+}
+
+// TestSeed004ConcurrentRunRefused: a session held by a running loop refuses a
+// second start.
+func TestSeed004ConcurrentRunRefused(t *testing.T) {
+	store := checkpoint.NewDir(t.TempDir())
+	started := make(chan struct{})
+	release := make(chan struct{})
+	do := func(ctx context.Context, n int, r iterate.Round) (int, error) {
+		if r.Iteration == 1 {
+			close(started)
+			<-release
+		}
+		return n + 1, nil
+	}
+	opts := []iterate.Option{iterate.WithMaxIterations(2), iterate.WithCheckpointer(store), iterate.WithSession("build")}
+	done := make(chan error, 1)
+	go func() {
+		_, err := iterate.New(iterate.Func(do), opts...).Run(context.Background(), 0)
+		done <- err
+	}()
+	<-started
+	_, err := iterate.New(iterate.Func(do), opts...).Run(context.Background(), 0)
+	var locked *checkpoint.LockedError
+	if !errors.Is(err, checkpoint.ErrLocked) || !errors.As(err, &locked) {
+		t.Errorf("second run: err = %v, want checkpoint.ErrLocked", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	// Released: a new run may start.
+	if _, err := iterate.New(iterate.Func(do), opts...).Run(context.Background(), 0); err != nil {
+		t.Errorf("run after release: %v", err)
+	}
+}
+
+// TestSeed004CorruptStateStartsFresh: a corrupted state file is warned about
+// and a fresh start made by Run; Resume reports it with a typed error.
+func TestSeed004CorruptStateStartsFresh(t *testing.T) {
+	dir := t.TempDir()
+	store := checkpoint.NewDir(dir)
+	inc := iterate.Func(func(ctx context.Context, n int, r iterate.Round) (int, error) { return n + 1, nil })
+	opts := []iterate.Option{iterate.WithMaxIterations(2), iterate.WithCheckpointer(store), iterate.WithSession("build")}
+	if _, err := iterate.New(inc, opts...).Run(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := func() {
+		files, _ := filepath.Glob(filepath.Join(dir, "build.*.ckpt"))
+		if len(files) == 0 {
+			t.Fatal("no checkpoint files")
+		}
+		for _, f := range files {
+			if err := os.WriteFile(f, []byte("garbage"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	corrupt()
+	rec := &iteratetest.Recorder{}
+	res, err := iterate.New(inc, append(opts, iterate.WithObserver(rec.Observe))...).Run(context.Background(), 0)
+	if err != nil || res.Iterations != 2 {
+		t.Fatalf("fresh run: %v, %+v", err, res)
+	}
+	if ws := rec.Warnings(); len(ws) == 0 || !strings.Contains(ws[0], "starting fresh") {
+		t.Errorf("warnings %q; want one about the corrupt checkpoint", ws)
+	}
+	quarantined, _ := filepath.Glob(filepath.Join(dir, "*.corrupt"))
+	if len(quarantined) == 0 {
+		t.Errorf("the corrupt checkpoints were not kept (quarantined)")
+	}
+
+	corrupt()
+	if _, err := iterate.New(inc, opts...).Resume(context.Background()); !errors.Is(err, checkpoint.ErrCorrupt) {
+		t.Errorf("Resume of corrupt session: err = %v, want checkpoint.ErrCorrupt", err)
+	}
+}
+
+// failingStore fails every save, like a full disk.
+type failingStore struct{ checkpoint.Memory }
+
+var errDiskFull = errors.New("no space left on device")
+
+func (s *failingStore) Save(context.Context, *checkpoint.Checkpoint) error { return errDiskFull }
+
+// TestSeed004DiskFullBestEffort: persistence failures are warned about and
+// the loop goes on; with strict checkpoints the run fails.
+func TestSeed004DiskFullBestEffort(t *testing.T) {
+	inc := iterate.Func(func(ctx context.Context, n int, r iterate.Round) (int, error) { return n + 1, nil })
+	rec := &iteratetest.Recorder{}
+	res, err := iterate.New(inc, iterate.WithMaxIterations(3), iterate.WithCheckpointer(&failingStore{}),
+		iterate.WithObserver(rec.Observe)).Run(context.Background(), 0)
+	if err != nil || res.Status != iterate.MaxIterations || res.Iterations != 3 {
+		t.Fatalf("best effort: %v, %s after %d", err, res.Status, res.Iterations)
+	}
+	if n := len(rec.Warnings()); n != 4 { // 3 iterations + the stop
+		t.Errorf("got %d warnings, want 4: %q", n, rec.Warnings())
+	}
+
+	res, err = iterate.New(inc, iterate.WithMaxIterations(3), iterate.WithCheckpointer(&failingStore{}),
+		iterate.WithStrictCheckpoints()).Run(context.Background(), 0)
+	if !errors.Is(err, iterate.ErrFailed) || !errors.Is(err, errDiskFull) || res.Status != iterate.Failed || res.Iterations != 1 {
+		t.Errorf("strict: err = %v, status %s after %d; want failed after 1 wrapping the save error", err, res.Status, res.Iterations)
+	}
+}
+
+// TestSeed004TokenBudgetWarns: a prompt over its token budget (a warn-only
+// limit) is warned about and the loop goes on.
+func TestSeed004TokenBudgetWarns(t *testing.T) {
+	w := &iterate.FuncWorker[int]{Do: func(ctx context.Context, n int, r iterate.Round) (int, error) { return n + 1, nil }}
+	rec := &iteratetest.Recorder{}
+	res, err := iterate.New(w, iterate.WithMaxIterations(2),
+		iterate.WithBudget(budget.Limits{Tokens: 100_000, WarnOnly: budget.Tokens}),
+		iterate.WithEstimate(budget.Usage{Iterations: 1, Tokens: 120_000}),
+		iterate.WithObserver(rec.Observe)).Run(context.Background(), 0)
+	if err != nil || res.Iterations != 2 {
+		t.Fatalf("%v after %d iterations", err, res.Iterations)
+	}
+	if ws := rec.Warnings(); len(ws) != 2 || !strings.Contains(ws[0], "tokens") {
+		t.Errorf("warnings = %q, want one token warning per iteration", ws)
+	}
+}
+
+// TestSeed004Progress checks the progress lines and timing of seed 004's
+// examples, with fake time.
+func TestSeed004Progress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out bytes.Buffer
+		w := iterate.Func(cli{took: 45200 * time.Millisecond, failOn: failOn(2)}.do)
+		_, err := iterate.New(w, iterate.WithMaxIterations(3), iterate.WithSession("build"),
+			iterate.WithObserver(iterate.Progress(&out))).Run(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `[00:00:00] Starting session: build (max 3 iterations)
+[00:00:00] Iteration 1/3 starting...
+[00:00:45] Iteration 1/3 completed in 45.2s
+[00:00:45] Iteration 2/3 starting...
+[00:01:30] WARNING: iteration failed (AI CLI failed (exit 1)), consecutive failures: 1/3
+[00:01:30] Iteration 2/3 completed in 45.2s
+[00:01:30] Iteration 3/3 starting...
+[00:02:15] Iteration 3/3 completed in 45.2s
+[00:02:15] Reached max iterations: 3 (total: 2m16s)
+`
+		if diff := cmp.Diff(want, out.String()); diff != "" {
+			t.Errorf("progress (-want +got):\n%s", diff)
+		}
+	})
+}
