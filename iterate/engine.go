@@ -70,12 +70,12 @@ func fingerprint(c *config) string {
 
 // engineData is the engine's own part of a checkpoint.
 type engineData struct {
-	AnsweredAt int         `json:"answered_at,omitempty"`
-	Answer     string      `json:"answer,omitempty"`
-	Escalation *Escalation `json:"escalation,omitempty"`
-	Unresolved []gap.Gap   `json:"unresolved,omitempty"`
-	Totals     Totals      `json:"totals"`
-	Prev       snapshot    `json:"prev"`
+	AnsweredAt int               `json:"answered_at,omitempty"`
+	Answer     string            `json:"answer,omitempty"`
+	Escalation *Escalation       `json:"escalation,omitempty"`
+	Unresolved []gap.Gap         `json:"unresolved,omitempty"`
+	Totals     Totals            `json:"totals"`
+	Prev       snapshot          `json:"prev"`
 	Pending    *IterationMetrics `json:"pending,omitempty"`
 	Decision   converge.Decision `json:"decision"`
 }
@@ -115,10 +115,10 @@ type run[S any] struct {
 	outs       []Outcome[S]
 	// taskBufs alternate between iterations so that the previous plan's
 	// tasks stay intact while the next plan reuses the other buffer.
-	taskBufs [2][]Task
-	lastErr    error
-	observing  bool
-	resumed    bool
+	taskBufs  [2][]Task
+	lastErr   error
+	observing bool
+	resumed   bool
 }
 
 func (e *engine[S]) newRun() (*run[S], error) {
