@@ -16,7 +16,8 @@ import (
 // Dir keeps checkpoints as files in a directory, one file per generation,
 // named after the session. Saves are atomic: a crash at any instant leaves
 // either the previous generation or the new one, never a torn file. Safe for
-// concurrent use.
+// concurrent use. Create one with [NewDir]; the zero value stores in the
+// working directory and keeps 3 generations.
 //
 // # Files
 //

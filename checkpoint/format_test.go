@@ -328,28 +328,26 @@ func FuzzUnmarshal(f *testing.F) {
 // checkUnmarshal checks the properties of Unmarshal that hold for any input.
 func checkUnmarshal(t *testing.T, data []byte) {
 	t.Helper()
-	{
-		c, err := checkpoint.Unmarshal(data)
-		if err != nil {
-			if !errors.Is(err, checkpoint.ErrCorrupt) && !errors.Is(err, checkpoint.ErrVersion) {
-				t.Fatalf("error matches neither ErrCorrupt nor ErrVersion: %v", err)
-			}
-			return
+	c, err := checkpoint.Unmarshal(data)
+	if err != nil {
+		if !errors.Is(err, checkpoint.ErrCorrupt) && !errors.Is(err, checkpoint.ErrVersion) {
+			t.Fatalf("error matches neither ErrCorrupt nor ErrVersion: %v", err)
 		}
-		if c.Version != checkpoint.Version {
-			t.Fatalf("decoded Version %d, want %d", c.Version, checkpoint.Version)
-		}
-		// What decodes encodes again, to something that decodes the same.
-		again, err := checkpoint.Marshal(c)
-		if err != nil {
-			t.Fatalf("Marshal of a decoded checkpoint: %v", err)
-		}
-		c2, err := checkpoint.Unmarshal(again)
-		if err != nil {
-			t.Fatalf("Unmarshal of a re-encoded checkpoint: %v", err)
-		}
-		if diff := checkpointtest.Diff(c, c2); diff != "" {
-			t.Fatalf("re-encoding changed the checkpoint (-first +second):\n%s", diff)
-		}
+		return
+	}
+	if c.Version != checkpoint.Version {
+		t.Fatalf("decoded Version %d, want %d", c.Version, checkpoint.Version)
+	}
+	// What decodes encodes again, to something that decodes the same.
+	again, err := checkpoint.Marshal(c)
+	if err != nil {
+		t.Fatalf("Marshal of a decoded checkpoint: %v", err)
+	}
+	c2, err := checkpoint.Unmarshal(again)
+	if err != nil {
+		t.Fatalf("Unmarshal of a re-encoded checkpoint: %v", err)
+	}
+	if diff := checkpointtest.Diff(c, c2); diff != "" {
+		t.Fatalf("re-encoding changed the checkpoint (-first +second):\n%s", diff)
 	}
 }

@@ -420,16 +420,21 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 			}
 		}
 	}
+	integCtx := ctx
 	if ctx.Err() != nil {
-		// The iteration in flight is lost; what it spent is not.
-		reservation.Settle(usage)
-		if taskErr != nil {
+		if failedTasks > 0 {
+			// Cancelled mid-iteration: the iteration in flight is lost
+			// (Resume runs it again); what it spent is not.
+			reservation.Settle(usage)
 			r.lastErr = taskErr
+			return nil
 		}
-		return nil
+		// Every task finished before the cancellation was noticed: keep
+		// their work.
+		integCtx = context.WithoutCancel(ctx)
 	}
 
-	next, integErr := r.integrate(ctx, outs)
+	next, integErr := r.integrate(integCtx, outs)
 	if integErr != nil && (IsPermanent(integErr) || errors.Is(integErr, ErrPanic)) {
 		reservation.Settle(usage)
 		return integErr

@@ -21,8 +21,9 @@ func (r *run[S]) execute(ctx context.Context, tasks []Task) []Outcome[S] {
 	}
 	outs := r.outs[:len(tasks)]
 	clear(outs)
+	state := r.state // tasks read this copy: an abandoned task must not race the loop
 	if len(tasks) == 1 {
-		outs[0] = r.runTask(ctx, &tasks[0])
+		outs[0] = r.runTask(ctx, state, &tasks[0])
 		return outs
 	}
 	var g errgroup.Group
@@ -37,7 +38,7 @@ func (r *run[S]) execute(ctx context.Context, tasks []Task) []Outcome[S] {
 			continue
 		}
 		g.Go(func() error {
-			outs[i] = r.runTask(ctx, &tasks[i])
+			outs[i] = r.runTask(ctx, state, &tasks[i])
 			return nil
 		})
 	}
@@ -49,7 +50,7 @@ func (r *run[S]) execute(ctx context.Context, tasks []Task) []Outcome[S] {
 // task's context ends and Work does not return within the grace period, the
 // task is abandoned: its outcome reports ErrAbandoned and its goroutine is
 // left to finish on its own.
-func (r *run[S]) runTask(ctx context.Context, t *Task) Outcome[S] {
+func (r *run[S]) runTask(ctx context.Context, state S, t *Task) Outcome[S] {
 	tctx := ctx
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -62,9 +63,9 @@ func (r *run[S]) runTask(ctx context.Context, t *Task) Outcome[S] {
 	start := time.Now()
 	var out Outcome[S]
 	if tctx.Done() == nil {
-		out = r.work(tctx, t)
+		out = r.work(tctx, state, t)
 	} else {
-		out = r.workCancellable(tctx, t)
+		out = r.workCancellable(tctx, state, t)
 	}
 	out.Task = *t
 	if r.observing {
@@ -73,9 +74,10 @@ func (r *run[S]) runTask(ctx context.Context, t *Task) Outcome[S] {
 	return out
 }
 
-func (r *run[S]) workCancellable(ctx context.Context, t *Task) Outcome[S] {
+func (r *run[S]) workCancellable(ctx context.Context, state S, t *Task) Outcome[S] {
 	done := make(chan Outcome[S], 1)
-	go func() { done <- r.work(ctx, t) }()
+	task := *t // the abandoned goroutine keeps its own copy
+	go func() { done <- r.work(ctx, state, &task) }()
 	select {
 	case out := <-done:
 		return out
@@ -92,13 +94,13 @@ func (r *run[S]) workCancellable(ctx context.Context, t *Task) Outcome[S] {
 }
 
 // work calls the worker, turning a panic into a *PanicError.
-func (r *run[S]) work(ctx context.Context, t *Task) (out Outcome[S]) {
+func (r *run[S]) work(ctx context.Context, state S, t *Task) (out Outcome[S]) {
 	defer func() {
 		if v := recover(); v != nil {
 			out = Outcome[S]{Err: &PanicError{Where: "work", Value: v, Stack: stack()}}
 		}
 	}()
-	o, err := r.e.w.Work(ctx, r.state, *t)
+	o, err := r.e.w.Work(ctx, state, *t)
 	if err != nil {
 		o.Err = err
 	}

@@ -220,7 +220,7 @@ func summaryOf(top gap.Gap, n int) string {
 	}
 	if d := firstLine(detailOf(top)); d != "" {
 		b.WriteString(": ")
-		b.WriteString(d)
+		b.WriteString(truncate(d, summaryDetailLimit))
 	}
 	if n > 1 {
 		b.WriteString(" (")
@@ -229,6 +229,9 @@ func summaryOf(top gap.Gap, n int) string {
 	}
 	return b.String()
 }
+
+// summaryDetailLimit keeps the summary short so the items fit the bound.
+const summaryDetailLimit = 120
 
 func detailOf(g gap.Gap) string {
 	if g.Detail != "" {

@@ -106,6 +106,8 @@ func Checkpoint(session string, gen uint64) *checkpoint.Checkpoint {
 			WorkRemaining:       []string{"validate tokens", fmt.Sprint("item ", g)},
 			BestScore:           0.7,
 			BestIteration:       g,
+			Window:              8,
+			Pending:             converge.Outcome{Failed: true, Action: "retry", Duration: 2 * time.Second},
 		},
 		Question:    "Which database does production use?",
 		Fingerprint: "sha256:0f1e2d3c",

@@ -1,0 +1,241 @@
+package iterate_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
+	"github.com/refine-go/refine/iterate"
+)
+
+// situation builds a Situation whose history observed the given gap lists
+// (oldest first), each attempt taking the listed action.
+func situation(max int, actions []iterate.Action, rounds ...[]gap.Gap) *iterate.Situation {
+	h := &converge.History{MaxIterations: max}
+	for i, gaps := range rounds {
+		if i > 0 {
+			h.Complete(false, string(actions[i-1]), 0)
+		}
+		h.Observe(gap.Assessment{}, gaps)
+	}
+	last := rounds[len(rounds)-1]
+	return &iterate.Situation{Iteration: h.Iteration + 1, MaxIterations: max, Remaining: h.Remaining(),
+		Assessment: &h.Current, Gaps: last, History: h}
+}
+
+func g(kind gap.Kind, target string, sev float64) gap.Gap {
+	return gap.Gap{Kind: kind, Target: target, Detail: target + " detail", Severity: sev, Fixable: true, Priority: gap.P1}
+}
+
+// TestAdaptiveSeed001StrategySelection names the rules of seed 001's
+// selectIterationStrategy.
+func TestAdaptiveSeed001StrategySelection(t *testing.T) {
+	val := g(gap.ValidationFailure, "$.security", 1)
+	low := g(gap.LowConfidence, "confidence", 0.4)
+	hal := g(gap.Hallucination, "claim", 1)
+	req := g(gap.RequirementUnmet, "perf analysis", 0.9)
+	tests := []struct {
+		name       string
+		strategy   iterate.Adaptive
+		sit        *iterate.Situation
+		want       iterate.Action
+		wantGuides string
+	}{
+		{"seed001/same_triggers_after_retry_refine", iterate.Adaptive{},
+			situation(5, []iterate.Action{iterate.Retry}, []gap.Gap{val}, []gap.Gap{val}), iterate.Refine, "Focus on specific issues"},
+		{"seed001/validation_failure_retry_with_fixes", iterate.Adaptive{},
+			situation(5, nil, []gap.Gap{val, low}), iterate.Retry, "Fix the validation errors"},
+		{"seed001/low_confidence_expand", iterate.Adaptive{},
+			situation(5, nil, []gap.Gap{low, hal}), iterate.Expand, "Provide more evidence"},
+		{"seed001/hallucination_retry_with_verification", iterate.Adaptive{},
+			situation(5, nil, []gap.Gap{hal}), iterate.Retry, "Verify all factual claims"},
+		{"seed001/escalate_near_iteration_limit", iterate.Adaptive{EscalateNearLimit: true},
+			situation(2, []iterate.Action{iterate.Retry}, []gap.Gap{hal}, []gap.Gap{req}), iterate.Escalate, ""},
+		{"seed001/near_limit_without_option_uses_last_iteration", iterate.Adaptive{},
+			situation(2, []iterate.Action{iterate.Retry}, []gap.Gap{hal}, []gap.Gap{req}), iterate.Retry, ""},
+		{"seed001/default_simple_retry", iterate.Adaptive{},
+			situation(5, nil, []gap.Gap{req}), iterate.Retry, "Address the identified issues"},
+		{"never_repeat_failed_strategy", iterate.Adaptive{},
+			situation(9, []iterate.Action{iterate.Retry, iterate.Refine}, []gap.Gap{val}, []gap.Gap{val}, []gap.Gap{val}), iterate.Simplify, "Reduce the scope"},
+		{"different_triggers_start_over", iterate.Adaptive{},
+			situation(9, []iterate.Action{iterate.Retry}, []gap.Gap{val}, []gap.Gap{req}), iterate.Retry, ""},
+		{"seed000/no_gaps_broad_refinement", iterate.Adaptive{},
+			situation(4, nil, nil), iterate.Refine, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := tt.strategy.Plan(context.Background(), tt.sit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Action != tt.want {
+				t.Fatalf("action %s (%s), want %s", p.Action, p.Reason, tt.want)
+			}
+			if tt.wantGuides != "" && !strings.Contains(strings.Join(p.Guidance, "|"), tt.wantGuides) {
+				t.Errorf("guidance %q lacks %q", p.Guidance, tt.wantGuides)
+			}
+			if p.Action == iterate.Escalate && (p.Escalation == nil || p.Escalation.Question == "") {
+				t.Errorf("escalation without a question")
+			}
+		})
+	}
+}
+
+// TestAdaptiveSeed000RoleTable: each gap kind goes to the agent of seed
+// 000's table, with the prompt modifier filled in; quality triggers share
+// one implementer task.
+func TestAdaptiveSeed000RoleTable(t *testing.T) {
+	cov := gap.Gap{Kind: gap.Coverage, Target: "coverage", Focus: []string{"jwt.go", "middleware.go"}, Priority: gap.P1}
+	evid := gap.Gap{Kind: gap.Evidence, Target: "finding-003", Priority: gap.P2}
+	pat := gap.Gap{Kind: gap.Pattern, Target: "error handling", Priority: gap.P2}
+	conf := gap.Gap{Kind: gap.ConflictingFindings, Target: "c1", Detail: "SQL Server vs PostgreSQL", Priority: gap.P2}
+	sec := gap.Gap{Kind: gap.Security, Target: "token storage", Priority: gap.P1}
+	perf := gap.Gap{Kind: gap.Performance, Target: "cache", Priority: gap.P2}
+	t1 := gap.Gap{Kind: gap.TestFailure, Target: "TestA", Detail: "expected 1, received 2", Priority: gap.P1, Severity: 0.9}
+	t2 := gap.Gap{Kind: gap.ReviewRejected, Target: "review", Detail: "missing doc comment", Priority: gap.P1, Severity: 0.7}
+	tests := []struct {
+		gaps      []gap.Gap
+		wantRoles []string
+		prompt    string
+	}{
+		{[]gap.Gap{cov}, []string{iterate.RoleExplore}, "Analyze ONLY these files: jwt.go, middleware.go."},
+		{[]gap.Gap{evid}, []string{iterate.RoleCitation}, "For finding 'finding-003', locate exact code implementation"},
+		{[]gap.Gap{pat}, []string{iterate.RolePattern}, "Find 3+ concrete examples"},
+		{[]gap.Gap{conf}, []string{iterate.RoleVerify}, "Resolve conflict: SQL Server vs PostgreSQL."},
+		{[]gap.Gap{sec}, []string{iterate.RoleSecurity}, "security implications of 'token storage'"},
+		{[]gap.Gap{perf}, []string{iterate.RolePerformance}, "performance characteristics of 'cache'"},
+		{[]gap.Gap{t1, t2}, []string{iterate.RoleImplement}, "expected 1, received 2; missing doc comment"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.gaps[0].Kind), func(t *testing.T) {
+			p, err := (&iterate.Adaptive{}).Plan(context.Background(), situation(4, nil, tt.gaps))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var roles []string
+			for _, tk := range p.Tasks {
+				roles = append(roles, tk.Role)
+			}
+			if diff := cmp.Diff(tt.wantRoles, roles); diff != "" {
+				t.Errorf("roles (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(p.Tasks[0].Prompt, tt.prompt) {
+				t.Errorf("prompt %q lacks %q", p.Tasks[0].Prompt, tt.prompt)
+			}
+		})
+	}
+}
+
+// TestAdaptiveSeed000Selection: P1+P2 with two or more iterations left, P1
+// only on the last; at most MaxTasks tasks.
+func TestAdaptiveSeed000Selection(t *testing.T) {
+	p1 := gap.Gap{Kind: gap.UnansweredQuestion, Target: "q1", Priority: gap.P1}
+	p2 := gap.Gap{Kind: gap.ConflictingFindings, Target: "c1", Priority: gap.P2}
+	p1b := gap.Gap{Kind: gap.UnansweredQuestion, Target: "q2", Priority: gap.P1}
+	tests := []struct {
+		name         string
+		max          int
+		done         int
+		maxTasks     int
+		gaps         []gap.Gap
+		wantTargets  []string
+		wantDeferred []string
+	}{
+		{"two_or_more_remaining_P1_and_P2", 4, 0, 0, []gap.Gap{p1, p2}, []string{"q1", "c1"}, nil},
+		{"one_remaining_P1_only", 4, 3, 0, []gap.Gap{p1, p2}, []string{"q1"}, []string{"c1"}},
+		{"max_tasks_defer_rest", 4, 0, 2, []gap.Gap{p1, p1b, p2}, []string{"q1", "q2"}, []string{"c1"}},
+	}
+	for _, tt := range tests {
+		t.Run("seed000/"+tt.name, func(t *testing.T) {
+			sit := situation(tt.max, nil, tt.gaps)
+			sit.Remaining = tt.max - tt.done
+			p, err := (&iterate.Adaptive{MaxTasks: tt.maxTasks}).Plan(context.Background(), sit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got, deferred []string
+			for _, tk := range p.Tasks {
+				got = append(got, tk.Gap().Target)
+			}
+			for _, d := range p.Deferred {
+				deferred = append(deferred, d.Target)
+			}
+			if diff := cmp.Diff(tt.wantTargets, got); diff != "" {
+				t.Errorf("tasks (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantDeferred, deferred); diff != "" {
+				t.Errorf("deferred (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAdaptiveValidate(t *testing.T) {
+	for _, s := range []iterate.Adaptive{{MaxTasks: -1}, {FeedbackLimit: -1}, {EscalateAfter: -2}} {
+		if err := s.Validate(); err == nil {
+			t.Errorf("%+v: no error", s)
+		}
+	}
+	_, err := iterate.New(&iterate.FuncWorker[int]{Do: nil}, iterate.WithStrategy(&iterate.Adaptive{MaxTasks: -1})).Run(context.Background(), 0)
+	if err == nil || !strings.Contains(err.Error(), "MaxTasks") {
+		t.Errorf("Run with an invalid strategy: %v", err)
+	}
+}
+
+// TestSynthesizeFeedbackSeed002 names seed 002's feedback rules.
+func TestSynthesizeFeedbackSeed002(t *testing.T) {
+	long := strings.Repeat("x", 300)
+	tests := []struct {
+		name  string
+		gaps  []gap.Gap
+		limit int
+		want  iterate.Feedback
+	}{
+		{"seed002/extract_actionable_items_from_tests", []gap.Gap{
+			{Kind: gap.TestFailure, Target: "TestLogin", Detail: "Expected: token to contain userId, Received: undefined", Severity: 0.9},
+		}, 0, iterate.Feedback{
+			Summary:  "Test failed: Expected: token to contain userId, Received: undefined",
+			Items:    []string{"TestLogin: Expected: token to contain userId, Received: undefined"},
+			Priority: "high",
+		}},
+		{"seed002/prioritize_by_severity", []gap.Gap{
+			{Kind: gap.ReviewRejected, Target: "review", Detail: "name the error", Severity: 0.7},
+			{Kind: gap.TestFailure, Target: "TestB", Detail: "got 1 want 2", Severity: 0.9},
+		}, 0, iterate.Feedback{
+			Summary:  "Test failed: got 1 want 2 (2 issues)",
+			Items:    []string{"TestB: got 1 want 2", "name the error"},
+			Priority: "high",
+		}},
+		{"seed002/feedback_max_length_500", []gap.Gap{
+			{Kind: gap.TestFailure, Target: "T1", Detail: long, Severity: 0.9},
+			{Kind: gap.TestFailure, Target: "T2", Detail: long, Severity: 0.8},
+		}, 500, iterate.Feedback{Priority: "high"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := iterate.SynthesizeFeedback(tt.gaps, tt.limit)
+			limit := tt.limit
+			if limit == 0 {
+				limit = iterate.DefaultFeedbackLimit
+			}
+			if n := len(got.String()); n > limit {
+				t.Fatalf("feedback is %d bytes, limit %d", n, limit)
+			}
+			if tt.want.Summary == "" {
+				// The summary is cut short; the most severe item fits, the
+				// other does not.
+				if len(got.Items) != 1 || !strings.HasPrefix(got.Items[0], "T1: ") || !strings.Contains(got.Summary, "…") {
+					t.Errorf("over-long feedback not bounded as expected: %+v", got)
+				}
+				return
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
