@@ -271,13 +271,18 @@ func (h *History) Scores(dst []float64, metric string, n int) []float64 {
 	return dst
 }
 
-// TriggerDigest returns an order-independent digest of the gaps' keys
-// (kind and target): equal digests mean, with overwhelming probability, the
-// same set of gaps. An empty list digests to 0.
+// TriggerDigest returns an order-independent digest of the gaps' kinds,
+// targets and details: equal digests mean, with overwhelming probability,
+// the same set of problems, described the same way. A gap whose detail
+// changed (coverage 0.40 → 0.60, a test failing with another value) counts
+// as a different trigger: the work moved. An empty list digests to 0.
 func TriggerDigest(gaps []gap.Gap) uint64 {
 	var sum uint64
 	for i := range gaps {
-		sum += mix(hashString(hashString(fnvOffset, string(gaps[i].Kind)), gaps[i].Target))
+		h := hashString(fnvOffset, string(gaps[i].Kind))
+		h = hashString(h, gaps[i].Target)
+		h = hashString(h, gaps[i].Detail)
+		sum += mix(h)
 	}
 	return sum
 }

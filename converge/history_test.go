@@ -230,7 +230,8 @@ func TestTriggerDigest(t *testing.T) {
 		equal bool
 	}{
 		{name: "order_independent", x: []gap.Gap{a, b}, y: []gap.Gap{b, a}, equal: true},
-		{name: "ignores_severity_and_detail", x: []gap.Gap{a}, y: []gap.Gap{{Kind: a.Kind, Target: a.Target, Severity: 1, Detail: "d"}}, equal: true},
+		{name: "ignores_severity", x: []gap.Gap{a}, y: []gap.Gap{{Kind: a.Kind, Target: a.Target, Severity: 1}}, equal: true},
+		{name: "seed001_same_triggers_need_same_details", x: []gap.Gap{a}, y: []gap.Gap{{Kind: a.Kind, Target: a.Target, Detail: "d"}}, equal: false},
 		{name: "different_sets_differ", x: []gap.Gap{a}, y: []gap.Gap{a, b}, equal: false},
 		{name: "kind_target_boundary", x: []gap.Gap{split1}, y: []gap.Gap{split2}, equal: false},
 		{name: "empty_is_zero", x: nil, y: []gap.Gap{}, equal: true},

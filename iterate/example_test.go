@@ -1,0 +1,189 @@
+package iterate_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
+	"github.com/refine-go/refine/iterate"
+)
+
+// notes is the state of a toy research loop: the files read so far.
+type notes struct {
+	Files []string `json:"files"`
+}
+
+// researcher reads two files per task until it has read eight of ten.
+type researcher struct{}
+
+var corpus = []string{"auth.go", "jwt.go", "login.go", "middleware.go", "session.go",
+	"token.go", "user.go", "store.go", "cache.go", "config.go"}
+
+func (researcher) Assess(_ context.Context, n notes) (gap.Assessment, error) {
+	return gap.Assessment{
+		FilesAnalyzed:  len(n.Files),
+		EstimatedFiles: len(corpus),
+		Findings:       []gap.Finding{{ID: "f1", Description: "JWT auth", Confidence: 0.9, Citations: []string{"jwt.go:10"}, Sources: []string{"explore", "citation"}}},
+		Missing:        corpus[len(n.Files):],
+	}, nil
+}
+
+func (researcher) Work(_ context.Context, n notes, t iterate.Task) (iterate.Outcome[notes], error) {
+	next := t.Gap().Focus
+	return iterate.Outcome[notes]{Part: notes{Files: next[:min(2, len(next))]}}, nil
+}
+
+func (researcher) Integrate(_ context.Context, n notes, outs []iterate.Outcome[notes]) (notes, error) {
+	files := slices.Clone(n.Files)
+	for _, o := range outs {
+		if o.Err == nil {
+			files = append(files, o.Part.Files...)
+		}
+	}
+	return notes{Files: files}, nil
+}
+
+// New infers the state type from the worker; options are plain values.
+func ExampleNew() {
+	eng := iterate.New(researcher{}, iterate.WithMaxIterations(4))
+	res, err := eng.Run(context.Background(), notes{})
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Println(res.Status, "after", res.Iterations, "iterations")
+	fmt.Println(res.Reason)
+	fmt.Println("files read:", len(res.State.Files))
+	// Output:
+	// converged after 4 iterations
+	// converged: coverage 0.80 ≥ 0.70, confidence 0.90 ≥ 0.80, conflicts 0 ≤ 2, questions 0/0 answered
+	// files read: 8
+}
+
+// Func turns a function into a worker for the simplest loops: one call per
+// iteration, as an AI CLI runner makes.
+func ExampleFunc() {
+	step := func(_ context.Context, calls int, r iterate.Round) (int, error) {
+		fmt.Printf("iteration %d/%d\n", r.Iteration, r.MaxIterations)
+		return calls + 1, nil
+	}
+	res, _ := iterate.New(iterate.Func(step), iterate.WithMaxIterations(3)).Run(context.Background(), 0)
+	fmt.Println(res.Status, res.State)
+	// Output:
+	// iteration 1/3
+	// iteration 2/3
+	// iteration 3/3
+	// max_iterations 3
+}
+
+// A custom strategy decides the action and the tasks; StrategyFunc adapts a
+// function. Here every gap gets one "fix" task, in one iteration.
+func Example_customStrategy() {
+	fixAll := iterate.StrategyFunc(func(_ context.Context, sit *iterate.Situation) (iterate.Plan, error) {
+		plan := iterate.Plan{Action: iterate.Retry, Reason: "fix everything at once"}
+		for _, g := range sit.Gaps {
+			plan.Tasks = append(plan.Tasks, iterate.Task{Role: "fix", Gaps: []gap.Gap{g}})
+		}
+		return plan, nil
+	})
+	eng := iterate.New(researcher{}, iterate.WithStrategy(fixAll), iterate.WithMaxIterations(2),
+		iterate.WithObserver(func(e iterate.Event) {
+			if p, ok := e.(iterate.Planned); ok {
+				fmt.Printf("iteration %d: %s with %d task(s): %s\n", p.Iteration(), p.Plan.Action, len(p.Plan.Tasks), p.Plan.Reason)
+			}
+		}))
+	res, _ := eng.Run(context.Background(), notes{})
+	fmt.Println(res.Status)
+	// Output:
+	// iteration 1: retry with 1 task(s): fix everything at once
+	// iteration 2: retry with 1 task(s): fix everything at once
+	// max_iterations
+}
+
+// A custom convergence policy combines the policies of package converge
+// with one of the host's own.
+func Example_customConvergence() {
+	enoughFiles := converge.PolicyFunc(func(h *converge.History) converge.Decision {
+		if h.Current.FilesAnalyzed >= 4 {
+			return converge.Decision{Verdict: converge.Converged, Reason: "read 4 files: enough for a summary"}
+		}
+		return converge.Decision{}
+	})
+	eng := iterate.New(researcher{}, iterate.WithConvergence(converge.Any(
+		enoughFiles,
+		converge.Failures{Threshold: 2},
+		converge.IterationLimit{},
+	)))
+	res, _ := eng.Run(context.Background(), notes{})
+	fmt.Println(res.Status, "after", res.Iterations, "iterations:", res.Reason)
+	// Output:
+	// converged after 2 iterations: read 4 files: enough for a summary
+}
+
+// Cancelling the context saves the state as interrupted; Resume continues
+// after the last completed iteration.
+func Example_resume() {
+	store := &checkpoint.Memory{} // or checkpoint.NewDir(".refine")
+	ctx, cancel := context.WithCancel(context.Background())
+	interrupted := false
+	step := func(ctx context.Context, n int, r iterate.Round) (int, error) {
+		if r.Iteration == 3 && !interrupted {
+			interrupted = true
+			cancel() // Ctrl+C during iteration 3
+			return n, ctx.Err()
+		}
+		return n + 1, nil
+	}
+	eng := iterate.New(iterate.Func(step), iterate.WithMaxIterations(5),
+		iterate.WithCheckpointer(store), iterate.WithSession("build"))
+
+	res, err := eng.Run(ctx, 0)
+	fmt.Println(res.Status, "after", res.Iterations, "iterations;", errors.Is(err, context.Canceled))
+
+	res, err = eng.Resume(context.Background())
+	fmt.Println(res.Status, "after", res.Iterations, "iterations; state", res.State, err)
+	// Output:
+	// interrupted after 2 iterations; true
+	// max_iterations after 5 iterations; state 5 <nil>
+}
+
+// An escalated run asks a human; Resume with the answer goes on.
+func ExampleWithAnswer() {
+	failing := gap.Assessment{Signals: gap.Signals{Tests: &gap.TestResult{
+		Failures: []gap.TestCaseFailure{{Name: "TestToken", Expected: "userId 123", Received: `userId "123"`}}}}}
+	attempts := 0
+	w := &iterate.FuncWorker[int]{
+		Do: func(_ context.Context, n int, r iterate.Round) (int, error) {
+			attempts++
+			if r.Task.Answer != "" {
+				fmt.Println("next attempt told:", r.Task.Answer)
+				return 1, nil
+			}
+			return 0, nil
+		},
+		AssessFunc: func(_ context.Context, fixed int) (gap.Assessment, error) {
+			if fixed == 1 {
+				return gap.Assessment{Signals: gap.Signals{Tests: &gap.TestResult{Passed: true}}}, nil
+			}
+			return failing, nil
+		},
+	}
+	eng := iterate.New(w, iterate.WithMaxIterations(3), iterate.WithCheckpointer(&checkpoint.Memory{}),
+		iterate.WithConvergence(converge.Any(converge.Passing{}, converge.IterationLimit{Escalate: true})))
+	_, err := eng.Run(context.Background(), 0)
+	var esc *iterate.EscalationError
+	if errors.As(err, &esc) {
+		fmt.Println(esc.Escalation.Question)
+	}
+	res, _ := eng.Resume(context.Background(), iterate.WithAnswer("the test is right: use a number"))
+	fmt.Println(res.Status, "after", attempts, "attempts")
+	// Output:
+	// After 3 attempt(s), this problem persists: P1 test_failure [TestToken]: Expected: userId 123, Received: userId "123".
+	// How should the loop proceed? Answer with guidance for the next attempt, or stop the session.
+	// next attempt told: the test is right: use a number
+	// converged after 4 attempts
+}
