@@ -203,7 +203,11 @@ func stopLine(e LoopStopped) string {
 	case Interrupted:
 		return "Interrupted. State saved."
 	default:
-		return fmt.Sprintf("%s after %d iterations: %s (total: %s)", capitalize(string(e.Status)), e.N, e.Reason, total)
+		reason := e.Reason
+		if reason == "" {
+			reason = string(e.Status)
+		}
+		return fmt.Sprintf("%s (%d iterations, total: %s)", capitalize(reason), e.N, total)
 	}
 }
 

@@ -373,7 +373,10 @@ func (c *config) finish() error {
 			converge.Failures{Threshold: c.failureThreshold}, converge.NoProgress{}, converge.IterationLimit{},
 		)
 	}
-	for _, v := range []any{c.policy, c.strategy, c.analyzer} {
+	if err := converge.Validate(c.policy); err != nil {
+		c.errs = append(c.errs, &ConfigError{Option: "WithConvergence", Reason: "invalid policy", Err: err})
+	}
+	for _, v := range []any{c.strategy, c.analyzer} {
 		if val, ok := v.(interface{ Validate() error }); ok {
 			if err := val.Validate(); err != nil {
 				c.errs = append(c.errs, &ConfigError{Option: fmt.Sprintf("%T", v), Reason: "invalid", Err: err})

@@ -1,0 +1,198 @@
+// Command quickstart runs a small refinement loop end to end: a toy
+// researcher answers three questions about an in-memory "codebase", one gap
+// at a time, while the engine analyzes gaps, plans up to three parallel
+// tasks per iteration, checks convergence and checkpoints every iteration.
+//
+//	go run ./examples/quickstart            # run
+//	go run ./examples/quickstart -resume    # continue after Ctrl+C
+//
+// Flags:
+//
+//	-state DIR        checkpoint directory (default: refine-quickstart under the temp dir)
+//	-max-iterations N iteration limit (default 4)
+//	-resume           continue the interrupted session
+//	-slow D           make every task take D, to try Ctrl+C (default 0)
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/gap"
+	"github.com/refine-go/refine/iterate"
+)
+
+// codebase is what the researcher explores: file → facts it reveals.
+var codebase = map[string][]string{
+	"auth/login.go":      {"login issues a JWT"},
+	"auth/jwt.go":        {"tokens are signed with HS256", "tokens expire after 1h"},
+	"auth/middleware.go": {"middleware validates the token on every request"},
+	"auth/refresh.go":    {"refresh tokens rotate on use"},
+	"store/session.go":   {"sessions are kept in Redis"},
+	"store/user.go":      {"users are stored in PostgreSQL"},
+}
+
+// questions are the critical questions and the fact that answers each.
+var questions = []struct{ text, answer string }{
+	{"How are tokens issued?", "login issues a JWT"},
+	{"Where are tokens validated?", "middleware validates the token on every request"},
+	{"How long do tokens live?", "tokens expire after 1h"},
+}
+
+// Notes is the loop's state: what has been read and learnt.
+type Notes struct {
+	Read  []string `json:"read"`
+	Facts []string `json:"facts"`
+}
+
+type researcher struct{ slow time.Duration }
+
+// Assess reports coverage, one finding per fact and the critical questions.
+func (researcher) Assess(_ context.Context, n Notes) (gap.Assessment, error) {
+	a := gap.Assessment{FilesAnalyzed: len(n.Read), EstimatedFiles: len(codebase)}
+	for f := range codebase {
+		if !slices.Contains(n.Read, f) {
+			a.Missing = append(a.Missing, f)
+		}
+	}
+	slices.Sort(a.Missing)
+	for i, fact := range n.Facts {
+		a.Findings = append(a.Findings, gap.Finding{ID: fmt.Sprintf("f%d", i+1), Description: fact,
+			Confidence: 0.9, Citations: []string{fact}, Sources: []string{"explore", "citation"}})
+	}
+	for _, q := range questions {
+		a.Questions = append(a.Questions, gap.Question{Text: q.text, Critical: true, Answered: slices.Contains(n.Facts, q.answer)})
+	}
+	return a, nil
+}
+
+// Work reads the files a task points at: the missing files for a coverage
+// gap, or the file that answers a question.
+func (r researcher) Work(ctx context.Context, _ Notes, t iterate.Task) (iterate.Outcome[Notes], error) {
+	if r.slow > 0 {
+		select {
+		case <-time.After(r.slow):
+		case <-ctx.Done():
+			return iterate.Outcome[Notes]{}, ctx.Err()
+		}
+	}
+	var part Notes
+	read := func(f string) {
+		part.Read = append(part.Read, f)
+		part.Facts = append(part.Facts, codebase[f]...)
+	}
+	g := t.Gap()
+	switch g.Kind {
+	case gap.Coverage:
+		for _, f := range g.Focus[:min(2, len(g.Focus))] {
+			read(f)
+		}
+	case gap.UnansweredQuestion:
+		for _, q := range questions {
+			if q.text == g.Target {
+				for f, facts := range codebase {
+					if slices.Contains(facts, q.answer) {
+						read(f)
+					}
+				}
+			}
+		}
+	}
+	return iterate.Outcome[Notes]{Part: part}, nil
+}
+
+// Integrate merges what the tasks found, in task order, without duplicates.
+func (researcher) Integrate(_ context.Context, n Notes, outs []iterate.Outcome[Notes]) (Notes, error) {
+	next := Notes{Read: slices.Clone(n.Read), Facts: slices.Clone(n.Facts)}
+	for _, o := range outs {
+		if o.Err != nil {
+			continue
+		}
+		for _, f := range o.Part.Read {
+			if !slices.Contains(next.Read, f) {
+				next.Read = append(next.Read, f)
+			}
+		}
+		for _, f := range o.Part.Facts {
+			if !slices.Contains(next.Facts, f) {
+				next.Facts = append(next.Facts, f)
+			}
+		}
+	}
+	return next, nil
+}
+
+func main() {
+	state := flag.String("state", filepath.Join(os.TempDir(), "refine-quickstart"), "checkpoint `dir`ectory")
+	max := flag.Int("max-iterations", 4, "iteration limit (0 = unlimited)")
+	resume := flag.Bool("resume", false, "continue the interrupted session")
+	slow := flag.Duration("slow", 0, "make every task take this long, to try Ctrl+C")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: quickstart [-resume] [-state DIR] [-max-iterations N] [-slow D]\n\n"+
+			"Runs a small refinement loop that answers three questions about a toy codebase.\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	os.Exit(run(*state, *max, *resume, *slow))
+}
+
+func run(state string, max int, resume bool, slow time.Duration) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	eng := iterate.New(researcher{slow: slow},
+		iterate.WithMaxIterations(max),
+		iterate.WithCheckpointer(checkpoint.NewDir(state)),
+		iterate.WithSession("quickstart"),
+		iterate.WithObserver(iterate.Progress(os.Stdout)),
+		iterate.WithObserver(plans),
+	)
+	var res *iterate.Result[Notes]
+	var err error
+	if resume {
+		res, err = eng.Resume(ctx)
+	} else {
+		res, err = eng.Run(ctx, Notes{})
+	}
+	switch {
+	case errors.Is(err, iterate.ErrInterrupted):
+		fmt.Println("Resume with: go run ./examples/quickstart -resume")
+		return 130
+	case err != nil && res == nil:
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		return 1
+	}
+	fmt.Printf("\nStatus: %s after %d iterations\nReason: %s\n", res.Status, res.Iterations, res.Reason)
+	fmt.Printf("Read %d of %d files; learnt:\n", len(res.State.Read), len(codebase))
+	for _, f := range res.State.Facts {
+		fmt.Println("  -", f)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		return 1
+	}
+	return 0
+}
+
+// plans prints what each iteration sets out to do.
+func plans(e iterate.Event) {
+	p, ok := e.(iterate.Planned)
+	if !ok {
+		return
+	}
+	var parts []string
+	for _, t := range p.Plan.Tasks {
+		parts = append(parts, fmt.Sprintf("%s (%s)", t.Role, t.Gap()))
+	}
+	fmt.Printf("           plan: %s, %d task(s): %s\n", p.Plan.Action, len(p.Plan.Tasks), strings.Join(parts, "; "))
+}
