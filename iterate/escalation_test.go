@@ -17,7 +17,7 @@ import (
 
 func failing(test, expected, received string) gap.Assessment {
 	return gap.Assessment{Signals: gap.Signals{
-		Tests: &gap.TestResult{Failures: []gap.TestCaseFailure{{Name: test, Expected: expected, Received: received}}},
+		Tests:  &gap.TestResult{Failures: []gap.TestCaseFailure{{Name: test, Expected: expected, Received: received}}},
 		Review: &gap.Review{Status: gap.ReviewPending},
 	}}
 }
