@@ -187,7 +187,8 @@ const DefaultWindow = 32
 // checkpoint so that a resumed loop decides exactly as an uninterrupted one.
 //
 // The zero value is an empty history of an unlimited loop. A History is not
-// safe for concurrent use.
+// safe for concurrent use. It has an unexported buffer: compare Histories
+// with go-cmp using cmpopts.IgnoreUnexported(converge.History{}).
 type History struct {
 	// Iteration is the number of completed iterations.
 	Iteration int `json:"iteration"`
@@ -220,6 +221,9 @@ type History struct {
 	// Pending describes the iteration completed since the last assessment;
 	// the next [History.Observe] moves it into its record.
 	Pending Outcome `json:"pending,omitzero"`
+
+	// base is the backing array Recent slides over (see push).
+	base []Record
 }
 
 // Outcome is how one iteration went, as [History.Complete] records it.
@@ -385,10 +389,26 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	if w <= 0 {
 		w = DefaultWindow
 	}
+	h.push(rec, w)
+}
+
+// push appends rec to the window of w records. The window slides over a
+// backing array of 2w records, so that dropping the oldest record is a
+// reslice and the records move only once every w observations: constant
+// amortized cost, no allocation in the steady state.
+func (h *History) push(rec Record, w int) {
 	if len(h.Recent) >= w {
-		n := copy(h.Recent, h.Recent[len(h.Recent)-w+1:])
-		clear(h.Recent[n:]) // release what the dropped records refer to
-		h.Recent = h.Recent[:n]
+		drop := len(h.Recent) - w + 1
+		clear(h.Recent[:drop]) // release what the dropped records refer to
+		h.Recent = h.Recent[drop:]
+	}
+	if len(h.Recent) == cap(h.Recent) {
+		if cap(h.base) < 2*w {
+			h.base = make([]Record, 0, 2*w)
+		}
+		n := copy(h.base[:cap(h.base)], h.Recent)
+		clear(h.base[n:cap(h.base)])
+		h.Recent = h.base[:n]
 	}
 	h.Recent = append(h.Recent, rec)
 }

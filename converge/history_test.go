@@ -177,7 +177,7 @@ func TestHistoryJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
-	ignore := cmpopts.IgnoreFields(History{}, "Current", "Gaps")
+	ignore := cmp.Options{cmpopts.IgnoreFields(History{}, "Current", "Gaps"), cmpopts.IgnoreUnexported(History{}), cmpopts.EquateEmpty()}
 	if diff := cmp.Diff(h, &got, ignore); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
@@ -213,7 +213,7 @@ func TestResumeReassessmentDecidesAsUninterrupted(t *testing.T) {
 	}
 	// A resumed loop assesses its state afresh: the same state again.
 	resumed.Observe(steps[1].a, nil)
-	ignore := cmpopts.IgnoreFields(History{}, "Current", "Gaps")
+	ignore := cmp.Options{cmpopts.IgnoreFields(History{}, "Current", "Gaps"), cmpopts.IgnoreUnexported(History{}), cmpopts.EquateEmpty()}
 	if diff := cmp.Diff(h, &resumed, ignore); diff != "" {
 		t.Errorf("resumed history (-uninterrupted +resumed):\n%s", diff)
 	}

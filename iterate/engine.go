@@ -70,14 +70,16 @@ func fingerprint(c *config) string {
 
 // engineData is the engine's own part of a checkpoint.
 type engineData struct {
-	AnsweredAt int               `json:"answered_at,omitempty"`
-	Answer     string            `json:"answer,omitempty"`
-	Escalation *Escalation       `json:"escalation,omitempty"`
-	Unresolved []gap.Gap         `json:"unresolved,omitempty"`
-	Totals     Totals            `json:"totals"`
-	Prev       snapshot          `json:"prev"`
-	Pending    *IterationMetrics `json:"pending,omitempty"`
-	Decision   converge.Decision `json:"decision"`
+	AnsweredAt int         `json:"answered_at,omitempty"`
+	Answer     string      `json:"answer,omitempty"`
+	Escalation *Escalation `json:"escalation,omitempty"`
+	Unresolved []gap.Gap   `json:"unresolved,omitempty"`
+	Totals     Totals      `json:"totals"`
+	Prev       snapshot    `json:"prev"`
+	// Pending is the last iteration's metrics until the next assessment
+	// fills in its gains (Iteration 0: none).
+	Pending  IterationMetrics  `json:"pending,omitzero"`
+	Decision converge.Decision `json:"decision"`
 }
 
 // snapshot is what the metrics compare between assessments.
@@ -332,7 +334,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 		r.hist.Observe(a, gaps)
 		r.fillMetrics(&r.hist.Current)
 		if r.observing {
-			r.emit(GapsFound{it: it{n}, Assessment: &r.hist.Current, Gaps: gaps})
+			r.emit(GapsFound{it: it{n}, Assessment: r.hist.Current, Gaps: gaps})
 		}
 
 		d, err := r.decide()
@@ -474,7 +476,7 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 	r.data.Totals.Tasks += len(outs)
 	r.data.Totals.FailedTasks += failedTasks
 	r.data.Totals.Duration += dur
-	r.data.Pending = &IterationMetrics{Iteration: n, Tasks: len(outs), FailedTasks: failedTasks,
+	r.data.Pending = IterationMetrics{Iteration: n, Tasks: len(outs), FailedTasks: failedTasks,
 		Duration: dur, Usage: usage, Action: plan.Action, Failed: failed}
 
 	if r.observing {
@@ -506,7 +508,7 @@ func (r *run[S]) pushDuration(d time.Duration) {
 // new assessment shows.
 func (r *run[S]) fillMetrics(a *gap.Assessment) {
 	now := snapshotOf(a)
-	if p := r.data.Pending; p != nil {
+	if p := &r.data.Pending; p.Iteration > 0 {
 		prev := r.data.Prev
 		p.NewFiles = now.Files - prev.Files
 		p.NewFindings = now.Findings - prev.Findings
@@ -518,7 +520,7 @@ func (r *run[S]) fillMetrics(a *gap.Assessment) {
 			r.metrics = r.metrics[:k]
 		}
 		r.metrics = append(r.metrics, *p)
-		r.data.Pending = nil
+		r.data.Pending = IterationMetrics{}
 	}
 	r.data.Prev = now
 	r.data.Totals.Files = now.Files
@@ -575,7 +577,7 @@ func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision) (p Plan, 
 		}
 	}
 	if r.observing {
-		r.emit(Planned{it: it{n}, Plan: &p})
+		r.emit(Planned{it: it{n}, Plan: p})
 	}
 	if ce := r.log.Check(zap.DebugLevel, "planned"); ce != nil {
 		ce.Write(zap.Int("iteration", n), zap.String("phase", "plan"), zap.String("action", string(p.Action)),

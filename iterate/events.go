@@ -13,7 +13,9 @@ import (
 )
 
 // Event is something that happened in a loop, delivered to the observers of
-// [WithObserver]. The concrete types are LoopStarted, LoopStopped,
+// [WithObserver]. Events are values an observer may keep, but the slices
+// they hold (gaps, tasks) are shared with the engine and must not be
+// modified. The concrete types are LoopStarted, LoopStopped,
 // IterationStarted, GapsFound, Decided, Planned, TaskStarted, TaskEnded,
 // IterationEnded, CheckpointSaved and Warned; switch on them.
 type Event interface {
@@ -60,7 +62,7 @@ type IterationStarted struct {
 // GapsFound is sent after the assessment with the prioritised gaps.
 type GapsFound struct {
 	it
-	Assessment *gap.Assessment
+	Assessment gap.Assessment
 	Gaps       []gap.Gap
 }
 
@@ -73,19 +75,19 @@ type Decided struct {
 // Planned is sent with the plan of an iteration.
 type Planned struct {
 	it
-	Plan *Plan
+	Plan Plan
 }
 
 // TaskStarted is sent when a task starts, from the task's goroutine.
 type TaskStarted struct {
 	it
-	Task *Task
+	Task Task
 }
 
 // TaskEnded is sent when a task ends, from the task's goroutine.
 type TaskEnded struct {
 	it
-	Task     *Task
+	Task     Task
 	Err      error
 	Usage    budget.Usage
 	Duration time.Duration

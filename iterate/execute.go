@@ -57,10 +57,11 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task) Outcome[S] {
 		tctx, cancel = context.WithTimeout(ctx, t.Timeout)
 		defer cancel()
 	}
+	var start time.Time
 	if r.observing {
-		r.emit(TaskStarted{it: it{t.Iteration}, Task: t})
+		start = time.Now()
+		r.emit(TaskStarted{it: it{t.Iteration}, Task: *t})
 	}
-	start := time.Now()
 	var out Outcome[S]
 	if tctx.Done() == nil {
 		out = r.work(tctx, state, t)
@@ -69,7 +70,7 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task) Outcome[S] {
 	}
 	out.Task = *t
 	if r.observing {
-		r.emit(TaskEnded{it: it{t.Iteration}, Task: t, Err: out.Err, Usage: out.Usage, Duration: time.Since(start)})
+		r.emit(TaskEnded{it: it{t.Iteration}, Task: *t, Err: out.Err, Usage: out.Usage, Duration: time.Since(start)})
 	}
 	return out
 }
