@@ -453,12 +453,13 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 		r.lastErr = iterErr
 	}
 
-	dur := time.Since(start)
+	end := time.Now()
+	dur := end.Sub(start)
 	usage.Iterations++
 	usage.Wall += dur
 	reservation.Settle(usage)
 	r.hist.Complete(failed, string(plan.Action), dur)
-	r.lastIterAt = time.Now()
+	r.lastIterAt = end
 	r.elapsed += dur
 	r.pushDuration(dur)
 
