@@ -81,7 +81,7 @@ func TestAny(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, tt.p.Decide(tt.h)); diff != "" {
+			if diff := cmp.Diff(tt.want, tt.p.Decide(tt.h), described); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 		})
@@ -93,7 +93,7 @@ func TestAnyDoesNotModifyPolicyCriteria(t *testing.T) {
 	first[0] = Criterion{Name: "a"}
 	p := Any(fixed(Decision{Criteria: first}), fixed(Decision{Criteria: []Criterion{{Name: "b"}}}))
 	p.Decide(&History{})
-	if diff := cmp.Diff([]Criterion{{Name: "a"}, {}}, first[:2]); diff != "" {
+	if diff := cmp.Diff([]Criterion{{Name: "a"}, {}}, first[:2], described); diff != "" {
 		t.Errorf("first policy's backing array changed (-want +got):\n%s", diff)
 	}
 }
@@ -103,7 +103,7 @@ func TestAnyCopiesPolicies(t *testing.T) {
 	p := Any(policies...)
 	policies[0] = Done{}
 	want := Decision{Verdict: MaxIterations, Reason: "max iterations reached: 1 of 1"}
-	if diff := cmp.Diff(want, p.Decide(&History{Iteration: 1, MaxIterations: 1})); diff != "" {
+	if diff := cmp.Diff(want, p.Decide(&History{Iteration: 1, MaxIterations: 1}), described); diff != "" {
 		t.Errorf("Decide (-want +got):\n%s", diff)
 	}
 }
@@ -148,7 +148,7 @@ func TestAll(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, tt.p.Decide(tt.h)); diff != "" {
+			if diff := cmp.Diff(tt.want, tt.p.Decide(tt.h), described); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 		})
@@ -235,14 +235,14 @@ func TestDefault(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := Default().Decide(tt.h)
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, got, described); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 			var unmet []string
 			for _, c := range got.Unmet() {
 				unmet = append(unmet, c.Name)
 			}
-			if diff := cmp.Diff(tt.unmet, unmet); diff != "" {
+			if diff := cmp.Diff(tt.unmet, unmet, described); diff != "" {
 				t.Errorf("Unmet (-want +got):\n%s", diff)
 			}
 		})
@@ -309,7 +309,7 @@ func TestValidate(t *testing.T) {
 			if err != nil && !errors.Is(err, ErrInvalidPolicy) {
 				t.Errorf("errors.Is(%v, ErrInvalidPolicy) = false", err)
 			}
-			if diff := cmp.Diff(tt.want, configErrors(err)); diff != "" {
+			if diff := cmp.Diff(tt.want, configErrors(err), described); diff != "" {
 				t.Errorf("Validate (-want +got):\n%s", diff)
 			}
 		})
@@ -319,7 +319,7 @@ func TestValidate(t *testing.T) {
 func TestConfigErrorMessage(t *testing.T) {
 	err := EarlyStopping{Patience: -1}.Validate()
 	want := "converge: invalid EarlyStopping.Patience: must not be negative, got -1"
-	if diff := cmp.Diff(want, err.Error()); diff != "" {
+	if diff := cmp.Diff(want, err.Error(), described); diff != "" {
 		t.Errorf("Error (-want +got):\n%s", diff)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/refine-go/refine/gap"
@@ -83,16 +84,63 @@ type Criterion struct {
 	Threshold float64 `json:"threshold"`
 	Met       bool    `json:"met"`
 	// Detail is a short human-readable statement such as "0.88 ≥ 0.70" or
-	// "2/3 answered".
+	// "2/3 answered". The built-in policies leave it empty, so that a
+	// decision costs no formatting: [Criterion.Describe] derives it from
+	// the name and values when needed.
 	Detail string `json:"detail,omitempty"`
 }
 
-// String returns e.g. "coverage 0.88 ≥ 0.70" or "questions 2/3 answered".
-func (c Criterion) String() string {
-	if c.Detail == "" {
-		return c.Name
+// Describe returns Detail, or derives it: "0.88 ≥ 0.70" (coverage,
+// confidence and other ratios), "0 ≤ 2" (conflicts), "2/3 answered"
+// (questions).
+func (c Criterion) Describe() string {
+	if c.Detail != "" {
+		return c.Detail
 	}
-	return c.Name + " " + c.Detail
+	return string(c.appendDetail(nil))
+}
+
+func (c Criterion) appendDetail(b []byte) []byte {
+	if c.Detail != "" {
+		return append(b, c.Detail...)
+	}
+	switch c.Name {
+	case CriterionConflicts:
+		b = strconv.AppendInt(b, int64(c.Value), 10)
+		if c.Met {
+			b = append(b, " ≤ "...)
+		} else {
+			b = append(b, " > "...)
+		}
+		return strconv.AppendInt(b, int64(c.Threshold), 10)
+	case CriterionQuestions:
+		b = strconv.AppendInt(b, int64(c.Value), 10)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, int64(c.Threshold), 10)
+		b = append(b, " answered"...)
+		if c.Met && c.Value < c.Threshold {
+			b = append(b, " (not required)"...)
+		}
+		return b
+	case CriterionCoverage, CriterionConfidence:
+	default:
+		if c.Value == 0 && c.Threshold == 0 {
+			return b // nothing measured to describe
+		}
+	}
+	return appendComparison(b, c.Value, c.Threshold, c.Met)
+}
+
+// String returns the name and the description, e.g. "coverage 0.88 ≥ 0.70"
+// or "questions 2/3 answered".
+func (c Criterion) String() string {
+	b := append(make([]byte, 0, 32), c.Name...)
+	n := len(b)
+	b = c.appendDetail(append(b, ' '))
+	if len(b) == n+1 {
+		b = b[:n]
+	}
+	return string(b)
 }
 
 // Decision is the outcome of a [Policy].

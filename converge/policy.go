@@ -132,35 +132,6 @@ func (t Thresholds) Evaluate(a *gap.Assessment) []Criterion {
 	crit[2] = Criterion{Name: CriterionConflicts, Value: float64(conflicts), Threshold: float64(maxConflicts), Met: conflicts <= maxConflicts}
 	crit[3] = Criterion{Name: CriterionQuestions, Value: float64(answered), Threshold: float64(total), Met: t.AllowUnanswered || answered >= total}
 
-	// All four details share one string: one allocation instead of four.
-	var buf [192]byte
-	var ends [4]int
-	b := appendComparison(buf[:0], cov, minCov, crit[0].Met)
-	ends[0] = len(b)
-	b = appendComparison(b, conf, minConf, crit[1].Met)
-	ends[1] = len(b)
-	b = strconv.AppendInt(b, int64(conflicts), 10)
-	if crit[2].Met {
-		b = append(b, " ≤ "...)
-	} else {
-		b = append(b, " > "...)
-	}
-	b = strconv.AppendInt(b, int64(maxConflicts), 10)
-	ends[2] = len(b)
-	b = strconv.AppendInt(b, int64(answered), 10)
-	b = append(b, '/')
-	b = strconv.AppendInt(b, int64(total), 10)
-	b = append(b, " answered"...)
-	if answered < total && t.AllowUnanswered {
-		b = append(b, " (not required)"...)
-	}
-	ends[3] = len(b)
-	s := string(b)
-	start := 0
-	for i := range crit {
-		crit[i].Detail = s[start:ends[i]]
-		start = ends[i]
-	}
 	return crit
 }
 
@@ -253,19 +224,19 @@ func appendFixed(b []byte, v float64, prec int) []byte {
 // joinCriteria returns prefix followed by the criteria, e.g.
 // "converged: coverage 0.88 ≥ 0.70, confidence 0.91 ≥ 0.80".
 func joinCriteria(prefix string, crit []Criterion) string {
-	var sb strings.Builder
-	sb.WriteString(prefix)
+	b := make([]byte, 0, 128)
+	b = append(b, prefix...)
 	for i := range crit {
 		if i > 0 {
-			sb.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		sb.WriteString(crit[i].Name)
-		if crit[i].Detail != "" {
-			sb.WriteByte(' ')
-			sb.WriteString(crit[i].Detail)
+		b = append(b, crit[i].Name...)
+		n := len(b)
+		if b = crit[i].appendDetail(append(b, ' ')); len(b) == n+1 {
+			b = b[:n]
 		}
 	}
-	return sb.String()
+	return string(b)
 }
 
 // HighConfidence stops a loop whose quality is exceptionally high: coverage ≥
@@ -305,8 +276,8 @@ func (e HighConfidence) Decide(h *History) Decision {
 		return Decision{}
 	}
 	crit := []Criterion{
-		{Name: CriterionCoverage, Value: cov, Threshold: minCov, Met: true, Detail: string(appendComparison(nil, cov, minCov, true))},
-		{Name: CriterionConfidence, Value: conf, Threshold: minConf, Met: true, Detail: string(appendComparison(nil, conf, minConf, true))},
+		{Name: CriterionCoverage, Value: cov, Threshold: minCov, Met: true},
+		{Name: CriterionConfidence, Value: conf, Threshold: minConf, Met: true},
 	}
 	reason := joinCriteria("high confidence reached: ", crit)
 	if r := h.Remaining(); r > 0 {

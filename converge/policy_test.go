@@ -13,6 +13,13 @@ func crit(name string, v, t float64, met bool, detail string) Criterion {
 	return Criterion{Name: name, Value: v, Threshold: t, Met: met, Detail: detail}
 }
 
+// described compares criteria by what they say: a criterion whose Detail is
+// left for Describe to derive equals one that spells it out.
+var described = cmp.Transformer("Describe", func(c Criterion) Criterion {
+	c.Detail = c.Describe()
+	return c
+})
+
 func TestThresholds(t *testing.T) {
 	answered := []gap.Question{{Text: "a", Critical: true, Answered: true}, {Text: "b", Critical: true, Answered: true}}
 	good := func() gap.Assessment {
@@ -160,10 +167,10 @@ func TestThresholds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.th.Decide(at(1, 4, tt.a))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, got, described); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.want.Criteria, tt.th.Evaluate(&tt.a)); diff != "" {
+			if diff := cmp.Diff(tt.want.Criteria, tt.th.Evaluate(&tt.a), described); diff != "" {
 				t.Errorf("Evaluate (-want +got):\n%s", diff)
 			}
 		})
@@ -230,7 +237,7 @@ func TestHighConfidence(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.p.Decide(at(tt.iteration, tt.max, tt.a))
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, got, described); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 		})
@@ -258,7 +265,7 @@ func TestIterationLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := &History{Iteration: tt.iteration, MaxIterations: tt.max}
-			if diff := cmp.Diff(tt.want, tt.p.Decide(h)); diff != "" {
+			if diff := cmp.Diff(tt.want, tt.p.Decide(h), described); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 		})
@@ -384,7 +391,7 @@ func TestNilHistoryContinues(t *testing.T) {
 	}
 	for name, p := range policies {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(Decision{}, p.Decide(nil)); diff != "" {
+			if diff := cmp.Diff(Decision{}, p.Decide(nil), described); diff != "" {
 				t.Errorf("Decide(nil) (-want +got):\n%s", diff)
 			}
 		})
@@ -403,10 +410,10 @@ func TestVerdict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.name, tt.v.String()); diff != "" {
+			if diff := cmp.Diff(tt.name, tt.v.String(), described); diff != "" {
 				t.Errorf("String (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.success, tt.v.Success()); diff != "" {
+			if diff := cmp.Diff(tt.success, tt.v.Success(), described); diff != "" {
 				t.Errorf("Success (-want +got):\n%s", diff)
 			}
 		})
