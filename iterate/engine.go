@@ -88,8 +88,10 @@ type snapshot struct {
 	Coverage, Confidence       float64
 }
 
-func snapshotOf(a *gap.Assessment) snapshot {
-	return snapshot{a.FilesAnalyzed, len(a.Findings), a.Citations, a.CoverageRatio(), a.AverageConfidence()}
+// snapshotOf takes the counts from the assessment and the ratios from its
+// record in the history, which computed them already.
+func snapshotOf(a *gap.Assessment, r *converge.Record) snapshot {
+	return snapshot{a.FilesAnalyzed, len(a.Findings), a.Citations, r.Coverage, r.Confidence}
 }
 
 const metricsWindow = 32
@@ -508,7 +510,7 @@ func (r *run[S]) pushDuration(d time.Duration) {
 // fillMetrics completes the pending iteration's metrics with the gains the
 // new assessment shows.
 func (r *run[S]) fillMetrics(a *gap.Assessment) {
-	now := snapshotOf(a)
+	now := snapshotOf(a, r.hist.Last())
 	if p := &r.data.Pending; p.Iteration > 0 {
 		prev := r.data.Prev
 		p.NewFiles = now.Files - prev.Files
