@@ -32,6 +32,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/refine-go/refine/gap"
@@ -201,7 +202,8 @@ type Record struct {
 	Failed bool `json:"failed,omitempty"`
 	// Action is the strategy of the iteration which produced this state.
 	Action string `json:"action,omitempty"`
-	// Summary is a one-line account of the state, e.g. its most severe gap.
+	// Summary is a one-line account of the state: its most severe gap in
+	// actionable form ("TestLogin: Expected: 123, Received: \"123\"").
 	Summary string `json:"summary,omitempty"`
 	// Duration of the iteration which produced this state.
 	Duration time.Duration `json:"duration,omitempty"`
@@ -404,7 +406,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 		}
 	}
 	if len(gaps) > 0 {
-		rec.Summary = gaps[0].String()
+		rec.Summary = summarize(&gaps[0])
 	}
 	h.Pending = Outcome{}
 
@@ -459,6 +461,21 @@ func (h *History) push(rec Record, w int) {
 		h.Recent = h.base[:n]
 	}
 	h.Recent = append(h.Recent, rec)
+}
+
+// summarize describes a gap in its actionable form: "TestLogin: Expected:
+// 123, Received: \"123\"", or its detail, kind or target alone.
+func summarize(g *gap.Gap) string {
+	switch {
+	case g.Detail == "":
+		if g.Target != "" {
+			return string(g.Kind) + ": " + g.Target
+		}
+		return string(g.Kind)
+	case g.Target == "" || strings.Contains(g.Detail, g.Target):
+		return g.Detail
+	}
+	return g.Target + ": " + g.Detail
 }
 
 // Complete records that one more iteration finished, whether it failed, the

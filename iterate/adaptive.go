@@ -451,7 +451,7 @@ func BuildEscalation(h *converge.History, reason string, feedbackLimit int) *Esc
 		}
 	}
 	if esc.Pattern == "" && len(h.Gaps) > 0 {
-		esc.Pattern = h.Gaps[0].String()
+		esc.Pattern = actionable(h.Gaps[0])
 	}
 	esc.Feedback = SynthesizeFeedback(h.Gaps, feedbackLimit)
 	var q strings.Builder

@@ -159,8 +159,15 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 	defer release()
 	r.state = initial
 	r.startedAt = time.Now()
-	r.generation = r.latestGeneration(ctx)
-	r.emit(LoopStarted{Session: e.cfg.session, MaxIterations: e.cfg.maxIterations, Time: r.startedAt})
+	latest := r.latest(ctx)
+	if latest != nil {
+		r.generation = latest.Generation
+		if e.cfg.refuseResumable && !Status(latest.Status).Final() {
+			return nil, &ResumableError{Checkpoint: latest}
+		}
+	}
+	r.emit(LoopStarted{Session: e.cfg.session, MaxIterations: e.cfg.maxIterations, Time: r.startedAt,
+		StartedAt: r.startedAt, FailureThreshold: e.cfg.failureThreshold})
 	if ce := r.log.Check(zap.InfoLevel, "loop started"); ce != nil {
 		ce.Write(zap.String("session", e.cfg.session), zap.Int("max_iterations", e.cfg.maxIterations))
 	}
@@ -231,7 +238,9 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	r.applyLimit()
 	r.resumed = true
 	r.emit(LoopStarted{it: it{r.hist.Iteration}, Session: e.cfg.session, MaxIterations: r.hist.MaxIterations,
-		Resumed: true, Completed: r.hist.Iteration, Elapsed: r.elapsed, Time: time.Now()})
+		Resumed: true, Completed: r.hist.Iteration, Elapsed: r.elapsed, Time: time.Now(), StartedAt: r.startedAt,
+		ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: e.cfg.failureThreshold,
+		Durations: append([]time.Duration(nil), r.durations...)})
 	if ce := r.log.Check(zap.InfoLevel, "loop resumed"); ce != nil {
 		ce.Write(zap.String("session", e.cfg.session), zap.Int("iteration", r.hist.Iteration), zap.String("from_status", c.Status))
 	}
@@ -272,22 +281,26 @@ func (r *run[S]) lock(ctx context.Context) (func(), error) {
 	}, nil
 }
 
-// latestGeneration finds the generation to continue numbering from, so that
-// a new run never overwrites an earlier one's checkpoints. A damaged
-// checkpoint is warned about and a fresh start made (seed 004).
-func (r *run[S]) latestGeneration(ctx context.Context) uint64 {
+// latest loads the session's latest checkpoint, if any, so that a new run
+// continues its generation numbering and never overwrites an earlier run's
+// checkpoints. A damaged checkpoint is warned about and a fresh start made
+// (seed 004).
+func (r *run[S]) latest(ctx context.Context) *checkpoint.Checkpoint {
 	if r.cfg.checkpointer == nil {
-		return 0
+		return nil
 	}
 	c, err := r.cfg.checkpointer.Load(ctx, r.cfg.session)
 	switch {
 	case err == nil:
-		return c.Generation
+		for _, note := range c.Notes {
+			r.warn(0, note)
+		}
+		return c
 	case errors.Is(err, checkpoint.ErrNotFound):
-		return 0
+		return nil
 	default:
 		r.warn(0, fmt.Sprintf("previous checkpoint of session %q unreadable, starting fresh: %v", r.cfg.session, err))
-		return 0
+		return nil
 	}
 }
 
@@ -300,6 +313,7 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 	if c.History != nil {
 		r.hist = *c.History
 	}
+	r.hist.Gaps = c.Gaps // not part of the saved history: the checkpoint has them
 	r.hist.Window = r.cfg.window
 	if len(c.Engine) > 0 {
 		if err := json.Unmarshal(c.Engine, &r.data); err != nil {
@@ -415,6 +429,9 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 	var taskErr error
 	for i := range outs {
 		usage = usage.Add(outs[i].Usage)
+		for _, w := range outs[i].Warnings {
+			r.warn(n, w)
+		}
 		if outs[i].Err != nil {
 			failedTasks++
 			taskErr = outs[i].Err
@@ -483,7 +500,7 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 		Duration: dur, Usage: usage, Action: plan.Action, Failed: failed}
 
 	if r.observing {
-		r.emit(IterationEnded{it: it{n}, MaxIterations: r.hist.MaxIterations, Duration: dur, Failed: failed, Err: iterErr,
+		r.emit(IterationEnded{it: it{n}, MaxIterations: r.hist.MaxIterations, Time: end, Duration: dur, Failed: failed, Err: iterErr,
 			Tasks: len(outs), FailedTasks: failedTasks, ConsecutiveFailures: r.hist.ConsecutiveFailures,
 			FailureThreshold: r.cfg.failureThreshold, Usage: usage})
 	}
@@ -670,7 +687,8 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 	if status == Escalated {
 		res.Escalation = r.data.Escalation
 	}
-	r.emit(LoopStopped{it: it{r.hist.Iteration}, Status: status, Reason: reason, Elapsed: r.elapsed, Time: time.Now()})
+	r.emit(LoopStopped{it: it{r.hist.Iteration}, Status: status, Reason: reason, Elapsed: r.elapsed, Time: time.Now(),
+		ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: r.cfg.failureThreshold})
 	level := zapcore.InfoLevel
 	if err != nil {
 		level = zapcore.WarnLevel

@@ -94,8 +94,9 @@ func TestSeed002Decisions(t *testing.T) {
 		}
 
 		// Without an answer, resuming returns the same escalation.
-		if _, err := eng.Resume(context.Background()); !errors.Is(err, iterate.ErrEscalated) {
-			t.Errorf("resume without answer: %v", err)
+		again, err := eng.Resume(context.Background())
+		if !errors.Is(err, iterate.ErrEscalated) || len(again.Gaps) == 0 || again.Escalation.Question != e.Question {
+			t.Errorf("resume without answer: %v, gaps %v", err, again.Gaps)
 		}
 		res, err = eng.Resume(context.Background(), iterate.WithAnswer("use a number"))
 		if err != nil || res.Status != iterate.Converged || res.Iterations != 4 {

@@ -41,6 +41,13 @@ type LoopStarted struct {
 	Completed int
 	Elapsed   time.Duration
 	Time      time.Time
+	// StartedAt is when the session first started (before any resume).
+	StartedAt time.Time
+	// ConsecutiveFailures (restored on resume) and FailureThreshold.
+	ConsecutiveFailures, FailureThreshold int
+	// Durations are the durations of the most recent completed iterations
+	// (restored on resume).
+	Durations []time.Duration
 }
 
 // LoopStopped is sent when the loop ends, whatever the reason.
@@ -50,6 +57,8 @@ type LoopStopped struct {
 	Reason  string
 	Elapsed time.Duration // total of all iterations, across resumes
 	Time    time.Time
+	// ConsecutiveFailures and FailureThreshold when the loop stopped.
+	ConsecutiveFailures, FailureThreshold int
 }
 
 // IterationStarted is sent before an iteration's work.
@@ -72,7 +81,10 @@ type Decided struct {
 	Decision converge.Decision
 }
 
-// Planned is sent with the plan of an iteration.
+// Planned is sent with the plan of an iteration. It is also sent, with
+// Action Escalate and no tasks, for the plan that phrases an escalation the
+// convergence policy decided; observers printing per-attempt decisions can
+// skip it.
 type Planned struct {
 	it
 	Plan Plan
@@ -97,7 +109,9 @@ type TaskEnded struct {
 type IterationEnded struct {
 	it
 	MaxIterations int
-	Duration      time.Duration
+	// Time is when the iteration ended.
+	Time     time.Time
+	Duration time.Duration
 	// Failed is true when the iteration counted as a failure (every task
 	// failed, or integration failed); Err is the last error.
 	Failed bool
@@ -132,17 +146,42 @@ type Warned struct {
 //	[10:00:00] Starting session: build (max 3 iterations)
 //	[10:00:00] Iteration 1/3 starting...
 //	[10:00:45] Iteration 1/3 completed in 45.2s
+//	[10:02:10] WARNING: AI CLI failed (exit 1), consecutive failures: 1/3
 //	[10:02:16] Reached max iterations: 3 (total: 2m16s)
 //
-// Write errors are ignored. The observer is safe for concurrent use.
-func Progress(w io.Writer) func(Event) {
-	p := &progress{w: w}
+// The iteration that reaches the failure threshold is followed directly by
+// the "ERROR: Aborting after 3 consecutive failures" line. Write errors are
+// ignored. The observer is safe for concurrent use.
+func Progress(w io.Writer, opts ...ProgressOption) func(Event) {
+	p := &progress{w: w, noun: "session"}
+	for _, o := range opts {
+		if o != nil {
+			o(p)
+		}
+	}
 	return p.observe
 }
 
+// ProgressOption configures [Progress].
+type ProgressOption func(*progress)
+
+// ProgressNoun names what runs, e.g. "procedure" for "Starting procedure:
+// build (max 3 iterations)"; the default is "session".
+func ProgressNoun(noun string) ProgressOption {
+	return func(p *progress) { p.noun = noun }
+}
+
+// ProgressResumeHint adds the command that resumes an interrupted loop to
+// the interruption line: "Interrupted. State saved. Resume with: CMD".
+func ProgressResumeHint(cmd string) ProgressOption {
+	return func(p *progress) { p.resume = cmd }
+}
+
 type progress struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu     sync.Mutex
+	w      io.Writer
+	noun   string
+	resume string
 }
 
 func iterLabel(n, max int) string {
@@ -166,21 +205,25 @@ func (p *progress) observe(e Event) {
 	case LoopStarted:
 		at = e.Time
 		if e.Resumed {
-			line = fmt.Sprintf("Resuming session: %s from iteration %d (%s)", e.Session, e.Completed, strings.TrimPrefix(limitLabel(e.MaxIterations), "max "))
+			limit := "unlimited"
 			if e.MaxIterations > 0 {
-				line = fmt.Sprintf("Resuming session: %s from iteration %d (max %d)", e.Session, e.Completed, e.MaxIterations)
+				limit = fmt.Sprintf("max %d", e.MaxIterations)
 			}
-			line += fmt.Sprintf("\n[%s] Previous session: %d iterations completed in %s", clock(at), e.Completed, FormatDuration(e.Elapsed))
+			line = fmt.Sprintf("Resuming %s: %s from iteration %d (%s)", p.noun, e.Session, e.Completed, limit)
+			line += fmt.Sprintf("\n[%s] Previous %s: %d iterations completed in %s", clock(at), p.noun, e.Completed, FormatDuration(e.Elapsed))
 		} else {
-			line = fmt.Sprintf("Starting session: %s (%s)", e.Session, limitLabel(e.MaxIterations))
+			line = fmt.Sprintf("Starting %s: %s (%s)", p.noun, e.Session, limitLabel(e.MaxIterations))
 		}
 	case IterationStarted:
 		at = e.Time
 		line = iterLabel(e.N, e.MaxIterations) + " starting..."
 	case IterationEnded:
-		at = time.Now()
+		at = e.Time
 		if e.Failed && e.Err != nil {
-			p.print(at, fmt.Sprintf("WARNING: iteration failed (%v), consecutive failures: %d/%d", e.Err, e.ConsecutiveFailures, e.FailureThreshold))
+			p.print(at, fmt.Sprintf("WARNING: %v, consecutive failures: %d/%d", e.Err, e.ConsecutiveFailures, e.FailureThreshold))
+		}
+		if e.Failed && e.FailureThreshold > 0 && e.ConsecutiveFailures >= e.FailureThreshold {
+			return // the abort line follows
 		}
 		line = fmt.Sprintf("%s completed in %s", iterLabel(e.N, e.MaxIterations), FormatSeconds(e.Duration))
 	case Warned:
@@ -188,21 +231,28 @@ func (p *progress) observe(e Event) {
 		line = "WARNING: " + e.Message
 	case LoopStopped:
 		at = e.Time
-		line = stopLine(e)
+		line = p.stopLine(e)
 	default:
 		return
 	}
 	p.print(at, line)
 }
 
-func stopLine(e LoopStopped) string {
+func (p *progress) stopLine(e LoopStopped) string {
 	total := FormatDuration(e.Elapsed)
 	switch e.Status {
 	case MaxIterations:
 		return fmt.Sprintf("Reached max iterations: %d (total: %s)", e.N, total)
 	case Aborted:
-		return fmt.Sprintf("ERROR: %s (%d iterations completed, total: %s)", capitalize(e.Reason), e.N, total)
+		what := capitalize(e.Reason)
+		if e.FailureThreshold > 0 && e.ConsecutiveFailures >= e.FailureThreshold {
+			what = fmt.Sprintf("Aborting after %d consecutive failures", e.ConsecutiveFailures)
+		}
+		return fmt.Sprintf("ERROR: %s (%d iterations completed, total: %s)", what, e.N, total)
 	case Interrupted:
+		if p.resume != "" {
+			return "Interrupted. State saved. Resume with: " + p.resume
+		}
 		return "Interrupted. State saved."
 	default:
 		reason := e.Reason

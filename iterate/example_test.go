@@ -182,7 +182,7 @@ func ExampleWithAnswer() {
 	res, _ := eng.Resume(context.Background(), iterate.WithAnswer("the test is right: use a number"))
 	fmt.Println(res.Status, "after", attempts, "attempts")
 	// Output:
-	// After 3 attempt(s), this problem persists: P1 test_failure [TestToken]: Expected: userId 123, Received: userId "123".
+	// After 3 attempt(s), this problem persists: TestToken: Expected: userId 123, Received: userId "123".
 	// How should the loop proceed? Answer with guidance for the next attempt, or stop the session.
 	// next attempt told: the test is right: use a number
 	// converged after 4 attempts

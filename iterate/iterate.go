@@ -45,6 +45,9 @@ type Outcome[S any] struct {
 	Part S
 	// Usage is what the task spent; the engine charges it to the budget.
 	Usage budget.Usage
+	// Warnings are reported by the engine as Warned events and warn-level
+	// log entries, e.g. "prompt exceeds token budget: 120,000 > 100,000".
+	Warnings []string
 	// Err is the task's error (set by the engine): a failed, timed-out or
 	// panicking task. Integrate sees failed outcomes too, so the host can
 	// mark their gaps unresolved.
@@ -166,6 +169,28 @@ type Round struct {
 	// Task is the iteration's task (the broad task when nothing more
 	// specific was planned).
 	Task Task
+
+	report *roundReport
+}
+
+type roundReport struct {
+	usage    budget.Usage
+	warnings []string
+}
+
+// Charge adds usage (tokens, cost) the call spent; the engine charges it to
+// the budget and the result's usage.
+func (r Round) Charge(u budget.Usage) {
+	if r.report != nil {
+		r.report.usage = r.report.usage.Add(u)
+	}
+}
+
+// Warn reports a warning: the engine emits it as a Warned event and logs it.
+func (r Round) Warn(msg string) {
+	if r.report != nil {
+		r.report.warnings = append(r.report.warnings, msg)
+	}
 }
 
 // FuncWorker is a [Worker] for the simplest loops: one function call per
@@ -196,8 +221,9 @@ func (w *FuncWorker[S]) Assess(ctx context.Context, s S) (gap.Assessment, error)
 
 // Work calls Do with the task's iteration.
 func (w *FuncWorker[S]) Work(ctx context.Context, s S, t Task) (Outcome[S], error) {
-	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: t})
-	return Outcome[S]{Part: next}, err
+	var rep roundReport
+	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: t, report: &rep})
+	return Outcome[S]{Part: next, Usage: rep.usage, Warnings: rep.warnings}, err
 }
 
 // Integrate returns the Part of the last successful outcome, or s when every

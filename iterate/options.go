@@ -74,6 +74,7 @@ type config struct {
 	allowChange      bool
 	fingerprintExtra string
 	window           int
+	refuseResumable  bool
 
 	errs []error
 }
@@ -323,6 +324,15 @@ func WithAllowSettingsChange() Option {
 // fingerprint that guards Resume.
 func WithFingerprint(extra string) Option {
 	return optionFunc(func(c *config) { c.fingerprintExtra = extra })
+}
+
+// WithRefuseResumable makes Run refuse to start over a session whose latest
+// checkpoint can still be resumed (running, interrupted or escalated): it
+// returns a *ResumableError carrying that checkpoint, so that the host can
+// offer Resume instead. The check happens under the session lock, if any.
+// By default Run starts a new session regardless.
+func WithRefuseResumable() Option {
+	return optionFunc(func(c *config) { c.refuseResumable = true })
 }
 
 // WithHistoryWindow sets how many recent records the convergence history

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
 )
@@ -237,6 +238,23 @@ func (e *SettingsChangedError) Error() string {
 
 // Is reports whether target is ErrSettingsChanged.
 func (e *SettingsChangedError) Is(target error) bool { return target == ErrSettingsChanged }
+
+// ErrResumable is matched by every *ResumableError.
+var ErrResumable = errors.New("iterate: session can be resumed")
+
+// ResumableError is returned by Run under [WithRefuseResumable] when the
+// session's latest checkpoint can still be resumed.
+type ResumableError struct {
+	Checkpoint *checkpoint.Checkpoint
+}
+
+func (e *ResumableError) Error() string {
+	return fmt.Sprintf("iterate: session %q is %s after %d iterations; resume it or start afresh",
+		e.Checkpoint.Session, e.Checkpoint.Status, e.Checkpoint.Iteration)
+}
+
+// Is reports whether target is ErrResumable.
+func (e *ResumableError) Is(target error) bool { return target == ErrResumable }
 
 // ErrPanic is matched by every *PanicError.
 var ErrPanic = errors.New("iterate: panic")

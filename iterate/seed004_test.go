@@ -270,7 +270,7 @@ func TestSeed004Progress(t *testing.T) {
 [00:00:00] Iteration 1/3 starting...
 [00:00:45] Iteration 1/3 completed in 45.2s
 [00:00:45] Iteration 2/3 starting...
-[00:01:30] WARNING: iteration failed (AI CLI failed (exit 1)), consecutive failures: 1/3
+[00:01:30] WARNING: AI CLI failed (exit 1), consecutive failures: 1/3
 [00:01:30] Iteration 2/3 completed in 45.2s
 [00:01:30] Iteration 3/3 starting...
 [00:02:15] Iteration 3/3 completed in 45.2s
@@ -280,4 +280,114 @@ func TestSeed004Progress(t *testing.T) {
 			t.Errorf("progress (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestSeed004ProgressAbortAndResume: seed 004's examples 2 (consecutive
+// failure abort) and 3 (interrupt and resume), as Progress prints them.
+func TestSeed004ProgressAbortAndResume(t *testing.T) {
+	t.Run("example2_consecutive_failure_abort", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var out bytes.Buffer
+			w := iterate.Func(cli{took: 10 * time.Second, failOn: failOn(4, 5, 6)}.do)
+			_, err := iterate.New(w, iterate.WithMaxIterations(10), iterate.WithSession("build"),
+				iterate.WithObserver(iterate.Progress(&out, iterate.ProgressNoun("procedure")))).Run(context.Background(), 0)
+			if !errors.Is(err, iterate.ErrAborted) {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			want := []string{
+				"[00:00:00] Starting procedure: build (max 10 iterations)",
+				"[00:00:50] WARNING: AI CLI failed (exit 1), consecutive failures: 2/3",
+				"[00:00:50] Iteration 5/10 completed in 10.0s",
+				"[00:00:50] Iteration 6/10 starting...",
+				"[00:01:00] WARNING: AI CLI failed (exit 1), consecutive failures: 3/3",
+				"[00:01:00] ERROR: Aborting after 3 consecutive failures (6 iterations completed, total: 1m0s)",
+			}
+			got := []string{lines[0]}
+			got = append(got, lines[len(lines)-5:]...)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("progress (-want +got):\n%s\nall:\n%s", diff, out.String())
+			}
+		})
+	})
+	t.Run("example3_resume_after_interruption", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var out bytes.Buffer
+			store := &checkpoint.Memory{}
+			ctx, cancel := context.WithCancel(context.Background())
+			interrupted := false
+			do := func(ctx context.Context, n int, r iterate.Round) (int, error) {
+				time.Sleep(54 * time.Second)
+				if r.Iteration == 6 && !interrupted {
+					interrupted = true
+					cancel()
+					return n, ctx.Err()
+				}
+				return n + 1, nil
+			}
+			progress := iterate.Progress(&out, iterate.ProgressNoun("procedure"), iterate.ProgressResumeHint("agentloop resume build"))
+			opts := []iterate.Option{iterate.WithMaxIterations(10), iterate.WithSession("build"),
+				iterate.WithCheckpointer(store), iterate.WithObserver(progress)}
+			if _, err := iterate.New(iterate.Func(do), opts...).Run(ctx, 0); !errors.Is(err, iterate.ErrInterrupted) {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), "Interrupted. State saved. Resume with: agentloop resume build\n") {
+				t.Errorf("no resume hint:\n%s", out.String())
+			}
+			out.Reset()
+			if _, err := iterate.New(iterate.Func(do), opts...).Resume(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(out.String(), "\n")
+			want := []string{
+				"[00:05:24] Resuming procedure: build from iteration 5 (max 10)",
+				"[00:05:24] Previous procedure: 5 iterations completed in 4m30s",
+				"[00:05:24] Iteration 6/10 starting...",
+			}
+			if diff := cmp.Diff(want, lines[:3]); diff != "" {
+				t.Errorf("resume lines (-want +got):\n%s", diff)
+			}
+		})
+	})
+}
+
+// TestRefuseResumable: with WithRefuseResumable, Run does not start over a
+// session that can be resumed.
+func TestRefuseResumable(t *testing.T) {
+	store := &checkpoint.Memory{}
+	ctx, cancel := context.WithCancel(context.Background())
+	do := func(ctx context.Context, n int, r iterate.Round) (int, error) {
+		cancel()
+		return n, ctx.Err()
+	}
+	opts := []iterate.Option{iterate.WithCheckpointer(store), iterate.WithRefuseResumable()}
+	if _, err := iterate.New(iterate.Func(do), opts...).Run(ctx, 0); !errors.Is(err, iterate.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	_, err := iterate.New(iterate.Func(do), opts...).Run(context.Background(), 0)
+	var re *iterate.ResumableError
+	if !errors.Is(err, iterate.ErrResumable) || !errors.As(err, &re) || re.Checkpoint.Status != string(iterate.Interrupted) {
+		t.Errorf("err = %v, want a *ResumableError", err)
+	}
+}
+
+// TestRoundReports: a Func worker reports usage and warnings through its
+// Round.
+func TestRoundReports(t *testing.T) {
+	rec := &iteratetest.Recorder{}
+	do := func(ctx context.Context, n int, r iterate.Round) (int, error) {
+		r.Charge(budget.Usage{Tokens: 4230, Cost: 0.01})
+		r.Warn("Prompt exceeds token budget: 4,230 > 4,000")
+		return n + 1, nil
+	}
+	res, err := iterate.New(iterate.Func(do), iterate.WithMaxIterations(2), iterate.WithObserver(rec.Observe)).Run(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Usage.Tokens != 8460 {
+		t.Errorf("tokens %d, want 8460", res.Usage.Tokens)
+	}
+	if ws := rec.Warnings(); len(ws) != 2 || ws[0] != "Prompt exceeds token budget: 4,230 > 4,000" {
+		t.Errorf("warnings %q", ws)
+	}
 }
