@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/iterate"
+)
+
+// killGrace is how long a cancelled command and its children have to exit
+// after SIGTERM before they are killed. It is shorter than the engine's
+// grace (iterate.DefaultGrace), so that an iteration always returns.
+const killGrace = 3 * time.Second
+
+// loopState is the state the engine checkpoints: what the iterations did
+// and the settings they ran with. The real state of the work lives in the
+// workspace's files.
+type loopState struct {
+	// Succeeded counts the iterations whose AI CLI and gates all passed.
+	Succeeded int `json:"succeeded"`
+	// Settings are the settings of the run, which a resume continues with
+	// (the engine keeps the state of the last successful iteration, so a
+	// resume's changed settings are saved once an iteration succeeds).
+	Settings *runSettings `json:"settings,omitempty"`
+}
+
+// runSettings are the settings a resume takes from the run it continues
+// (the iteration limit and failure threshold are in the checkpoint itself).
+type runSettings struct {
+	AICmd       string   `json:"ai_cmd"`
+	Gates       []string `json:"gates,omitempty"`
+	Context     []string `json:"context,omitempty"`
+	Prompts     string   `json:"prompts"`
+	TokenBudget int      `json:"token_budget"`
+}
+
+// runSettingsOf returns the settings of set that a resume takes over.
+func runSettingsOf(set *settings) *runSettings {
+	return &runSettings{AICmd: set.AICmd, Gates: set.Gates, Context: set.Context, Prompts: set.Prompts, TokenBudget: set.TokenBudget}
+}
+
+// apply sets the settings of set that the resume command line does not
+// give (flags) to those of the run being resumed.
+func (r *runSettings) apply(set *settings, flags *layer) {
+	if flags.AICmd == nil && r.AICmd != "" {
+		set.AICmd = r.AICmd
+	}
+	if flags.Gates == nil {
+		set.Gates = r.Gates
+	}
+	if flags.Context == nil {
+		set.Context = r.Context
+	}
+	if flags.Prompts == nil && r.Prompts != "" {
+		set.Prompts = r.Prompts
+	}
+	if flags.TokenBudget == nil && r.TokenBudget > 0 {
+		set.TokenBudget = r.TokenBudget
+	}
+}
+
+// commandError reports a command that did not exit with status 0.
+type commandError struct {
+	// What is "AI CLI" or the gate's command line.
+	What string
+	// Code is the exit status, -1 when the command did not exit normally.
+	Code int
+	// Signal names the signal that ended the command, if any.
+	Signal string
+	// Err is set when the command could not be run at all.
+	Err error
+}
+
+func (e *commandError) Error() string {
+	return e.What + " failed (" + e.status() + ")"
+}
+
+func (e *commandError) status() string {
+	switch {
+	case e.Err != nil:
+		return e.Err.Error()
+	case e.Signal != "":
+		return "signal: " + e.Signal
+	}
+	return "exit " + strconv.Itoa(e.Code)
+}
+
+func (e *commandError) Unwrap() error { return e.Err }
+
+// gateError reports the quality gates that failed after an iteration.
+type gateError struct {
+	Failed []*commandError
+}
+
+func (e *gateError) Error() string {
+	parts := make([]string, len(e.Failed))
+	for i, f := range e.Failed {
+		parts[i] = f.What + " (" + f.status() + ")"
+	}
+	return "Quality gates failed: " + strings.Join(parts, "; ")
+}
+
+// agent runs one iteration: prompt, AI CLI, gates.
+type agent struct {
+	set    *settings
+	out    *console
+	log    *zap.Logger
+	env    []string
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// iteration is the engine's work function (iterate.Func): one fresh AI CLI
+// process per iteration. A failing AI CLI or gate returns an error, which
+// the engine counts as a failed iteration; the gates run only after a
+// successful AI CLI.
+func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (loopState, error) {
+	log := a.log.With(zap.Int("iteration", r.Iteration))
+
+	start := time.Now()
+	prompt, err := assemblePrompt(a.set.Prompts, a.set.Context, a.set.Workspace)
+	if err != nil {
+		log.Error("prompt assembly failed", zap.String("phase", "prompt"), zap.Duration("duration", time.Since(start)),
+			zap.String("outcome", "failed"), zap.Error(err))
+		return s, err
+	}
+	tokens := budget.EstimateTokens(prompt)
+	over := tokens > a.set.TokenBudget
+	log.Info("prompt assembled", zap.String("phase", "prompt"), zap.Duration("duration", time.Since(start)),
+		zap.String("outcome", outcome(!over, "within_budget", "over_budget")), zap.Int("tokens", tokens), zap.Int("token_budget", a.set.TokenBudget))
+	if over {
+		// TODO(library): a worker cannot send an iterate.Warned event; see
+		// requests.md. The warning is printed and logged here instead.
+		a.out.warn(fmt.Sprintf("Prompt exceeds token budget: %s > %s",
+			budget.FormatTokens(int64(tokens)), budget.FormatTokens(int64(a.set.TokenBudget))))
+	}
+
+	env := slices.Concat(a.env, []string{
+		"AGENTLOOP_PROCEDURE=" + a.set.Procedure,
+		"AGENTLOOP_ITERATION=" + strconv.Itoa(r.Iteration),
+		"AGENTLOOP_ITERATION_LIMIT=" + strconv.Itoa(r.MaxIterations),
+	})
+
+	start = time.Now()
+	err = a.runCommand(ctx, "AI CLI", a.set.AICmd, prompt, env)
+	log.Info("AI CLI finished", zap.String("phase", "ai_cli"), zap.Duration("duration", time.Since(start)),
+		zap.String("outcome", outcome(err == nil, "succeeded", "failed")), zap.Int("exit_code", exitCode(err)), zap.Error(err))
+	if err != nil {
+		return s, err
+	}
+
+	var failed []*commandError
+	for _, gate := range a.set.Gates {
+		start = time.Now()
+		err := a.runCommand(ctx, gate, gate, "", env)
+		log.Info("quality gate finished", zap.String("phase", "gate"), zap.String("gate", gate), zap.Duration("duration", time.Since(start)),
+			zap.String("outcome", outcome(err == nil, "passed", "failed")), zap.Int("exit_code", exitCode(err)))
+		if ctx.Err() != nil {
+			return s, context.Cause(ctx)
+		}
+		var ce *commandError
+		if errors.As(err, &ce) {
+			failed = append(failed, ce)
+		}
+	}
+	if len(failed) > 0 {
+		return s, &gateError{Failed: failed}
+	}
+	s.Succeeded++
+	s.Settings = runSettingsOf(a.set)
+	return s, nil
+}
+
+// runCommand runs command with sh -c in the workspace, stdin on its
+// standard input, in its own process group. Cancelling ctx sends SIGTERM to
+// the group, then SIGKILL after killGrace; whatever is left of the group is
+// killed before runCommand returns.
+func (a *agent) runCommand(ctx context.Context, what, command, stdin string, env []string) error {
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	cmd.Dir = a.set.Workspace
+	cmd.Env = env
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	cmd.Stdout, cmd.Stderr = a.stdout, a.stderr
+	cmd.WaitDelay = killGrace
+	isolate(cmd)
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		killGroup(cmd)
+		return context.Cause(ctx)
+	}
+	if err == nil {
+		return nil
+	}
+	ce := &commandError{What: what, Code: -1}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee) && ee.Exited():
+		ce.Code = ee.ExitCode()
+	case errors.As(err, &ee):
+		ce.Signal = signalName(ee.ProcessState)
+	default:
+		ce.Err = err
+	}
+	return ce
+}
+
+func outcome(ok bool, yes, no string) string {
+	if ok {
+		return yes
+	}
+	return no
+}
+
+// exitCode is the exit status of a command's error: 0 for nil, -1 when it
+// did not exit normally.
+func exitCode(err error) int {
+	var ce *commandError
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}

@@ -1,0 +1,278 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// Defaults of the settings no source gives.
+const (
+	defaultFailureThreshold = 3
+	defaultTokenBudget      = 100_000
+)
+
+// layer is one source of settings: the command line, the environment, a
+// config file or one of its procedures. A nil field is not set by the source.
+type layer struct {
+	AICmd            *string   `json:"ai_cmd,omitempty"`
+	MaxIterations    *int      `json:"max_iterations,omitempty"`
+	FailureThreshold *int      `json:"failure_threshold,omitempty"`
+	TokenBudget      *int      `json:"token_budget,omitempty"`
+	Gates            *[]string `json:"gates,omitempty"`
+	Context          *[]string `json:"context,omitempty"`
+	Prompts          *string   `json:"prompts,omitempty"`
+}
+
+// validate checks the values the layer sets; name turns a setting's JSON key
+// into the name the user wrote it under.
+func (l *layer) validate(name func(key string) string) error {
+	switch {
+	case l.AICmd != nil && strings.TrimSpace(*l.AICmd) == "":
+		return usagef("%s must not be empty", name("ai_cmd"))
+	case l.MaxIterations != nil && *l.MaxIterations < 0:
+		return usagef("%s must be 0 (unlimited) or more, got %d", name("max_iterations"), *l.MaxIterations)
+	case l.FailureThreshold != nil && *l.FailureThreshold < 1:
+		return usagef("%s must be at least 1, got %d", name("failure_threshold"), *l.FailureThreshold)
+	case l.TokenBudget != nil && *l.TokenBudget < 1:
+		return usagef("%s must be at least 1, got %d", name("token_budget"), *l.TokenBudget)
+	case l.Prompts != nil && strings.TrimSpace(*l.Prompts) == "":
+		return usagef("%s must not be empty", name("prompts"))
+	}
+	if l.Gates != nil {
+		for _, g := range *l.Gates {
+			if strings.TrimSpace(g) == "" {
+				return usagef("%s must not hold an empty command", name("gates"))
+			}
+		}
+	}
+	if l.Context != nil {
+		for _, c := range *l.Context {
+			if strings.TrimSpace(c) == "" {
+				return usagef("%s must not hold an empty path", name("context"))
+			}
+		}
+	}
+	return nil
+}
+
+// rebase makes the layer's relative paths relative to dir.
+func (l *layer) rebase(dir string) {
+	if l.Prompts != nil {
+		p := abs(dir, *l.Prompts)
+		l.Prompts = &p
+	}
+	if l.Context != nil {
+		c := absAll(dir, *l.Context)
+		l.Context = &c
+	}
+}
+
+// fileConfig is a config file: top-level settings and per-procedure ones.
+type fileConfig struct {
+	layer
+	// DefaultIterations is another name for max_iterations (seed 004's
+	// example 5 configures "default_iterations: 0"); max_iterations wins.
+	DefaultIterations *int              `json:"default_iterations,omitempty"`
+	Procedures        map[string]*layer `json:"procedures,omitempty"`
+}
+
+// procedure returns the layer of the procedure, empty when the file has none.
+func (c *fileConfig) procedure(name string) *layer {
+	if p := c.Procedures[name]; p != nil {
+		return p
+	}
+	return &layer{}
+}
+
+// loadConfig reads the config file at path; a missing file is an empty
+// config. Relative paths in it are made relative to workspace.
+func loadConfig(path, workspace string) (*fileConfig, error) {
+	c := &fileConfig{}
+	if path == "" {
+		return c, nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return c, nil
+	}
+	if err != nil {
+		return nil, usagef("config %s: %v", path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(c); err != nil {
+		return nil, usagef("config %s: %v", path, err)
+	}
+	if dec.More() {
+		return nil, usagef("config %s: more than one JSON value", path)
+	}
+	if c.MaxIterations == nil {
+		c.MaxIterations = c.DefaultIterations
+	}
+	if err := c.validate(func(key string) string { return fmt.Sprintf("config %s: %s", path, key) }); err != nil {
+		return nil, err
+	}
+	c.rebase(workspace)
+	for name, p := range c.Procedures {
+		if p == nil {
+			return nil, usagef("config %s: procedures.%s must be an object", path, name)
+		}
+		if err := p.validate(func(key string) string { return fmt.Sprintf("config %s: procedures.%s.%s", path, name, key) }); err != nil {
+			return nil, err
+		}
+		p.rebase(workspace)
+	}
+	return c, nil
+}
+
+// globalConfigPath is AGENTLOOP_GLOBAL_CONFIG, else
+// $XDG_CONFIG_HOME/agentloop/config.json, else
+// ~/.config/agentloop/config.json ("" when there is no home either).
+func globalConfigPath(getenv func(string) string) string {
+	if p := getenv("AGENTLOOP_GLOBAL_CONFIG"); p != "" {
+		return p
+	}
+	if x := getenv("XDG_CONFIG_HOME"); x != "" {
+		return filepath.Join(x, "agentloop", "config.json")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".config", "agentloop", "config.json")
+	}
+	return ""
+}
+
+// envLayer reads the AGENTLOOP_* variables; empty ones are not set.
+func envLayer(getenv func(string) string, cwd string) (*layer, error) {
+	l := &layer{}
+	str := func(name string) *string {
+		if v := getenv(name); v != "" {
+			return &v
+		}
+		return nil
+	}
+	num := func(name string) (*int, error) {
+		v := getenv(name)
+		if v == "" {
+			return nil, nil
+		}
+		n, err := atoi(name, v)
+		return &n, err
+	}
+	var err error
+	l.AICmd = str("AGENTLOOP_AI_CMD")
+	if l.MaxIterations, err = num("AGENTLOOP_MAX_ITERATIONS"); err != nil {
+		return nil, err
+	}
+	if l.FailureThreshold, err = num("AGENTLOOP_FAILURE_THRESHOLD"); err != nil {
+		return nil, err
+	}
+	if l.TokenBudget, err = num("AGENTLOOP_TOKEN_BUDGET"); err != nil {
+		return nil, err
+	}
+	if p := str("AGENTLOOP_PROMPTS"); p != nil {
+		a := abs(cwd, *p)
+		l.Prompts = &a
+	}
+	if err := l.validate(func(key string) string { return "AGENTLOOP_" + strings.ToUpper(key) }); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// settings are the resolved settings of one invocation.
+type settings struct {
+	Procedure string
+	Resume    bool
+	Workspace string
+	// StateDir holds the procedure's checkpoints and its state summary.
+	StateDir         string
+	AICmd            string
+	MaxIterations    int
+	FailureThreshold int
+	TokenBudget      int
+	Gates            []string
+	Context          []string
+	Prompts          string
+	DryRun, Fresh    bool
+	Verbose          bool
+	LogFile          string
+	// LimitsFromFlags is true when --max-iterations or --failure-threshold
+	// was given: a resume then uses them instead of the saved ones.
+	LimitsFromFlags bool
+	// ResumeHint is the command that resumes the procedure.
+	ResumeHint string
+	// flags are the settings given on the command line.
+	flags *layer
+}
+
+// resolve applies the precedence of seed 004: command line > environment >
+// workspace config > global config > defaults, where within one config file
+// the procedure's own settings (procedures.<name>) come before the file's
+// top-level ones.
+func resolve(inv *invocation, getenv func(string) string, cwd string) (*settings, error) {
+	s := &settings{
+		Procedure: inv.procedure,
+		Resume:    inv.resume,
+		DryRun:    inv.dryRun,
+		Fresh:     inv.fresh,
+		Verbose:   inv.verbose,
+		LogFile:   inv.logFile,
+		flags:     &inv.flags,
+	}
+	s.Workspace = inv.workspace
+	if s.Workspace == "" {
+		s.Workspace = abs(cwd, getenv("AGENTLOOP_WORKSPACE"))
+	}
+	if s.Workspace == "" {
+		s.Workspace = cwd
+	}
+	if fi, err := os.Stat(s.Workspace); err != nil || !fi.IsDir() {
+		return nil, usagef("workspace %s is not a directory", s.Workspace)
+	}
+	s.StateDir = filepath.Join(s.Workspace, ".agentloop", "state")
+	s.ResumeHint = "agentloop resume " + s.Procedure
+	if inv.workspace != "" && filepath.Clean(inv.workspace) != filepath.Clean(cwd) {
+		s.ResumeHint += " --workspace " + s.Workspace
+	}
+
+	env, err := envLayer(getenv, cwd)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := loadConfig(filepath.Join(s.Workspace, ".agentloop", "config.json"), s.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	global, err := loadConfig(globalConfigPath(getenv), s.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	layers := []*layer{&inv.flags, env, ws.procedure(s.Procedure), &ws.layer, global.procedure(s.Procedure), &global.layer}
+
+	s.AICmd = first(layers, func(l *layer) *string { return l.AICmd }, "")
+	s.MaxIterations = first(layers, func(l *layer) *int { return l.MaxIterations }, 0)
+	s.FailureThreshold = first(layers, func(l *layer) *int { return l.FailureThreshold }, defaultFailureThreshold)
+	s.TokenBudget = first(layers, func(l *layer) *int { return l.TokenBudget }, defaultTokenBudget)
+	s.Gates = first(layers, func(l *layer) *[]string { return l.Gates }, nil)
+	s.Context = first(layers, func(l *layer) *[]string { return l.Context }, nil)
+	s.Prompts = first(layers, func(l *layer) *string { return l.Prompts }, filepath.Join(s.Workspace, "prompts", s.Procedure))
+	s.LimitsFromFlags = inv.flags.MaxIterations != nil || inv.flags.FailureThreshold != nil
+	return s, nil
+}
+
+// first returns the value of the first layer that sets the field, or def.
+func first[T any](layers []*layer, field func(*layer) *T, def T) T {
+	for _, l := range layers {
+		if v := field(l); v != nil {
+			return *v
+		}
+	}
+	return def
+}

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/iterate"
+)
+
+// dryRun prints the assembled prompt and its token count (seed 004,
+// example 4) and runs nothing.
+func dryRun(set *settings, stdout, stderr io.Writer) int {
+	prompt, err := assemblePrompt(set.Prompts, set.Context, set.Workspace)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentloop: %v\n", err)
+		return exitError
+	}
+	ai := set.AICmd
+	if ai == "" {
+		ai = "(no AI CLI configured)"
+	}
+	tokens := budget.EstimateTokens(prompt)
+	var b strings.Builder
+	fmt.Fprintf(&b, "[DRY RUN] Procedure: %s\n", set.Procedure)
+	fmt.Fprintf(&b, "[DRY RUN] Would execute with: %s\n", ai)
+	if len(set.Gates) > 0 {
+		fmt.Fprintf(&b, "[DRY RUN] Quality gates: %s\n", strings.Join(set.Gates, "; "))
+	}
+	fmt.Fprintf(&b, "[DRY RUN] Token count: %s / %s budget\n", budget.FormatTokens(int64(tokens)), budget.FormatTokens(int64(set.TokenBudget)))
+	if tokens > set.TokenBudget {
+		fmt.Fprintf(&b, "[DRY RUN] WARNING: Prompt exceeds token budget: %s > %s\n", budget.FormatTokens(int64(tokens)), budget.FormatTokens(int64(set.TokenBudget)))
+	}
+	b.WriteString("\n")
+	b.WriteString(prompt)
+	io.WriteString(stdout, b.String())
+	return exitOK
+}
+
+// newLogger returns the structured logger: JSON lines appended to --log,
+// console lines on stderr with --verbose, both, or none.
+func newLogger(set *settings, stderr io.Writer) (*zap.Logger, func(), error) {
+	var cores []zapcore.Core
+	closeFn := func() {}
+	if set.LogFile != "" {
+		f, err := os.OpenFile(set.LogFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening the log: %w", err)
+		}
+		closeFn = func() { f.Close() }
+		enc := zap.NewProductionEncoderConfig()
+		enc.TimeKey = "time"
+		enc.EncodeTime = zapcore.ISO8601TimeEncoder
+		enc.EncodeDuration = zapcore.StringDurationEncoder
+		cores = append(cores, zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(f), zap.DebugLevel))
+	}
+	if set.Verbose {
+		enc := zap.NewDevelopmentEncoderConfig()
+		enc.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
+		enc.EncodeDuration = zapcore.StringDurationEncoder
+		cores = append(cores, zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(stderr), zap.DebugLevel))
+	}
+	if len(cores) == 0 {
+		return zap.NewNop(), closeFn, nil
+	}
+	log := zap.New(zapcore.NewTee(cores...)).With(zap.String("procedure", set.Procedure))
+	return log, func() { _ = log.Sync(); closeFn() }, nil
+}
+
+// runLoop checks the procedure's saved state, runs or resumes the loop, and
+// returns the exit code.
+func runLoop(ctx context.Context, set *settings, environ []string, log *zap.Logger, stdout, stderr io.Writer) int {
+	out := &console{w: stdout, tty: isTerminal(stdout)}
+	if !set.Resume {
+		if code := preflight(set, stderr); code >= 0 {
+			return code
+		}
+	}
+
+	store := checkpoint.NewDir(set.StateDir)
+	saved, persist, code := inspect(ctx, set, store, out, stderr)
+	if code >= 0 {
+		return code
+	}
+
+	resuming := set.Resume && saved != nil
+	if set.Resume {
+		if resuming {
+			var prev loopState
+			if json.Unmarshal(saved.State, &prev) == nil && prev.Settings != nil {
+				prev.Settings.apply(set, set.flags)
+			}
+		}
+		if code := preflight(set, stderr); code >= 0 {
+			return code
+		}
+	}
+	maxIter, threshold := set.MaxIterations, set.FailureThreshold
+	if resuming {
+		// The fingerprint that guards Resume holds the limits: continue
+		// under the saved ones, unless the resume command line gives others.
+		if set.flags.MaxIterations == nil {
+			maxIter = saved.MaxIterations
+		}
+		if set.flags.FailureThreshold == nil {
+			threshold = saved.FailureThreshold
+		}
+	}
+
+	rep := &reporter{out: out, procedure: set.Procedure, resumeHint: set.ResumeHint, persisted: persist}
+	ag := &agent{set: set, out: out, log: log, env: environ, stdout: stdout, stderr: stderr}
+	opts := []iterate.Option{
+		iterate.WithSession(set.Procedure),
+		iterate.WithMaxIterations(maxIter),
+		iterate.WithFailureThreshold(threshold),
+		// Only the failure threshold and the iteration limit end the loop:
+		// the assessments of an AI CLI loop are empty.
+		iterate.WithConvergence(converge.Any(converge.Failures{Threshold: threshold}, converge.IterationLimit{})),
+		iterate.WithLogger(log),
+		iterate.WithObserver(rep.observe),
+	}
+	if persist {
+		var from *checkpoint.Checkpoint
+		if resuming {
+			from = saved
+		}
+		rep.summary = newSummary(set.StateDir, set.Procedure, threshold, from)
+		opts = append(opts, iterate.WithCheckpointer(store), iterate.WithCleanup())
+	}
+	if resuming && set.LimitsFromFlags {
+		opts = append(opts, iterate.WithAllowSettingsChange())
+	}
+	eng := iterate.New(iterate.Func(ag.iteration), opts...)
+
+	var res *iterate.Result[loopState]
+	var err error
+	if resuming {
+		res, err = eng.Resume(ctx)
+	} else {
+		res, err = eng.Run(ctx, loopState{Settings: runSettingsOf(set)})
+	}
+
+	var locked *checkpoint.LockedError
+	switch {
+	case errors.As(err, &locked):
+		refuseRunning(stderr, set.Procedure, locked)
+		return exitError
+	case errors.Is(err, iterate.ErrInterrupted):
+		return exitInterrupted
+	case res == nil && ctx.Err() != nil:
+		out.print("Interrupted before the first iteration.")
+		return exitInterrupted
+	case errors.Is(err, iterate.ErrAborted):
+		return exitError
+	case err != nil:
+		fmt.Fprintf(stderr, "agentloop: %v\n", err)
+		return exitError
+	case res.Status == iterate.MaxIterations || res.Status.Success():
+		return exitOK
+	}
+	return exitError
+}
+
+// preflight checks that an AI CLI is configured (exit code 2 otherwise) and
+// that the prompt can be assembled (exit code 1 otherwise); it returns -1
+// when all is well.
+func preflight(set *settings, stderr io.Writer) int {
+	if set.AICmd == "" {
+		fmt.Fprintln(stderr, "agentloop: no AI CLI configured: give --ai-cmd, set AGENTLOOP_AI_CMD, or set ai_cmd in .agentloop/config.json")
+		return exitUsage
+	}
+	if _, err := assemblePrompt(set.Prompts, set.Context, set.Workspace); err != nil {
+		fmt.Fprintf(stderr, "agentloop: %v\n", err)
+		return exitError
+	}
+	return -1
+}
+
+// inspect looks at the procedure's saved state before a run (seed 004's
+// algorithm, step 2). It returns the checkpoint to resume from (nil to start
+// fresh), whether state can be persisted, and an exit code when the program
+// must stop here (-1 otherwise):
+//
+//   - a run still holding the procedure's lock refuses a second start;
+//   - a corrupted state is warned about and a fresh start made;
+//   - a state the loop cannot write is warned about and the loop runs on
+//     without persistence;
+//   - a start over an interrupted (or crashed) run offers resume and stops,
+//     unless --fresh;
+//   - a resume without a resumable state is an error.
+func inspect(ctx context.Context, set *settings, store *checkpoint.Dir, out *console, stderr io.Writer) (*checkpoint.Checkpoint, bool, int) {
+	release, err := store.Lock(ctx, set.Procedure)
+	var locked *checkpoint.LockedError
+	switch {
+	case errors.As(err, &locked):
+		refuseRunning(stderr, set.Procedure, locked)
+		return nil, false, exitError
+	case ctx.Err() != nil:
+		return nil, false, exitInterrupted
+	case err != nil:
+		out.warn(fmt.Sprintf("state cannot be persisted (%v); continuing without resume support", err))
+		if set.Resume {
+			fmt.Fprintf(stderr, "agentloop: cannot resume procedure %s: its state is unavailable\n", set.Procedure)
+			return nil, false, exitError
+		}
+		return nil, false, -1
+	}
+	// TODO(library): the lock is released before the engine takes it again;
+	// see requests.md.
+	defer release()
+
+	saved, err := store.Load(ctx, set.Procedure)
+	if saved != nil {
+		for _, note := range saved.Notes {
+			out.warn("state of procedure " + set.Procedure + ": " + note)
+		}
+	}
+	corrupt := false
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		saved = nil
+	case errors.Is(err, checkpoint.ErrCorrupt):
+		out.warn(fmt.Sprintf("state of procedure %s is corrupted (%v); starting fresh", set.Procedure, err))
+		saved, corrupt = nil, true
+	case ctx.Err() != nil:
+		return nil, true, exitInterrupted
+	case err != nil:
+		out.warn(fmt.Sprintf("state of procedure %s is unreadable (%v); starting fresh", set.Procedure, err))
+		saved, corrupt = nil, true
+	}
+
+	resumable := saved != nil && !iterate.Status(saved.Status).Final()
+	if !set.Resume {
+		if resumable && !set.Fresh {
+			how := "was interrupted"
+			if iterate.Status(saved.Status) == iterate.Running {
+				how = "did not finish (its run is gone: crashed?)"
+			}
+			fmt.Fprintf(stderr, "agentloop: procedure %s %s after %d iterations (%s).\nResume with: %s\nor start over with: agentloop %s --fresh\n",
+				set.Procedure, how, saved.Iteration, limit(saved.MaxIterations), set.ResumeHint, set.Procedure)
+			return nil, true, exitError
+		}
+		if saved != nil && set.Fresh {
+			if err := store.Remove(ctx, set.Procedure); err != nil {
+				out.warn(fmt.Sprintf("old state of procedure %s not removed: %v", set.Procedure, err))
+			}
+		}
+		return nil, true, -1
+	}
+	switch {
+	case corrupt:
+		return nil, true, -1 // seed 004: a corrupted state is a fresh start
+	case saved == nil:
+		fmt.Fprintf(stderr, "agentloop: no saved state of procedure %s to resume; start it with: agentloop %s\n", set.Procedure, set.Procedure)
+		return nil, true, exitError
+	case !resumable:
+		fmt.Fprintf(stderr, "agentloop: procedure %s already ended (%s: %s); nothing to resume. Start it again with: agentloop %s\n",
+			set.Procedure, statusName(iterate.Status(saved.Status)), saved.Reason, set.Procedure)
+		return nil, true, exitError
+	}
+	return saved, true, -1
+}
+
+// refuseRunning explains that a live run holds the procedure.
+func refuseRunning(stderr io.Writer, procedure string, locked *checkpoint.LockedError) {
+	holder := ""
+	if locked.Holder != "" {
+		holder = " (" + locked.Holder + ")"
+	}
+	fmt.Fprintf(stderr, "agentloop: procedure %s is already running%s; refusing to start a second run of it\n", procedure, holder)
+}
+
+// isTerminal reports whether w is a character device.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

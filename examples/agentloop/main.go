@@ -1,0 +1,86 @@
+// Command agentloop runs an AI coding CLI in fresh-process OODA iterations
+// (seed 004, the iteration loop), on the refine engine.
+//
+//	agentloop build --max-iterations 3
+//	agentloop resume build
+//	agentloop build --dry-run
+//
+// Each iteration assembles a prompt from the procedure's four phase files
+// and pipes it to the AI CLI; quality gates run after it; the state is
+// checkpointed after every iteration so that an interrupted run resumes
+// where it stopped. Run agentloop --help for every flag.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitError       = 1 // aborted, or an error
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// After the first signal, a second one ends the program at once.
+	context.AfterFunc(ctx, stop)
+	code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole program; it returns the exit code.
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	getenv := lookup(environ)
+	cwd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(stderr, "agentloop: %v\n", err)
+		return exitError
+	}
+	inv, err := parseArgs(args, cwd, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "agentloop: %v\nRun 'agentloop --help' for usage.\n", err)
+		return exitUsage
+	}
+	set, err := resolve(inv, getenv, cwd)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentloop: %v\n", err)
+		return exitUsage
+	}
+	if set.DryRun {
+		return dryRun(set, stdout, stderr)
+	}
+	log, closeLog, err := newLogger(set, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentloop: %v\n", err)
+		return exitUsage
+	}
+	defer closeLog()
+	return runLoop(ctx, set, environ, log, stdout, stderr)
+}
+
+// lookup returns a getenv over environ; the last definition wins, as in
+// os.Getenv.
+func lookup(environ []string) func(string) string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return func(k string) string { return m[k] }
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/refine-go/refine/gap"
+	"github.com/refine-go/refine/iterate"
+)
+
+// TestChecks covers the assessment of the checks: seed 002's proceed
+// condition (tests pass and review approves) and the score.
+func TestChecks(t *testing.T) {
+	approve := &gap.Review{Status: gap.ReviewApprove}
+	reject := &gap.Review{Status: gap.ReviewReject, Issues: []string{"x.go: not gofmt-formatted"}}
+	pending := &gap.Review{Status: gap.ReviewPending}
+	fail := gap.TestResult{Failures: []gap.TestCaseFailure{{Name: "TestA"}}}
+	tests := []struct {
+		name    string
+		c       checks
+		passing bool
+		score   float64
+		summary string
+	}{
+		{"seed002_proceed_tests_pass_review_approves", checks{Tests: testRun{Result: gap.TestResult{Passed: true}, Passed: 3, Total: 3}, Review: approve},
+			true, 1, "tests pass (3); review approve"},
+		{"seed002_retry_tests_fail", checks{Tests: testRun{Result: fail, Passed: 2, Total: 4}, Review: approve},
+			false, 0.6, "tests fail (1: TestA); review approve"},
+		{"seed002_retry_review_rejects", checks{Tests: testRun{Result: gap.TestResult{Passed: true}, Passed: 2, Total: 2}, Review: reject},
+			false, 0.8, "tests pass (2); review reject (1 issue(s))"},
+		{"build_failure_pending_review", checks{Tests: testRun{Result: fail, BuildFailed: true}, Review: pending},
+			false, 0, "tests fail (1: TestA); review pending"},
+		{"no_review", checks{Tests: testRun{Result: gap.TestResult{Passed: true}}},
+			true, 1, "tests pass (0)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := tt.c.assessment()
+			got := []any{tt.c.passing(), a.Signals.Passing(), a.Score, tt.c.summary()}
+			want := []any{tt.passing, tt.passing, tt.score, tt.summary}
+			if diff := cmp.Diff(want, got, cmp.Comparer(func(x, y float64) bool { return x-y < 1e-9 && y-x < 1e-9 })); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestImplementerInput: the implementer reads the feedback, then the
+// human's answer after an escalation.
+func TestImplementerInput(t *testing.T) {
+	fb := iterate.Feedback{Summary: "Test failed: x", Items: []string{"TestA: Expected: 1, Received: 2"}}
+	tests := []struct {
+		name string
+		task iterate.Task
+		want string
+	}{
+		{"feedback", iterate.Task{Feedback: fb}, "Test failed: x\n- TestA: Expected: 1, Received: 2\n"},
+		{"feedback_and_answer", iterate.Task{Feedback: fb, Answer: "use number"},
+			"Test failed: x\n- TestA: Expected: 1, Received: 2\n\nAnswer from the human: use number\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, implementerInput(tt.task)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
