@@ -80,6 +80,9 @@ type engineData struct {
 	// fills in its gains (Iteration 0: none).
 	Pending  IterationMetrics  `json:"pending,omitzero"`
 	Decision converge.Decision `json:"decision"`
+	// Metrics is the window of recent iterations' metrics, so that a
+	// resumed run reports them too.
+	Metrics []IterationMetrics `json:"metrics,omitempty"`
 }
 
 // snapshot is what the metrics compare between assessments.
@@ -328,6 +331,7 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 	r.durations = append(r.durations[:0], c.Durations...)
 	r.decision = r.data.Decision
 	r.sit.Unresolved = r.data.Unresolved
+	r.metrics, r.data.Metrics = r.data.Metrics, nil
 	return nil
 }
 
@@ -753,7 +757,9 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string) erro
 		return fmt.Errorf("encoding state: %w", err)
 	}
 	r.data.Decision = r.decision
+	r.data.Metrics = r.metrics
 	data, err := json.Marshal(&r.data)
+	r.data.Metrics = nil
 	if err != nil {
 		return fmt.Errorf("encoding engine data: %w", err)
 	}
