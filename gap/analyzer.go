@@ -102,6 +102,9 @@ func (defaultAnalyzer) Analyze(ctx context.Context, a Assessment) ([]Gap, error)
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
+	if a.measuredNothing() {
+		return nil, nil // the common case of loops that do not assess
+	}
 	rp, err := Research{}.plan(&a)
 	if err != nil {
 		return nil, err

@@ -245,6 +245,14 @@ type Assessment struct {
 	Complete bool `json:"complete,omitempty"`
 }
 
+// measuredNothing reports whether a holds nothing an analyzer could find a
+// gap in (it may still carry a score, work remaining or completion).
+func (a *Assessment) measuredNothing() bool {
+	return a.Coverage == 0 && a.EstimatedFiles == 0 && a.Confidence == 0 &&
+		len(a.Findings) == 0 && len(a.Conflicts) == 0 && len(a.Context) == 0 &&
+		len(a.Questions) == 0 && a.Signals.Empty()
+}
+
 // CoverageRatio returns Coverage, or FilesAnalyzed/EstimatedFiles (at most 1)
 // when Coverage is zero and EstimatedFiles is positive.
 func (a *Assessment) CoverageRatio() float64 {

@@ -99,6 +99,9 @@ func snapshotOf(a *gap.Assessment, r *converge.Record) snapshot {
 
 const metricsWindow = 32
 
+// unlimited is what Budget.Remaining reports for a budget without limits.
+var unlimited = budget.Usage{Iterations: -1, Tokens: -1, Cost: -1, Wall: -1}
+
 // run is one call of Run or Resume.
 type run[S any] struct {
 	e   *engine[S]
@@ -116,15 +119,16 @@ type run[S any] struct {
 	startedAt  time.Time
 	lastIterAt time.Time
 	elapsed    time.Duration
-	durations  []time.Duration
+	durations  window[time.Duration]
 	generation uint64
-	metrics    []IterationMetrics
+	metrics    window[IterationMetrics]
 	outs       []Outcome[S]
 	// taskBufs alternate between iterations so that the previous plan's
 	// tasks stay intact while the next plan reuses the other buffer.
 	taskBufs  [2][]Task
 	lastErr   error
 	observing bool
+	limited   bool // the budget has limits (else Remaining is constant)
 	resumed   bool
 }
 
@@ -133,7 +137,9 @@ func (e *engine[S]) newRun() (*run[S], error) {
 	if err != nil {
 		return nil, &ConfigError{Option: "WithBudget", Reason: "invalid limits", Err: err}
 	}
-	r := &run[S]{e: e, cfg: &e.cfg, log: e.cfg.logger, budget: b, observing: len(e.cfg.observers) > 0}
+	r := &run[S]{e: e, cfg: &e.cfg, log: e.cfg.logger, budget: b, observing: len(e.cfg.observers) > 0,
+		durations: newWindow[time.Duration](metricsWindow), metrics: newWindow[IterationMetrics](metricsWindow),
+		limited: e.cfg.limits != (budget.Limits{})}
 	r.hist.Window = e.cfg.window
 	r.hist.MaxIterations = e.cfg.maxIterations
 	return r, nil
@@ -243,7 +249,7 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	r.emit(LoopStarted{it: it{r.hist.Iteration}, Session: e.cfg.session, MaxIterations: r.hist.MaxIterations,
 		Resumed: true, Completed: r.hist.Iteration, Elapsed: r.elapsed, Time: time.Now(), StartedAt: r.startedAt,
 		ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: e.cfg.failureThreshold,
-		Durations: append([]time.Duration(nil), r.durations...)})
+		Durations: append([]time.Duration(nil), r.durations.values()...)})
 	if ce := r.log.Check(zap.InfoLevel, "loop resumed"); ce != nil {
 		ce.Write(zap.String("session", e.cfg.session), zap.Int("iteration", r.hist.Iteration), zap.String("from_status", c.Status))
 	}
@@ -328,10 +334,11 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 	r.startedAt = c.StartedAt
 	r.lastIterAt = c.LastIterationAt
 	r.elapsed = c.Elapsed
-	r.durations = append(r.durations[:0], c.Durations...)
+	r.durations.set(c.Durations)
 	r.decision = r.data.Decision
 	r.sit.Unresolved = r.data.Unresolved
-	r.metrics, r.data.Metrics = r.data.Metrics, nil
+	r.metrics.set(r.data.Metrics)
+	r.data.Metrics = nil
 	return nil
 }
 
@@ -521,11 +528,7 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 }
 
 func (r *run[S]) pushDuration(d time.Duration) {
-	if len(r.durations) >= metricsWindow {
-		k := copy(r.durations, r.durations[1:])
-		r.durations = r.durations[:k]
-	}
-	r.durations = append(r.durations, d)
+	r.durations.push(d)
 }
 
 // fillMetrics completes the pending iteration's metrics with the gains the
@@ -539,11 +542,7 @@ func (r *run[S]) fillMetrics(a *gap.Assessment) {
 		p.NewCitations = now.Citations - prev.Citations
 		p.CoverageGain = now.Coverage - prev.Coverage
 		p.ConfidenceGain = now.Confidence - prev.Confidence
-		if len(r.metrics) >= metricsWindow {
-			k := copy(r.metrics, r.metrics[1:])
-			r.metrics = r.metrics[:k]
-		}
-		r.metrics = append(r.metrics, *p)
+		r.metrics.push(*p)
 		r.data.Pending = IterationMetrics{}
 	}
 	r.data.Prev = now
@@ -619,7 +618,11 @@ func (r *run[S]) fillSituation(n int, d converge.Decision) {
 	s.Gaps = r.hist.Gaps
 	s.History = &r.hist
 	s.Decision = d
-	s.Budget = r.budget.Remaining()
+	if r.limited {
+		s.Budget = r.budget.Remaining()
+	} else {
+		s.Budget = unlimited
+	}
 	s.Last = nil
 	if r.hasLast {
 		s.Last = &r.last
@@ -734,7 +737,7 @@ func (r *run[S]) result(status Status, reason string, err error) *Result[S] {
 		History:    r.hist,
 		Err:        err,
 	}
-	res.Metrics.Iterations = append([]IterationMetrics(nil), r.metrics...)
+	res.Metrics.Iterations = append([]IterationMetrics(nil), r.metrics.values()...)
 	res.Metrics.Total = r.data.Totals
 	return res
 }
@@ -757,7 +760,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string) erro
 		return fmt.Errorf("encoding state: %w", err)
 	}
 	r.data.Decision = r.decision
-	r.data.Metrics = r.metrics
+	r.data.Metrics = r.metrics.values()
 	data, err := json.Marshal(&r.data)
 	r.data.Metrics = nil
 	if err != nil {
@@ -775,7 +778,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string) erro
 		UpdatedAt:           time.Now(),
 		LastIterationAt:     r.lastIterAt,
 		Elapsed:             r.elapsed,
-		Durations:           r.durations,
+		Durations:           r.durations.values(),
 		ConsecutiveFailures: r.hist.ConsecutiveFailures,
 		FailureThreshold:    r.cfg.failureThreshold,
 		Usage:               r.budget.Spent(),
