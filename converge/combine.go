@@ -43,7 +43,7 @@ func All(policies ...Policy) Policy { return allOf(slices.Clone(policies)) }
 // not a stop at the limit; then the failure threshold (3), stuck detection
 // (2 unchanged assessments) and the iteration limit (partial convergence,
 // listing the unmet thresholds). A Continue carries the four criteria of
-// [Thresholds].
+// [Thresholds] when the assessment measured any of them.
 func Default() Policy {
 	return Any(Done{}, Passing{}, HighConfidence{}, Thresholds{}, Failures{}, NoProgress{}, IterationLimit{})
 }

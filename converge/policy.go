@@ -79,7 +79,10 @@ func countOr(n, def int) int {
 // coverage 0.88 ≥ 0.70, confidence 0.91 ≥ 0.80, conflicts 0 ≤ 2, questions
 // 2/2 answered"; otherwise Continue carrying all four criteria, so that
 // [Decision.Unmet] lists the failing ones (a Continue has no Reason). An
-// assessment that measured nothing has coverage 0 and does not converge.
+// assessment that measured none of the four (no coverage, confidence,
+// findings, conflicts or questions, as in loops that do not assess) is not
+// judged: Decide returns Continue with no criteria, so that the reason of a
+// later stop does not list thresholds the loop never measured.
 //
 // A zero field selects its default, so the zero value is the default check.
 // A negative MinCoverage or MinConfidence requires nothing (a threshold of
@@ -93,6 +96,12 @@ type Thresholds struct {
 	// AllowUnanswered makes the questions criterion always met (it is still
 	// reported).
 	AllowUnanswered bool `json:"allow_unanswered,omitempty"`
+}
+
+// researchMeasured reports whether a measured anything the thresholds judge.
+func researchMeasured(a *gap.Assessment) bool {
+	return a.Coverage != 0 || a.EstimatedFiles > 0 || a.Confidence != 0 || len(a.Findings) > 0 ||
+		len(a.Conflicts) > 0 || len(a.Questions) > 0
 }
 
 // limits returns the effective thresholds.
@@ -138,7 +147,7 @@ func (t Thresholds) Evaluate(a *gap.Assessment) []Criterion {
 // Decide returns Converged when every criterion is met by h.Current, and
 // Continue with the criteria otherwise. A nil h continues.
 func (t Thresholds) Decide(h *History) Decision {
-	if h == nil {
+	if h == nil || !researchMeasured(&h.Current) {
 		return Decision{}
 	}
 	crit := t.Evaluate(&h.Current)
