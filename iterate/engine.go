@@ -157,6 +157,9 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 	if e.err != nil {
 		return nil, e.err
 	}
+	if ctx.Err() != nil {
+		return notStarted(initial, ctx)
+	}
 	r, err := e.newRun()
 	if err != nil {
 		return nil, err
@@ -199,6 +202,10 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	}
 	if e.cfg.checkpointer == nil {
 		return nil, &ConfigError{Option: "WithCheckpointer", Reason: "Resume needs a checkpointer"}
+	}
+	if ctx.Err() != nil {
+		var zero S
+		return notStarted(zero, ctx)
 	}
 	var rc resumeConfig
 	for _, o := range opts {
@@ -254,6 +261,13 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 		ce.Write(zap.String("session", e.cfg.session), zap.Int("iteration", r.hist.Iteration), zap.String("from_status", c.Status))
 	}
 	return r.loop(ctx)
+}
+
+// notStarted is the result of a run whose context ended before it started:
+// interrupted, nothing saved.
+func notStarted[S any](s S, ctx context.Context) (*Result[S], error) {
+	err := &InterruptedError{Cause: context.Cause(ctx)}
+	return &Result[S]{State: s, Status: Interrupted, Reason: "interrupted before starting: " + err.Cause.Error(), Err: err}, err
 }
 
 // applyLimit sets the effective iteration limit: an answer opens a fresh
@@ -666,6 +680,7 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 	if ctx.Err() != nil {
 		saveCtx = context.WithoutCancel(ctx)
 	}
+	r.conclude(saveCtx, status, reason)
 	var saveErr error
 	if r.cfg.checkpointer != nil {
 		saveErr = r.save(saveCtx, status, reason)
@@ -705,6 +720,23 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 			zap.String("outcome", string(status)), zap.String("reason", reason), zap.Duration("duration", r.elapsed), zap.Error(err))
 	}
 	return res, err
+}
+
+// conclude lets a Concluder record how the loop ended.
+func (r *run[S]) conclude(ctx context.Context, status Status, reason string) {
+	c, ok := r.e.w.(Concluder[S])
+	if !ok {
+		return
+	}
+	next, err := func() (s S, err error) {
+		defer recoverInto(&err, "conclude")
+		return c.Conclude(ctx, r.state, status, reason)
+	}()
+	if err != nil {
+		r.warn(r.hist.Iteration, fmt.Sprintf("concluding: %v", err))
+		return
+	}
+	r.state = next
 }
 
 func (r *run[S]) interrupt(ctx context.Context) (*Result[S], error) {

@@ -3,6 +3,7 @@ package iterate
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -210,7 +211,7 @@ func (p *progress) observe(e Event) {
 				limit = fmt.Sprintf("max %d", e.MaxIterations)
 			}
 			line = fmt.Sprintf("Resuming %s: %s from iteration %d (%s)", p.noun, e.Session, e.Completed, limit)
-			line += fmt.Sprintf("\n[%s] Previous %s: %d iterations completed in %s", clock(at), p.noun, e.Completed, FormatDuration(e.Elapsed))
+			line += fmt.Sprintf("\n[%s] Previous %s: %s completed in %s", clock(at), p.noun, plural(e.Completed, "iteration"), FormatDuration(e.Elapsed))
 		} else {
 			line = fmt.Sprintf("Starting %s: %s (%s)", p.noun, e.Session, limitLabel(e.MaxIterations))
 		}
@@ -248,7 +249,7 @@ func (p *progress) stopLine(e LoopStopped) string {
 		if e.FailureThreshold > 0 && e.ConsecutiveFailures >= e.FailureThreshold {
 			what = fmt.Sprintf("Aborting after %d consecutive failures", e.ConsecutiveFailures)
 		}
-		return fmt.Sprintf("ERROR: %s (%d iterations completed, total: %s)", what, e.N, total)
+		return fmt.Sprintf("ERROR: %s (%s completed, total: %s)", what, plural(e.N, "iteration"), total)
 	case Interrupted:
 		if p.resume != "" {
 			return "Interrupted. State saved. Resume with: " + p.resume
@@ -259,8 +260,15 @@ func (p *progress) stopLine(e LoopStopped) string {
 		if reason == "" {
 			reason = string(e.Status)
 		}
-		return fmt.Sprintf("%s (%d iterations, total: %s)", capitalize(reason), e.N, total)
+		return fmt.Sprintf("%s (%s, total: %s)", capitalize(reason), plural(e.N, "iteration"), total)
 	}
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }
 
 func capitalize(s string) string {

@@ -3,15 +3,17 @@ package iterate
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 )
 
 // execute runs the tasks of one iteration and returns their outcomes in
-// task order. Tasks run in parallel under the parallelism limit; a task that
-// fails, times out or panics yields an outcome with Err set and the others
-// go on. execute returns when every task has returned or been abandoned.
+// task order. Tasks run in parallel under the parallelism limit, stage by
+// stage, starting in task order; a task that fails, times out or panics
+// yields an outcome with Err set and the others go on. execute returns when
+// every task has returned or been abandoned.
 //
 // A single task without a timeout under a context that cannot be cancelled
 // runs in the caller's goroutine: there is nothing to wait for concurrently.
@@ -24,15 +26,70 @@ func (r *run[S]) execute(ctx context.Context, tasks []Task) []Outcome[S] {
 	state := r.state // tasks read this copy: an abandoned task must not race the loop
 	if len(tasks) == 1 {
 		outs[0] = r.runTask(ctx, state, &tasks[0])
+		r.endStage(ctx, state, tasks[0].Stage, outs)
 		return outs
+	}
+	staged := false
+	for i := range tasks {
+		if tasks[i].Stage != tasks[0].Stage {
+			staged = true
+			break
+		}
+	}
+	if !staged {
+		r.runStage(ctx, state, tasks, outs, nil)
+		r.endStage(ctx, state, tasks[0].Stage, outs)
+		return outs
+	}
+	// Stages in ascending order; each runs its tasks, in task order, in
+	// parallel under the limit, and ends before the next starts.
+	idx := make([]int, 0, len(tasks))
+	for stage, ok := minStage(tasks, math.MinInt); ok; stage, ok = minStage(tasks, stage) {
+		idx = idx[:0]
+		for i := range tasks {
+			if tasks[i].Stage == stage {
+				idx = append(idx, i)
+			}
+		}
+		r.runStage(ctx, state, tasks, outs, idx)
+		stageOuts := make([]Outcome[S], len(idx))
+		for j, i := range idx {
+			stageOuts[j] = outs[i]
+		}
+		r.endStage(ctx, state, stage, stageOuts)
+	}
+	return outs
+}
+
+// minStage returns the lowest stage above after among tasks.
+func minStage(tasks []Task, after int) (int, bool) {
+	best, ok := 0, false
+	for i := range tasks {
+		if s := tasks[i].Stage; s > after && (!ok || s < best) {
+			best, ok = s, true
+		}
+	}
+	return best, ok
+}
+
+// runStage runs the tasks listed in idx (all when idx is nil) in parallel
+// under the limit and waits for them.
+func (r *run[S]) runStage(ctx context.Context, state S, tasks []Task, outs []Outcome[S], idx []int) {
+	n := len(tasks)
+	if idx != nil {
+		n = len(idx)
 	}
 	var g errgroup.Group
 	limit := r.cfg.parallelism
-	if limit <= 0 || limit > len(tasks) {
-		limit = len(tasks)
+	if limit <= 0 || limit > n {
+		limit = n
 	}
 	g.SetLimit(limit)
-	for i := range tasks {
+	for j := range n {
+		i := j
+		if idx != nil {
+			i = idx[j]
+		}
 		if ctx.Err() != nil {
 			outs[i] = Outcome[S]{Task: tasks[i], Err: fmt.Errorf("task %s not started: %w", tasks[i].ID(), context.Cause(ctx))}
 			continue
@@ -43,7 +100,21 @@ func (r *run[S]) execute(ctx context.Context, tasks []Task) []Outcome[S] {
 		})
 	}
 	_ = g.Wait() // tasks report their errors in their outcomes
-	return outs
+}
+
+// endStage calls the worker's StageEnder, if any.
+func (r *run[S]) endStage(ctx context.Context, state S, stage int, outs []Outcome[S]) {
+	se, ok := r.e.w.(StageEnder[S])
+	if !ok {
+		return
+	}
+	err := func() (err error) {
+		defer recoverInto(&err, "end stage")
+		return se.EndStage(ctx, state, stage, outs)
+	}()
+	if err != nil {
+		r.warn(outs[0].Task.Iteration, fmt.Sprintf("ending stage %d: %v", stage, err))
+	}
 }
 
 // runTask runs one task with its timeout, recovering a panic. When the

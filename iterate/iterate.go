@@ -37,6 +37,23 @@ type Worker[S any] interface {
 	Integrate(ctx context.Context, s S, outcomes []Outcome[S]) (S, error)
 }
 
+// StageEnder is implemented by a [Worker] that wants to act between the
+// stages of an iteration (see [Task.Stage]), e.g. to recover markers after a
+// wave. EndStage is called, in the loop's goroutine, with the state at the
+// start of the iteration and the outcomes of the stage's tasks; an error is
+// reported as a warning.
+type StageEnder[S any] interface {
+	EndStage(ctx context.Context, s S, stage int, outcomes []Outcome[S]) error
+}
+
+// Concluder is implemented by a [Worker] that records how the loop ended in
+// its state (a summary's "stuck_detected: true"). Conclude is called once
+// when the loop stops, before the final checkpoint, with the status and the
+// reason; an error is reported as a warning and the state kept.
+type Concluder[S any] interface {
+	Conclude(ctx context.Context, s S, status Status, reason string) (S, error)
+}
+
 // Outcome is the result of one task.
 type Outcome[S any] struct {
 	// Task is the task this outcome belongs to (set by the engine).
@@ -87,6 +104,14 @@ type Task struct {
 	Answer string
 	// Timeout bounds the task; 0 means none.
 	Timeout time.Duration
+	// Stage orders the tasks of one iteration: the tasks of a stage start
+	// once every task of the lower stages has returned; the tasks of one
+	// stage run in parallel (waves of a plan). Tasks of the same stage start
+	// in task order. Most plans leave it 0: one stage.
+	Stage int
+	// Data carries host data from the Strategy to Work and Integrate (a
+	// wave number, a share of a rate limit). It is not checkpointed.
+	Data any
 }
 
 // ID returns a stable identifier of the task within its run, e.g. "3.1".
