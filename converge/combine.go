@@ -44,8 +44,45 @@ func All(policies ...Policy) Policy { return allOf(slices.Clone(policies)) }
 // (2 unchanged assessments) and the iteration limit (partial convergence,
 // listing the unmet thresholds). A Continue carries the four criteria of
 // [Thresholds] when the assessment measured any of them.
-func Default() Policy {
-	return Any(Done{}, Passing{}, HighConfidence{}, Thresholds{}, Failures{}, NoProgress{}, IterationLimit{})
+func Default() Policy { return standard{} }
+
+// standard is Any(Done{}, Passing{}, HighConfidence{}, Thresholds{},
+// Failures{}, NoProgress{}, IterationLimit{}) with static calls: the same
+// decisions, without seven dynamic dispatches per round.
+type standard struct{}
+
+func (standard) Decide(h *History) Decision {
+	if d := (Done{}).Decide(h); d.Stop() {
+		return d
+	}
+	if d := (Passing{}).Decide(h); d.Stop() {
+		return d
+	}
+	if d := (HighConfidence{}).Decide(h); d.Stop() {
+		return d
+	}
+	th := (Thresholds{}).Decide(h)
+	if th.Stop() {
+		return th
+	}
+	d := (Failures{}).Decide(h)
+	if !d.Stop() {
+		d = (NoProgress{}).Decide(h)
+	}
+	if !d.Stop() {
+		d = (IterationLimit{}).Decide(h)
+	}
+	if !d.Stop() || len(th.Criteria) == 0 {
+		if !d.Stop() {
+			return th
+		}
+		return d
+	}
+	// As Any does: the stop lists the criteria evaluated before it, and a
+	// stop short of success names the unmet ones.
+	d.Reason = withUnmet(d.Reason, th.Criteria)
+	d.Criteria = append(th.Criteria[:len(th.Criteria):len(th.Criteria)], d.Criteria...)
+	return d
 }
 
 type anyOf []Policy

@@ -352,3 +352,27 @@ func BenchmarkEarlyStoppingDecide(b *testing.B) {
 		}
 	}
 }
+
+// TestDefaultEqualsAny: Default decides exactly as the Any of its policies.
+func TestDefaultEqualsAny(t *testing.T) {
+	anyOfThem := Any(Done{}, Passing{}, HighConfidence{}, Thresholds{}, Failures{}, NoProgress{}, IterationLimit{})
+	histories := map[string]*History{
+		"empty":          {},
+		"research_low":   at(1, 4, research(0.5, 0.6)),
+		"research_max":   at(4, 4, research(0.5, 0.6)),
+		"research_full":  at(2, 4, research(0.8, 0.85)),
+		"early_exit":     at(2, 4, research(0.9, 0.95)),
+		"complete":       at(1, 4, gap.Assessment{Complete: true}),
+		"failures":       run(10, 0, step{}, step{failed: true}, step{failed: true}, step{failed: true}),
+		"failures_res":   run(10, 0, step{a: research(0.5, 0.5)}, step{a: research(0.5, 0.5), failed: true}, step{a: research(0.5, 0.5), failed: true}, step{a: research(0.5, 0.5), failed: true}),
+		"stuck":          run(9, 0, step{a: gap.Assessment{WorkRemaining: []string{"x"}}}, step{a: gap.Assessment{WorkRemaining: []string{"x"}}}, step{a: gap.Assessment{WorkRemaining: []string{"x"}}}),
+		"unmeasured_max": at(3, 3, gap.Assessment{}),
+	}
+	for name, h := range histories {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(anyOfThem.Decide(h), Default().Decide(h)); diff != "" {
+				t.Errorf("Default differs from Any (-any +default):\n%s", diff)
+			}
+		})
+	}
+}

@@ -377,7 +377,9 @@ func (c *config) finish() error {
 	if c.strategy == nil {
 		c.strategy = &Adaptive{}
 	}
-	if c.policy == nil {
+	if c.policy == nil && c.failureThreshold == DefaultFailureThreshold {
+		c.policy = converge.Default()
+	} else if c.policy == nil {
 		c.policy = converge.Any(
 			converge.Done{}, converge.Passing{}, converge.HighConfidence{}, converge.Thresholds{},
 			converge.Failures{Threshold: c.failureThreshold}, converge.NoProgress{}, converge.IterationLimit{},
