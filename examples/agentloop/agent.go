@@ -113,7 +113,6 @@ func (e *gateError) Error() string {
 // agent runs one iteration: prompt, AI CLI, gates.
 type agent struct {
 	set    *settings
-	out    *console
 	log    *zap.Logger
 	env    []string
 	stdout io.Writer
@@ -138,10 +137,14 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 	over := tokens > a.set.TokenBudget
 	log.Info("prompt assembled", zap.String("phase", "prompt"), zap.Duration("duration", time.Since(start)),
 		zap.String("outcome", outcome(!over, "within_budget", "over_budget")), zap.Int("tokens", tokens), zap.Int("token_budget", a.set.TokenBudget))
+	// The prompt is sent whatever happens next: its estimate is what the
+	// iteration spends (Result.Usage.Tokens, across resumes).
+	r.Charge(budget.Usage{Tokens: int64(tokens)})
 	if over {
-		// TODO(library): a worker cannot send an iterate.Warned event; see
-		// requests.md. The warning is printed and logged here instead.
-		a.out.warn(fmt.Sprintf("Prompt exceeds token budget: %s > %s",
+		// Seed 004: warn, and send the prompt anyway. The engine reports the
+		// warning (a Warned event, a warn-level log entry) when the
+		// iteration's work returns.
+		r.Warn(fmt.Sprintf("Prompt exceeds token budget: %s > %s",
 			budget.FormatTokens(int64(tokens)), budget.FormatTokens(int64(a.set.TokenBudget))))
 	}
 

@@ -207,6 +207,14 @@ func progress(lines ...string) string {
 	return b.String()
 }
 
+// label is "Iteration 2/3", or "Iteration 2" when unlimited.
+func label(n, max int) string {
+	if max > 0 {
+		return fmt.Sprintf("Iteration %d/%d", n, max)
+	}
+	return fmt.Sprintf("Iteration %d", n)
+}
+
 func iterationLines(n0, n1, max int) []string {
 	var out []string
 	for i := n0; i <= n1; i++ {
@@ -624,7 +632,9 @@ func TestSeed004CorruptedState(t *testing.T) {
 				t.Errorf("exit %d, stderr %q", got.code, got.stderr)
 			}
 			lines := strings.SplitN(normalize(got.stdout), "\n", 2)
-			if !strings.HasPrefix(lines[0], "[T] WARNING: state of procedure build is corrupted (") || !strings.HasSuffix(lines[0], "); starting fresh") {
+			// The same warning whether the engine (a start) or agentloop (a
+			// resume) finds the damage.
+			if !strings.HasPrefix(lines[0], `[T] WARNING: previous checkpoint of session "build" unreadable, starting fresh: checkpoint: corrupt generation `) {
 				t.Errorf("first line %q, want the corruption warning", lines[0])
 			}
 			want := progress(slices.Concat(
@@ -689,16 +699,43 @@ func TestSeed004QualityGates(t *testing.T) {
 func TestSeed004TokenBudgetWarning(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	got := f.run(nil, "build", "--max-iterations", "2", "--token-budget", "50")
-	warn := fmt.Sprintf("WARNING: Prompt exceeds token budget: %d > 50", budget.EstimateTokens(wantPrompt))
+	logFile := filepath.Join(f.aux, "agentloop.log")
+	got := f.run(nil, "build", "--max-iterations", "2", "--token-budget", "50", "--log", logFile)
+	msg := fmt.Sprintf("Prompt exceeds token budget: %d > 50", budget.EstimateTokens(wantPrompt))
 	want := progress(
 		"Starting procedure: build (max 2 iterations)",
-		"Iteration 1/2 starting...", warn, "Iteration 1/2 completed in D",
-		"Iteration 2/2 starting...", warn, "Iteration 2/2 completed in D",
+		"Iteration 1/2 starting...", "WARNING: "+msg, "Iteration 1/2 completed in D",
+		"Iteration 2/2 starting...", "WARNING: "+msg, "Iteration 2/2 completed in D",
 		"Reached max iterations: 2 (total: D)")
 	checkRun(t, got, exitOK, want)
 	if n := len(f.calls()); n != 2 {
 		t.Errorf("%d AI CLI calls, want 2", n)
+	}
+
+	// seed004_token_budget_warning_logged: a warn-level entry per iteration.
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		Level     string  `json:"level"`
+		Msg       string  `json:"msg"`
+		Iteration float64 `json:"iteration"`
+	}
+	var warnings []entry
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var e entry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("log line %q: %v", sc.Text(), err)
+		}
+		if e.Level == "warn" {
+			warnings = append(warnings, e)
+		}
+	}
+	wantWarnings := []entry{{"warn", msg, 1}, {"warn", msg, 2}}
+	if diff := cmp.Diff(wantWarnings, warnings); diff != "" {
+		t.Errorf("warnings logged (-want +got):\n%s", diff)
 	}
 }
 

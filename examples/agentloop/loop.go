@@ -88,25 +88,18 @@ func runLoop(ctx context.Context, set *settings, environ []string, log *zap.Logg
 	}
 
 	store := checkpoint.NewDir(set.StateDir)
-	saved, persist, code := inspect(ctx, set, store, out, stderr)
+	saved, persist, code := prepare(ctx, set, store, out, stderr)
 	if code >= 0 {
 		return code
 	}
 
-	resuming := set.Resume && saved != nil
-	if set.Resume {
-		if resuming {
-			var prev loopState
-			if json.Unmarshal(saved.State, &prev) == nil && prev.Settings != nil {
-				prev.Settings.apply(set, set.flags)
-			}
-		}
-		if code := preflight(set, stderr); code >= 0 {
-			return code
-		}
-	}
+	resuming := saved != nil
 	maxIter, threshold := set.MaxIterations, set.FailureThreshold
 	if resuming {
+		var prev loopState
+		if json.Unmarshal(saved.State, &prev) == nil && prev.Settings != nil {
+			prev.Settings.apply(set, set.flags)
+		}
 		// The fingerprint that guards Resume holds the limits: continue
 		// under the saved ones, unless the resume command line gives others.
 		if set.flags.MaxIterations == nil {
@@ -116,9 +109,14 @@ func runLoop(ctx context.Context, set *settings, environ []string, log *zap.Logg
 			threshold = saved.FailureThreshold
 		}
 	}
+	if set.Resume {
+		if code := preflight(set, stderr); code >= 0 {
+			return code
+		}
+	}
 
-	rep := &reporter{out: out, procedure: set.Procedure, resumeHint: set.ResumeHint, persisted: persist}
-	ag := &agent{set: set, out: out, log: log, env: environ, stdout: stdout, stderr: stderr}
+	rep := newReporter(out, set, persist)
+	ag := &agent{set: set, log: log, env: environ, stdout: stdout, stderr: stderr}
 	opts := []iterate.Option{
 		iterate.WithSession(set.Procedure),
 		iterate.WithMaxIterations(maxIter),
@@ -130,15 +128,16 @@ func runLoop(ctx context.Context, set *settings, environ []string, log *zap.Logg
 		iterate.WithObserver(rep.observe),
 	}
 	if persist {
-		var from *checkpoint.Checkpoint
-		if resuming {
-			from = saved
-		}
-		rep.summary = newSummary(set.StateDir, set.Procedure, threshold, from)
 		opts = append(opts, iterate.WithCheckpointer(store), iterate.WithCleanup())
 	}
-	if resuming && set.LimitsFromFlags {
+	switch {
+	case resuming && set.LimitsFromFlags:
 		opts = append(opts, iterate.WithAllowSettingsChange())
+	case !resuming && !set.Fresh:
+		// Seed 004: a start over an interrupted (or crashed) run offers
+		// resume instead. The engine decides under the procedure's lock, so
+		// no other run can slip in between the check and the start.
+		opts = append(opts, iterate.WithRefuseResumable())
 	}
 	eng := iterate.New(iterate.Func(ag.iteration), opts...)
 
@@ -151,9 +150,13 @@ func runLoop(ctx context.Context, set *settings, environ []string, log *zap.Logg
 	}
 
 	var locked *checkpoint.LockedError
+	var resumable *iterate.ResumableError
 	switch {
 	case errors.As(err, &locked):
 		refuseRunning(stderr, set.Procedure, locked)
+		return exitError
+	case errors.As(err, &resumable):
+		offerResume(stderr, set, resumable.Checkpoint)
 		return exitError
 	case errors.Is(err, iterate.ErrInterrupted):
 		return exitInterrupted
@@ -186,19 +189,24 @@ func preflight(set *settings, stderr io.Writer) int {
 	return -1
 }
 
-// inspect looks at the procedure's saved state before a run (seed 004's
+// prepare looks at the procedure's state directory before a run (seed 004's
 // algorithm, step 2). It returns the checkpoint to resume from (nil to start
-// fresh), whether state can be persisted, and an exit code when the program
+// afresh), whether state can be persisted, and an exit code when the program
 // must stop here (-1 otherwise):
 //
 //   - a run still holding the procedure's lock refuses a second start;
-//   - a corrupted state is warned about and a fresh start made;
 //   - a state the loop cannot write is warned about and the loop runs on
 //     without persistence;
-//   - a start over an interrupted (or crashed) run offers resume and stops,
-//     unless --fresh;
-//   - a resume without a resumable state is an error.
-func inspect(ctx context.Context, set *settings, store *checkpoint.Dir, out *console, stderr io.Writer) (*checkpoint.Checkpoint, bool, int) {
+//   - --fresh discards the saved state;
+//   - resume loads the saved state, whose settings and limits it continues
+//     with: without one it is an error, a corrupted one is warned about and a
+//     fresh start made, and one that ended for good cannot be resumed.
+//
+// It holds the procedure's lock meanwhile, and releases it before the engine
+// takes it again. Whether a start must give way to a resume is not decided
+// here but by the engine under its own lock (iterate.WithRefuseResumable),
+// as is a start over a corrupted state (the engine warns and starts afresh).
+func prepare(ctx context.Context, set *settings, store *checkpoint.Dir, out *console, stderr io.Writer) (*checkpoint.Checkpoint, bool, int) {
 	release, err := store.Lock(ctx, set.Procedure)
 	var locked *checkpoint.LockedError
 	switch {
@@ -215,60 +223,50 @@ func inspect(ctx context.Context, set *settings, store *checkpoint.Dir, out *con
 		}
 		return nil, false, -1
 	}
-	// TODO(library): the lock is released before the engine takes it again;
-	// see requests.md.
 	defer release()
 
-	saved, err := store.Load(ctx, set.Procedure)
-	if saved != nil {
-		for _, note := range saved.Notes {
-			out.warn("state of procedure " + set.Procedure + ": " + note)
-		}
-	}
-	corrupt := false
-	switch {
-	case errors.Is(err, checkpoint.ErrNotFound):
-		saved = nil
-	case errors.Is(err, checkpoint.ErrCorrupt):
-		out.warn(fmt.Sprintf("state of procedure %s is corrupted (%v); starting fresh", set.Procedure, err))
-		saved, corrupt = nil, true
-	case ctx.Err() != nil:
-		return nil, true, exitInterrupted
-	case err != nil:
-		out.warn(fmt.Sprintf("state of procedure %s is unreadable (%v); starting fresh", set.Procedure, err))
-		saved, corrupt = nil, true
-	}
-
-	resumable := saved != nil && !iterate.Status(saved.Status).Final()
 	if !set.Resume {
-		if resumable && !set.Fresh {
-			how := "was interrupted"
-			if iterate.Status(saved.Status) == iterate.Running {
-				how = "did not finish (its run is gone: crashed?)"
-			}
-			fmt.Fprintf(stderr, "agentloop: procedure %s %s after %d iterations (%s).\nResume with: %s\nor start over with: agentloop %s --fresh\n",
-				set.Procedure, how, saved.Iteration, limit(saved.MaxIterations), set.ResumeHint, set.Procedure)
-			return nil, true, exitError
-		}
-		if saved != nil && set.Fresh {
+		if set.Fresh {
 			if err := store.Remove(ctx, set.Procedure); err != nil {
 				out.warn(fmt.Sprintf("old state of procedure %s not removed: %v", set.Procedure, err))
 			}
 		}
 		return nil, true, -1
 	}
+
+	saved, err := store.Load(ctx, set.Procedure)
 	switch {
-	case corrupt:
-		return nil, true, -1 // seed 004: a corrupted state is a fresh start
-	case saved == nil:
+	case errors.Is(err, checkpoint.ErrNotFound):
 		fmt.Fprintf(stderr, "agentloop: no saved state of procedure %s to resume; start it with: agentloop %s\n", set.Procedure, set.Procedure)
 		return nil, true, exitError
-	case !resumable:
+	case ctx.Err() != nil:
+		return nil, true, exitInterrupted
+	case err != nil:
+		// Seed 004: a corrupted state is a fresh start. Worded as the
+		// engine's warning about the same state on a start.
+		out.warn(fmt.Sprintf("previous checkpoint of session %q unreadable, starting fresh: %v", set.Procedure, err))
+		return nil, true, -1
+	}
+	for _, note := range saved.Notes {
+		out.warn(note)
+	}
+	if iterate.Status(saved.Status).Final() {
 		fmt.Fprintf(stderr, "agentloop: procedure %s already ended (%s: %s); nothing to resume. Start it again with: agentloop %s\n",
 			set.Procedure, statusName(iterate.Status(saved.Status)), saved.Reason, set.Procedure)
 		return nil, true, exitError
 	}
 	return saved, true, -1
+}
+
+// offerResume explains that the procedure can be resumed (seed 004: a state
+// file with status interrupted offers resume).
+func offerResume(stderr io.Writer, set *settings, saved *checkpoint.Checkpoint) {
+	how := "was interrupted"
+	if iterate.Status(saved.Status) == iterate.Running {
+		how = "did not finish (its run is gone: crashed?)"
+	}
+	fmt.Fprintf(stderr, "agentloop: procedure %s %s after %d iterations (%s).\nResume with: %s\nor start over with: agentloop %s --fresh\n",
+		set.Procedure, how, saved.Iteration, limit(saved.MaxIterations), set.ResumeHint, set.Procedure)
 }
 
 // refuseRunning explains that a live run holds the procedure.

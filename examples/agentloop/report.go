@@ -11,11 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/iterate"
 )
 
-// console prints seed 004's progress lines, "[15:04:05] ...". Safe for
+// console prints seed 004's progress lines, "[15:04:05] ...", and is the
+// writer of iterate.Progress, so that their lines never interleave. Safe for
 // concurrent use; write errors are ignored.
 type console struct {
 	mu sync.Mutex
@@ -24,18 +24,21 @@ type console struct {
 	tty bool
 }
 
-func (c *console) printAt(at time.Time, line string) {
+// Write writes p at once.
+func (c *console) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	fmt.Fprintf(c.w, "[%s] %s\n", at.Format("15:04:05"), line)
+	return c.w.Write(p)
+}
+
+func (c *console) printAt(at time.Time, line string) {
+	fmt.Fprintf(c, "[%s] %s\n", at.Format("15:04:05"), line)
 }
 
 // breakLine ends the line a terminal's ^C echo left open.
 func (c *console) breakLine() {
 	if c.tty {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		io.WriteString(c.w, "\n")
+		io.WriteString(c, "\n")
 	}
 }
 
@@ -43,22 +46,36 @@ func (c *console) print(line string) { c.printAt(time.Now(), line) }
 
 func (c *console) warn(msg string) { c.print("WARNING: " + msg) }
 
-// reporter observes the engine's events: it prints the progress lines of
-// seed 004 and keeps the procedure's state summary file up to date.
+// reporter observes the engine's events: iterate.Progress prints the
+// progress lines of seed 004, and the reporter keeps the procedure's state
+// file up to date. It prints itself only what Progress words otherwise:
 //
-// iterate.Progress prints the same kind of lines but says "session", cannot
-// name the resume command and prints a completion line for the iteration
-// that reaches the failure threshold; see requests.md.
+//   - "Previous session: ..." on resume, as seed 004's example 3 has it
+//     (Progress says "Previous procedure");
+//   - an interruption whose state could not be saved (Progress always
+//     says "State saved");
+//   - a stop other than the iteration limit, an abort or an interruption,
+//     as an ERROR line.
 type reporter struct {
-	out        *console
-	procedure  string
-	resumeHint string
-	summary    *summary // nil when state is not persisted
+	out      *console
+	progress func(iterate.Event)
+	summary  *summary // nil when state is not persisted
 
-	failures  int   // consecutive failures after the last iteration
+	persisted bool  // a checkpointer is configured
 	saved     bool  // the last checkpoint was saved
 	saveErr   error // why it was not
-	persisted bool  // a checkpointer is configured
+}
+
+func newReporter(out *console, set *settings, persisted bool) *reporter {
+	r := &reporter{
+		out:       out,
+		progress:  iterate.Progress(out, iterate.ProgressNoun("procedure"), iterate.ProgressResumeHint(set.ResumeHint)),
+		persisted: persisted,
+	}
+	if persisted {
+		r.summary = &summary{path: filepath.Join(set.StateDir, set.Procedure+".json")}
+	}
+	return r
 }
 
 // observe is the iterate.WithObserver hook. The events it handles all
@@ -67,33 +84,18 @@ func (r *reporter) observe(e iterate.Event) {
 	switch e := e.(type) {
 	case iterate.LoopStarted:
 		if e.Resumed {
-			r.out.printAt(e.Time, fmt.Sprintf("Resuming procedure: %s from iteration %d (%s)", r.procedure, e.Completed, limit(e.MaxIterations)))
+			r.out.printAt(e.Time, fmt.Sprintf("Resuming procedure: %s from iteration %d (%s)", e.Session, e.Completed, limit(e.MaxIterations)))
 			r.out.printAt(e.Time, fmt.Sprintf("Previous session: %d iterations completed in %s", e.Completed, iterate.FormatDuration(e.Elapsed)))
 		} else {
-			r.out.printAt(e.Time, fmt.Sprintf("Starting procedure: %s (%s iterations)", r.procedure, limit(e.MaxIterations)))
+			r.progress(e)
 		}
 		if r.summary != nil {
 			r.summary.started(e)
 		}
-	case iterate.IterationStarted:
-		r.out.printAt(e.Time, label(e.Iteration(), e.MaxIterations)+" starting...")
 	case iterate.IterationEnded:
-		now := time.Now()
-		r.failures = e.ConsecutiveFailures
-		if e.Failed {
-			msg := "iteration failed"
-			if e.Err != nil {
-				msg = e.Err.Error()
-			}
-			r.out.printAt(now, fmt.Sprintf("WARNING: %s, consecutive failures: %d/%d", msg, e.ConsecutiveFailures, e.FailureThreshold))
-		}
-		// Seed 004, example 2: the iteration that reaches the threshold is
-		// followed by the abort line, not by a completion line.
-		if !e.Failed || e.ConsecutiveFailures < e.FailureThreshold {
-			r.out.printAt(now, fmt.Sprintf("%s completed in %s", label(e.Iteration(), e.MaxIterations), iterate.FormatSeconds(e.Duration)))
-		}
+		r.progress(e)
 		if r.summary != nil {
-			r.summary.iterationEnded(e, now)
+			r.summary.iterationEnded(e)
 		}
 	case iterate.CheckpointSaved:
 		r.saved, r.saveErr = e.Err == nil, e.Err
@@ -102,18 +104,17 @@ func (r *reporter) observe(e iterate.Event) {
 				r.out.warn(fmt.Sprintf("state summary not written: %v", err))
 			}
 		}
-	case iterate.Warned:
-		r.out.warn(e.Message)
 	case iterate.LoopStopped:
 		r.stopped(e)
+	default:
+		r.progress(e)
 	}
 }
 
 func (r *reporter) stopped(e iterate.LoopStopped) {
-	total := iterate.FormatDuration(e.Elapsed)
 	switch e.Status {
 	case iterate.MaxIterations:
-		r.out.printAt(e.Time, fmt.Sprintf("Reached max iterations: %d (total: %s)", e.Iteration(), total))
+		r.progress(e)
 		// The engine removed the checkpoints (WithCleanup) if it could save
 		// the final one; the summary goes with them.
 		if r.summary != nil && r.saved {
@@ -122,19 +123,21 @@ func (r *reporter) stopped(e iterate.LoopStopped) {
 			}
 		}
 	case iterate.Aborted:
-		r.out.printAt(e.Time, fmt.Sprintf("ERROR: Aborting after %d consecutive failures (%d iterations completed, total: %s)", r.failures, e.Iteration(), total))
+		// Only the failure threshold aborts: "Aborting after 3 consecutive
+		// failures (...)".
+		r.progress(e)
 	case iterate.Interrupted:
 		r.out.breakLine()
 		switch {
 		case r.persisted && r.saved:
-			r.out.printAt(e.Time, "Interrupted. State saved. Resume with: "+r.resumeHint)
+			r.progress(e) // "Interrupted. State saved. Resume with: ..."
 		case r.persisted:
 			r.out.printAt(e.Time, fmt.Sprintf("Interrupted. State not saved: %v", r.saveErr))
 		default:
 			r.out.printAt(e.Time, "Interrupted. State not saved (state persistence unavailable).")
 		}
 	default:
-		r.out.printAt(e.Time, fmt.Sprintf("ERROR: Stopped (%s: %s) after %d iterations (total: %s)", e.Status, e.Reason, e.Iteration(), total))
+		r.out.printAt(e.Time, fmt.Sprintf("ERROR: Stopped (%s: %s) after %d iterations (total: %s)", e.Status, e.Reason, e.Iteration(), iterate.FormatDuration(e.Elapsed)))
 	}
 }
 
@@ -146,19 +149,11 @@ func limit(max int) string {
 	return "unlimited"
 }
 
-// label is "Iteration 2/3", or "Iteration 2" when unlimited.
-func label(n, max int) string {
-	if max > 0 {
-		return fmt.Sprintf("Iteration %d/%d", n, max)
-	}
-	return fmt.Sprintf("Iteration %d", n)
-}
-
 // stateFile is seed 004's StateFile: a human-readable summary of a
 // procedure's state, <workspace>/.agentloop/state/<procedure>.json. The
 // resumable data is in the checkpoints beside it; this file is written after
 // every saved checkpoint and never read back, except for the durations of
-// earlier iterations on resume.
+// earlier iterations (and the time of the last one) on resume.
 type stateFile struct {
 	Iteration           int       `json:"iteration"`
 	MaxIterations       int       `json:"max_iterations"`
@@ -171,51 +166,47 @@ type stateFile struct {
 	ElapsedPerIteration []string  `json:"elapsed_per_iteration"`
 }
 
-// summary maintains the state file of one run.
+// summary maintains the state file of one run, from the engine's events.
 type summary struct {
 	path string
 	st   stateFile
 }
 
-// newSummary returns the summary of a procedure whose state lives in dir.
-// For a resumed run, saved is the checkpoint resumed from: its counters and
-// timings carry over, with the durations of every earlier iteration taken
-// from the previous summary when it covers them all.
-func newSummary(dir, procedure string, threshold int, saved *checkpoint.Checkpoint) *summary {
-	s := &summary{path: filepath.Join(dir, procedure+".json")}
-	s.st = stateFile{ProcedureName: procedure, FailureThreshold: threshold, Status: "running", ElapsedPerIteration: []string{}}
-	if saved == nil {
-		return s
-	}
-	s.st.Iteration = saved.Iteration
-	s.st.MaxIterations = saved.MaxIterations
-	s.st.ConsecutiveFailures = saved.ConsecutiveFailures
-	s.st.StartedAt = saved.StartedAt.UTC()
-	s.st.LastIterationAt = saved.LastIterationAt.UTC()
-	var prev stateFile
-	if data, err := os.ReadFile(s.path); err == nil && json.Unmarshal(data, &prev) == nil && len(prev.ElapsedPerIteration) == saved.Iteration {
-		s.st.ElapsedPerIteration = prev.ElapsedPerIteration
-	} else {
-		// The checkpoint keeps the most recent durations only.
-		for _, d := range saved.Durations {
-			s.st.ElapsedPerIteration = append(s.st.ElapsedPerIteration, iterate.FormatSeconds(d))
-		}
-	}
-	return s
-}
-
+// started begins the summary of a run. A resumed run carries on the
+// counters and timings of the run it resumes; the event has the durations of
+// the most recent iterations only, so those of every earlier iteration come
+// from the previous state file when it is up to date.
 func (s *summary) started(e iterate.LoopStarted) {
-	s.st.MaxIterations = e.MaxIterations
+	s.st = stateFile{
+		Iteration:           e.Completed,
+		MaxIterations:       e.MaxIterations,
+		ConsecutiveFailures: e.ConsecutiveFailures,
+		FailureThreshold:    e.FailureThreshold,
+		StartedAt:           e.StartedAt.UTC(),
+		Status:              "running",
+		ProcedureName:       e.Session,
+		ElapsedPerIteration: []string{},
+	}
 	if !e.Resumed {
-		s.st.StartedAt = e.Time.UTC()
+		return
+	}
+	var prev stateFile
+	if data, err := os.ReadFile(s.path); err == nil && json.Unmarshal(data, &prev) == nil &&
+		prev.Iteration == e.Completed && len(prev.ElapsedPerIteration) == e.Completed {
+		s.st.ElapsedPerIteration = prev.ElapsedPerIteration
+		s.st.LastIterationAt = prev.LastIterationAt
+		return
+	}
+	for _, d := range e.Durations {
+		s.st.ElapsedPerIteration = append(s.st.ElapsedPerIteration, iterate.FormatSeconds(d))
 	}
 }
 
-func (s *summary) iterationEnded(e iterate.IterationEnded, now time.Time) {
+func (s *summary) iterationEnded(e iterate.IterationEnded) {
 	s.st.Iteration = e.Iteration()
 	s.st.ConsecutiveFailures = e.ConsecutiveFailures
 	s.st.FailureThreshold = e.FailureThreshold
-	s.st.LastIterationAt = now.UTC()
+	s.st.LastIterationAt = e.Time.UTC()
 	s.st.ElapsedPerIteration = append(s.st.ElapsedPerIteration, iterate.FormatSeconds(e.Duration))
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -17,12 +16,12 @@ import (
 // proceedMessage is seed 002's message of the proceed decision.
 const proceedMessage = "Validation passed. Proceeding to next task."
 
-// planInfo is what the observer keeps of the latest plan (the engine reuses
-// the plan's memory, so it is copied).
+// planInfo is what the observer keeps of the latest plan. The engine reuses
+// the memory of a plan's tasks for the next plan, so what is needed of them
+// (the answer) is copied, and the slices kept are cloned.
 type planInfo struct {
 	iteration int
 	action    iterate.Action
-	reason    string
 	guidance  []string
 	feedback  iterate.Feedback
 	answer    string
@@ -53,10 +52,13 @@ func (o *observer) observe(e iterate.Event) {
 		}
 	case iterate.Planned:
 		pl := e.Plan
+		// An escalation (also the plan, without tasks, that phrases one the
+		// convergence policy decided) is printed from the
+		// *iterate.EscalationError; a stop from the result.
 		if pl.Action == iterate.Escalate || pl.Action == iterate.Stop {
 			return
 		}
-		pi := &planInfo{iteration: e.Iteration(), action: pl.Action, reason: pl.Reason,
+		pi := &planInfo{iteration: e.Iteration(), action: pl.Action,
 			guidance: slices.Clone(pl.Guidance), feedback: pl.Feedback}
 		pi.feedback.Items = slices.Clone(pl.Feedback.Items)
 		if len(pl.Tasks) > 0 {
@@ -145,29 +147,13 @@ func escalateDoc(taskID string, esc *iterate.Escalation, resume string) obj {
 	}}}
 }
 
-// reportGaps returns the open gaps of a result. A result returned by Resume
-// without iterating (an escalated session resumed without an answer) carries
-// none, so they are found again from the checks saved in the state.
-//
-// TODO(library): Resume could restore Result.Gaps from the checkpoint's Gaps
-// (see /work/notes/requests.md, "fixloop").
-func reportGaps(ctx context.Context, res *iterate.Result[state]) []gap.Gap {
-	if len(res.Gaps) > 0 || res.State.Checks == nil || res.State.Checks.passing() {
-		return res.Gaps
-	}
-	gaps, err := gap.Default().Analyze(ctx, res.State.Checks.assessment())
-	if err != nil {
-		return nil
-	}
-	return gaps
-}
-
 // reportDoc is seed 001's decision report on the loop's final state:
 // whether the package needs another iteration, the triggers (the open
 // gaps), the strategy, the budget, the improvement assessment of
-// converge.Assess and the next steps.
-func reportDoc(ctx context.Context, cfg config, res *iterate.Result[state], last *planInfo, hint string, now time.Time) obj {
-	gaps := reportGaps(ctx, res)
+// converge.Assess and the next steps. The gaps are those of the last
+// assessment, also in a result Resume returns without iterating.
+func reportDoc(cfg config, res *iterate.Result[state], last *planInfo, hint string, now time.Time) obj {
+	gaps := res.Gaps
 	success := res.Status.Success()
 	fb := iterate.SynthesizeFeedback(gaps, cfg.FeedbackLimit)
 	priority := fb.Priority

@@ -257,7 +257,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		answer, ok := ask.next()
 		if !ok {
 			if o.report && res != nil {
-				pr.print(reportDoc(ctx, cfg, res, obs.lastPlan(), hint, time.Now()))
+				pr.print(reportDoc(cfg, res, obs.lastPlan(), hint, time.Now()))
 			}
 			fmt.Fprintf(errOut, "fixloop: escalated after %d attempts; answer with:\n  %s\n", ee.Escalation.Iteration, hint)
 			return exitEscalated
@@ -271,7 +271,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		pr.print(proceedDoc(cfg.TaskID, res.Iterations))
 	}
 	if o.report && res != nil {
-		pr.print(reportDoc(ctx, cfg, res, obs.lastPlan(), hint, time.Now()))
+		pr.print(reportDoc(cfg, res, obs.lastPlan(), hint, time.Now()))
 	}
 	switch {
 	case errors.Is(err, iterate.ErrInterrupted):

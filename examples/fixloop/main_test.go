@@ -361,22 +361,25 @@ func TestSeed002EscalateAndResume(t *testing.T) {
 	}
 	esc := decisions(ls, "escalate")[0]
 
+	// The problem in the actionable form of the feedback: test, expected,
+	// received.
+	const problem = `TestClaimsUserID: Claims(123, "ada")["userId"]: Expected: 123, Received: "123"`
 	t.Run("seed002_escalate_attempts_summary", func(t *testing.T) {
 		lines := strings.Split(esc.Context.AttemptsSummary, "\n")
 		if len(lines) != 3 {
 			t.Fatalf("attempts summary has %d lines, want 3:\n%s", len(lines), esc.Context.AttemptsSummary)
 		}
 		for i, l := range lines {
-			if p := fmt.Sprintf("Iteration %d: ", i+1); !strings.HasPrefix(l, p) || !strings.Contains(l, "TestClaimsUserID") {
-				t.Errorf("attempt line %q: want prefix %q and the failing test", l, p)
+			if p := fmt.Sprintf("Iteration %d: ", i+1); !strings.HasPrefix(l, p) || !strings.HasSuffix(l, " - "+problem) {
+				t.Errorf("attempt line %q: want prefix %q and suffix %q", l, p, " - "+problem)
 			}
 		}
 	})
 	t.Run("seed002_escalate_pattern_and_question", func(t *testing.T) {
-		if !strings.Contains(esc.Context.PatternDetected, `TestClaimsUserID`) || !strings.Contains(esc.Context.PatternDetected, `Expected: 123, Received: "123"`) {
-			t.Errorf("pattern = %q", esc.Context.PatternDetected)
+		if esc.Context.PatternDetected != problem {
+			t.Errorf("pattern = %q, want %q", esc.Context.PatternDetected, problem)
 		}
-		if !strings.Contains(esc.Question, "After 3 attempt(s)") || !strings.Contains(esc.Question, "?") {
+		if !strings.Contains(esc.Question, "After 3 attempt(s), this problem persists: "+problem+".") || !strings.Contains(esc.Question, "?") {
 			t.Errorf("question = %q", esc.Question)
 		}
 		if !strings.Contains(esc.Resume, "fixloop resume --workdir") {
@@ -400,14 +403,23 @@ func TestSeed002EscalateAndResume(t *testing.T) {
 	})
 
 	// A second process, no answer (the --resume flag form): the same
-	// escalation, exit 3 again.
-	o = fixloop(t, "", nil, "--resume", "--workdir", work, "--json", "--ask", "never")
+	// escalation, exit 3 again, and the same report: the open gaps come
+	// back with the checkpoint.
+	o = fixloop(t, "", nil, "--resume", "--workdir", work, "--json", "--ask", "never", "--report")
 	if o.code != exitEscalated {
 		t.Fatalf("resume without answer: exit %d, want 3\n%s%s", o.code, o.stdout, o.stderr)
 	}
-	if diff := cmp.Diff([]step{{"escalate", 3}}, steps(parseLines(t, o.stdout))); diff != "" {
+	resumed := parseLines(t, o.stdout)
+	if diff := cmp.Diff([]step{{"escalate", 3}}, steps(resumed)); diff != "" {
 		t.Errorf("resume without answer (-want +got):\n%s", diff)
 	}
+	t.Run("seed001_report_after_resume_without_answer", func(t *testing.T) {
+		r := report(t, resumed)
+		if r.Status != "escalated" || len(r.Triggers) != 1 || r.Triggers[0].Type != "test_failure" ||
+			r.Triggers[0].Details != `Claims(123, "ada")["userId"]: Expected: 123, Received: "123"` {
+			t.Errorf("report: status %q, triggers %+v; want escalated with the open test failure", r.Status, r.Triggers)
+		}
+	})
 
 	// A third process answers.
 	o = fixloop(t, "", nil, "resume", "--workdir", work, "--answer", "use number", "--json")

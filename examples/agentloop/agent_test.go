@@ -1,0 +1,84 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/zap"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/iterate"
+)
+
+// TestAgentReportsToTheEngine: each iteration charges the prompt's token
+// estimate to the loop (Result.Usage.Tokens), also when the AI CLI fails,
+// and a prompt over the token budget is warned about through the engine
+// (a Warned event per iteration) and sent anyway.
+func TestAgentReportsToTheEngine(t *testing.T) {
+	prompts, err := filepath.Abs(filepath.Join("testdata", "prompts", "build"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompt, err := assemblePrompt(prompts, nil, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := budget.EstimateTokens(prompt)
+	over := fmt.Sprintf("Prompt exceeds token budget: %s > 50", budget.FormatTokens(int64(tokens)))
+
+	tests := []struct {
+		name         string
+		aiCmd        string
+		tokenBudget  int
+		wantWarnings []string
+		wantFailed   bool
+	}{
+		{name: "seed004_prompt_within_budget_charged", aiCmd: "cat >/dev/null", tokenBudget: 100000},
+		{name: "seed004_prompt_over_budget_warned_and_sent", aiCmd: "cat >/dev/null", tokenBudget: 50, wantWarnings: []string{over, over}},
+		{name: "seed004_failed_ai_cli_still_charged", aiCmd: "cat >/dev/null; exit 1", tokenBudget: 100000, wantFailed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := t.TempDir()
+			set := &settings{Procedure: "build", Workspace: ws, AICmd: tt.aiCmd, TokenBudget: tt.tokenBudget, Prompts: prompts}
+			ag := &agent{set: set, log: zap.NewNop(), stdout: io.Discard, stderr: io.Discard}
+
+			var mu sync.Mutex
+			var warnings []string
+			var failed bool
+			observe := func(e iterate.Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				switch e := e.(type) {
+				case iterate.Warned:
+					warnings = append(warnings, e.Message)
+				case iterate.IterationEnded:
+					failed = failed || e.Failed
+				}
+			}
+			eng := iterate.New(iterate.Func(ag.iteration), iterate.WithMaxIterations(2), iterate.WithObserver(observe))
+			res, err := eng.Run(context.Background(), loopState{})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if got, want := res.Usage.Tokens, int64(2*tokens); got != want {
+				t.Errorf("Result.Usage.Tokens = %d, want %d (two prompts of %d tokens)", got, want, tokens)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if diff := cmp.Diff(tt.wantWarnings, warnings); diff != "" {
+				t.Errorf("warnings (-want +got):\n%s", diff)
+			}
+			if failed != tt.wantFailed {
+				t.Errorf("an iteration failed: %v, want %v", failed, tt.wantFailed)
+			}
+		})
+	}
+}
