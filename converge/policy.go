@@ -42,9 +42,8 @@ const (
 	CriterionQuestions  = "questions"
 )
 
-// tolerance absorbs the rounding of ratios computed by the host, so that
-// 0.1+0.6 meets a threshold of 0.7.
-const tolerance = 1e-9
+// tolerance is gap.Tolerance: a gap is found exactly when a criterion is unmet.
+const tolerance = gap.Tolerance
 
 func atLeast(v, min float64) bool { return v >= min-tolerance }
 

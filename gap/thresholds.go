@@ -80,4 +80,10 @@ func (t Thresholds) withDefaults() Thresholds {
 }
 
 // below reports whether v falls below an enabled threshold min.
-func below(v, min float64) bool { return min >= 0 && v < min }
+func below(v, min float64) bool { return min >= 0 && v < min-Tolerance }
+
+// Tolerance absorbs the rounding of ratios a host computes: a value within
+// Tolerance below a threshold meets it (findings of confidence 0.80 average
+// to 0.7999999999999999). converge uses the same tolerance, so that a gap
+// is reported exactly when the matching convergence criterion is unmet.
+const Tolerance = 1e-9

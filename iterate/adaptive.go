@@ -43,10 +43,15 @@ type Roles map[gap.Kind]Role
 // DefaultRoles returns seed 000's gap-kind → agent table, extended with the
 // implementer for the quality triggers of seeds 001 and 002. The result is a
 // fresh map the caller may modify.
+//
+// The citation and pattern roles, like the implementer, are grouped: one
+// agent takes every low-confidence finding of the iteration, so that twenty
+// weak findings do not need seven iterations of three agents each. The
+// explorer, verifier, security and performance roles get one agent per gap.
 func DefaultRoles() Roles {
 	explore := Role{Name: RoleExplore, Agent: "ExploreAgent", Model: "haiku",
 		Prompt: "Analyze ONLY these files: {focus}. Provide patterns and connections to previously analyzed code."}
-	citation := Role{Name: RoleCitation, Agent: "CitationAgent", Model: "haiku",
+	citation := Role{Name: RoleCitation, Agent: "CitationAgent", Model: "haiku", Group: true,
 		Prompt: "For finding '{target}', locate exact code implementation with file:line citations and code snippets."}
 	implement := Role{Name: RoleImplement, Agent: "Implementer", Model: "sonnet", Group: true,
 		Prompt: "Address the identified issues: {detail}"}
@@ -54,7 +59,7 @@ func DefaultRoles() Roles {
 		gap.Coverage:   explore,
 		gap.Confidence: citation,
 		gap.Evidence:   citation,
-		gap.Pattern: {Name: RolePattern, Agent: "PatternAgent", Model: "haiku",
+		gap.Pattern: {Name: RolePattern, Agent: "PatternAgent", Model: "haiku", Group: true,
 			Prompt: "Deep dive into '{target}' pattern. Find 3+ concrete examples with similarities and variations."},
 		gap.ConflictingFindings: {Name: RoleVerify, Agent: "PlanAgent", Model: "sonnet",
 			Prompt: "Resolve conflict: {detail}. Analyze all relevant sources and provide ground truth with comprehensive citations."},

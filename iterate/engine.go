@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -128,7 +129,8 @@ type run[S any] struct {
 	taskBufs  [2][]Task
 	lastErr   error
 	observing bool
-	limited   bool // the budget has limits (else Remaining is constant)
+	limited   bool         // the budget has limits (else Remaining is constant)
+	current   atomic.Int64 // the iteration under way, for warnings from host code
 	resumed   bool
 }
 
@@ -256,7 +258,7 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	r.emit(LoopStarted{it: it{r.hist.Iteration}, Session: e.cfg.session, MaxIterations: r.hist.MaxIterations,
 		Resumed: true, Completed: r.hist.Iteration, Elapsed: r.elapsed, Time: time.Now(), StartedAt: r.startedAt,
 		ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: e.cfg.failureThreshold,
-		Durations: append([]time.Duration(nil), r.durations.values()...)})
+		Durations: append([]time.Duration(nil), r.durations.values()...), LastIterationAt: r.lastIterAt})
 	if ce := r.log.Check(zap.InfoLevel, "loop resumed"); ce != nil {
 		ce.Write(zap.String("session", e.cfg.session), zap.Int("iteration", r.hist.Iteration), zap.String("from_status", c.Status))
 	}
@@ -358,11 +360,13 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 
 // loop is the refinement loop proper; it runs in the caller's goroutine.
 func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
+	ctx = context.WithValue(ctx, warnKey{}, r.hostWarn)
 	for {
 		if ctx.Err() != nil {
 			return r.interrupt(ctx)
 		}
 		n := r.hist.Iteration + 1
+		r.current.Store(int64(n))
 
 		a, err := r.assess(ctx)
 		if err != nil {
@@ -554,6 +558,7 @@ func (r *run[S]) fillMetrics(a *gap.Assessment) {
 		p.NewFiles = now.Files - prev.Files
 		p.NewFindings = now.Findings - prev.Findings
 		p.NewCitations = now.Citations - prev.Citations
+		p.Coverage, p.Confidence = now.Coverage, now.Confidence
 		p.CoverageGain = now.Coverage - prev.Coverage
 		p.ConfidenceGain = now.Confidence - prev.Confidence
 		r.metrics.push(*p)
@@ -710,7 +715,8 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 		res.Escalation = r.data.Escalation
 	}
 	r.emit(LoopStopped{it: it{r.hist.Iteration}, Status: status, Reason: reason, Elapsed: r.elapsed, Time: time.Now(),
-		ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: r.cfg.failureThreshold})
+		ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: r.cfg.failureThreshold,
+		Saved: r.cfg.checkpointer != nil && saveErr == nil, SaveErr: saveErr})
 	level := zapcore.InfoLevel
 	if err != nil {
 		level = zapcore.WarnLevel
@@ -829,6 +835,10 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string) erro
 	r.generation = c.Generation
 	return nil
 }
+
+// hostWarn is the Warn of host code under the loop's context; it may be
+// called from task goroutines.
+func (r *run[S]) hostWarn(msg string) { r.warn(int(r.current.Load()), msg) }
 
 func (r *run[S]) warn(n int, msg string) {
 	if ce := r.log.Check(zap.WarnLevel, msg); ce != nil {

@@ -47,8 +47,9 @@ type LoopStarted struct {
 	// ConsecutiveFailures (restored on resume) and FailureThreshold.
 	ConsecutiveFailures, FailureThreshold int
 	// Durations are the durations of the most recent completed iterations
-	// (restored on resume).
-	Durations []time.Duration
+	// (restored on resume), LastIterationAt when the last one ended.
+	Durations       []time.Duration
+	LastIterationAt time.Time
 }
 
 // LoopStopped is sent when the loop ends, whatever the reason.
@@ -60,6 +61,10 @@ type LoopStopped struct {
 	Time    time.Time
 	// ConsecutiveFailures and FailureThreshold when the loop stopped.
 	ConsecutiveFailures, FailureThreshold int
+	// Saved reports that the final checkpoint was saved; SaveErr is why
+	// not, when a checkpointer is set.
+	Saved   bool
+	SaveErr error
 }
 
 // IterationStarted is sent before an iteration's work.
@@ -211,7 +216,7 @@ func (p *progress) observe(e Event) {
 				limit = fmt.Sprintf("max %d", e.MaxIterations)
 			}
 			line = fmt.Sprintf("Resuming %s: %s from iteration %d (%s)", p.noun, e.Session, e.Completed, limit)
-			line += fmt.Sprintf("\n[%s] Previous %s: %s completed in %s", clock(at), p.noun, plural(e.Completed, "iteration"), FormatDuration(e.Elapsed))
+			line += fmt.Sprintf("\n[%s] Previous session: %s completed in %s", clock(at), plural(e.Completed, "iteration"), FormatDuration(e.Elapsed))
 		} else {
 			line = fmt.Sprintf("Starting %s: %s (%s)", p.noun, e.Session, limitLabel(e.MaxIterations))
 		}
@@ -251,7 +256,12 @@ func (p *progress) stopLine(e LoopStopped) string {
 		}
 		return fmt.Sprintf("ERROR: %s (%s completed, total: %s)", what, plural(e.N, "iteration"), total)
 	case Interrupted:
-		if p.resume != "" {
+		switch {
+		case e.SaveErr != nil:
+			return "Interrupted. State not saved: " + e.SaveErr.Error()
+		case !e.Saved:
+			return "Interrupted."
+		case p.resume != "":
 			return "Interrupted. State saved. Resume with: " + p.resume
 		}
 		return "Interrupted. State saved."

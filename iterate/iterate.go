@@ -199,6 +199,7 @@ type Round struct {
 }
 
 type roundReport struct {
+	ctx      context.Context
 	usage    budget.Usage
 	warnings []string
 }
@@ -211,11 +212,30 @@ func (r Round) Charge(u budget.Usage) {
 	}
 }
 
-// Warn reports a warning: the engine emits it as a Warned event and logs it.
+// Warn reports a warning at once: the engine emits it as a Warned event and
+// logs it (see [Warn]).
 func (r Round) Warn(msg string) {
-	if r.report != nil {
+	if r.report == nil {
+		return
+	}
+	if !Warn(r.report.ctx, msg) {
 		r.report.warnings = append(r.report.warnings, msg)
 	}
+}
+
+type warnKey struct{}
+
+// Warn reports a warning from inside a Worker's Work, Assess or Integrate
+// under a loop's context: the engine emits it at once as a Warned event (from
+// the calling goroutine) and logs it at warn level. It reports whether a
+// loop took the warning; outside a loop it does nothing and returns false.
+// For a warning that should wait for the task's end, use Outcome.Warnings.
+func Warn(ctx context.Context, msg string) bool {
+	fn, ok := ctx.Value(warnKey{}).(func(string))
+	if ok {
+		fn(msg)
+	}
+	return ok
 }
 
 // FuncWorker is a [Worker] for the simplest loops: one function call per
@@ -246,7 +266,7 @@ func (w *FuncWorker[S]) Assess(ctx context.Context, s S) (gap.Assessment, error)
 
 // Work calls Do with the task's iteration.
 func (w *FuncWorker[S]) Work(ctx context.Context, s S, t Task) (Outcome[S], error) {
-	var rep roundReport
+	rep := roundReport{ctx: ctx}
 	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: t, report: &rep})
 	return Outcome[S]{Part: next, Usage: rep.usage, Warnings: rep.warnings}, err
 }

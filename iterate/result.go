@@ -122,7 +122,9 @@ type IterationMetrics struct {
 	Tasks, FailedTasks int
 	// NewFiles, NewFindings and NewCitations grew by this much.
 	NewFiles, NewFindings, NewCitations int
-	// CoverageGain and ConfidenceGain are the change of the metrics.
+	// Coverage and Confidence are the values after the iteration, and
+	// CoverageGain and ConfidenceGain their change during it.
+	Coverage, Confidence         float64
 	CoverageGain, ConfidenceGain float64
 	Duration                     time.Duration
 	Usage                        budget.Usage

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -341,7 +342,7 @@ func TestSeed004ProgressAbortAndResume(t *testing.T) {
 			lines := strings.Split(out.String(), "\n")
 			want := []string{
 				"[00:05:24] Resuming procedure: build from iteration 5 (max 10)",
-				"[00:05:24] Previous procedure: 5 iterations completed in 4m30s",
+				"[00:05:24] Previous session: 5 iterations completed in 4m30s",
 				"[00:05:24] Iteration 6/10 starting...",
 			}
 			if diff := cmp.Diff(want, lines[:3]); diff != "" {
@@ -389,5 +390,10 @@ func TestRoundReports(t *testing.T) {
 	}
 	if ws := rec.Warnings(); len(ws) != 2 || ws[0] != "Prompt exceeds token budget: 4,230 > 4,000" {
 		t.Errorf("warnings %q", ws)
+	}
+	// Reported at once: the warning precedes the end of its iteration.
+	kinds := rec.Kinds(false)
+	if i := slices.Index(kinds, "Warned"); i < 0 || kinds[i+1] != "IterationEnded" {
+		t.Errorf("warning not reported during the iteration: %v", kinds)
 	}
 }

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/gap"
+	"github.com/refine-go/refine/iterate"
+)
+
+// AgentTask is the JSON an external agent command receives on stdin.
+type AgentTask struct {
+	Role          string           `json:"role"`
+	Agent         string           `json:"agent"`
+	Model         string           `json:"model,omitempty"`
+	Task          string           `json:"task"`
+	Iteration     int              `json:"iteration"`
+	MaxIterations int              `json:"max_iterations"`
+	Action        string           `json:"action"`
+	Prompt        string           `json:"prompt"`
+	Question      string           `json:"question"`
+	Questions     []AgentQuestion  `json:"questions"`
+	Root          string           `json:"root"`
+	Gaps          []gap.Gap        `json:"gaps"`
+	Focus         []string         `json:"focus,omitempty"`
+	Findings      []AgentFinding   `json:"findings"`
+	Conflicts     []Conflict       `json:"conflicts,omitempty"`
+	FilesAnalyzed []string         `json:"files_analyzed"`
+	Feedback      iterate.Feedback `json:"feedback,omitzero"`
+	Guidance      []string         `json:"guidance,omitempty"`
+	Answer        string           `json:"answer,omitempty"`
+}
+
+// AgentQuestion is a question as an external agent sees it (numbered from 1).
+type AgentQuestion struct {
+	Number   int    `json:"number"`
+	Text     string `json:"text"`
+	Critical bool   `json:"critical"`
+	Answered bool   `json:"answered"`
+}
+
+// AgentFinding is a finding exchanged with an external agent: the existing
+// findings in the task, the agent's findings in its reply.
+type AgentFinding struct {
+	// ID names an existing finding the agent enhances ("F003"); Key
+	// identifies a new one (default: derived from the description).
+	ID          string   `json:"id,omitempty"`
+	Key         string   `json:"key,omitempty"`
+	Description string   `json:"description"`
+	Confidence  float64  `json:"confidence,omitempty"`
+	Citations   []string `json:"citations"`
+	// Questions lists the numbers of the questions it answers (default:
+	// matched by keywords).
+	Questions []int    `json:"questions,omitempty"`
+	Pattern   bool     `json:"pattern,omitempty"`
+	Examples  int      `json:"examples,omitempty"`
+	Impact    string   `json:"impact,omitempty"`
+	Sources   []string `json:"sources,omitempty"`
+}
+
+// AgentReply is the JSON an external agent command writes on stdout.
+type AgentReply struct {
+	Findings      []AgentFinding `json:"findings"`
+	FilesAnalyzed []string       `json:"files_analyzed,omitempty"`
+	// Resolved lists the conflicts the agent settled.
+	Resolved []struct {
+		Conflict   string `json:"conflict"`
+		Resolution string `json:"resolution"`
+	} `json:"resolved,omitempty"`
+	Usage struct {
+		Tokens int64   `json:"tokens,omitempty"`
+		Cost   float64 `json:"cost,omitempty"`
+	} `json:"usage,omitzero"`
+}
+
+// ErrAgent is matched by every *AgentError.
+var ErrAgent = errors.New("external agent failed")
+
+// AgentError reports a failed external agent command.
+type AgentError struct {
+	Role, Command string
+	Err           error
+	Stderr        string
+}
+
+func (e *AgentError) Error() string {
+	msg := fmt.Sprintf("agent command for role %s (%s): %v", e.Role, e.Command, e.Err)
+	if e.Stderr != "" {
+		msg += ": " + e.Stderr
+	}
+	return msg
+}
+
+// Is reports whether target is ErrAgent.
+func (e *AgentError) Is(target error) bool { return target == ErrAgent }
+
+// Unwrap returns the underlying error.
+func (e *AgentError) Unwrap() error { return e.Err }
+
+// maxReply bounds what an agent may write on stdout.
+const maxReply = 16 << 20
+
+// external runs the command that plays the task's role: the task as JSON on
+// stdin, the findings as JSON on stdout. The command runs through the shell
+// in the current directory, with RESEARCH_ROOT, RESEARCH_ROLE and
+// RESEARCH_TASK set; it is killed (with its process group) when the task is
+// cancelled or times out.
+func (w *researcher) external(ctx context.Context, command string, s *Notes, t iterate.Task) (iterate.Outcome[Notes], error) {
+	in, err := json.Marshal(w.agentTask(s, t))
+	if err != nil {
+		return iterate.Outcome[Notes]{}, err
+	}
+	cmd := shellCommand(ctx, command)
+	cmd.Stdin = bytes.NewReader(in)
+	var stdout, stderr limitedBuffer
+	stdout.max, stderr.max = maxReply, 4096
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = append(os.Environ(), "RESEARCH_ROOT="+w.ix.root, "RESEARCH_ROLE="+t.Role, "RESEARCH_TASK="+t.ID())
+	cmd.WaitDelay = 2 * time.Second
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		return iterate.Outcome[Notes]{}, &AgentError{Role: t.Role, Command: command, Err: err, Stderr: strings.TrimSpace(stderr.String())}
+	}
+	if stdout.over {
+		return iterate.Outcome[Notes]{}, &AgentError{Role: t.Role, Command: command, Err: fmt.Errorf("reply larger than %d bytes", maxReply)}
+	}
+	var reply AgentReply
+	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
+	if err := dec.Decode(&reply); err != nil {
+		return iterate.Outcome[Notes]{}, &AgentError{Role: t.Role, Command: command, Err: fmt.Errorf("reply is not a JSON findings object: %w", err)}
+	}
+	part := w.fromReply(s, &reply)
+	usage := budget.Usage{Tokens: reply.Usage.Tokens, Wall: time.Since(start)}
+	if c := reply.Usage.Cost; c > 0 && !math.IsInf(c, 0) {
+		usage.Cost = c
+	}
+	if usage.Tokens < 0 {
+		usage.Tokens = 0
+	}
+	return iterate.Outcome[Notes]{Part: part, Usage: usage}, nil
+}
+
+// agentTask builds the task description sent to an external agent.
+func (w *researcher) agentTask(s *Notes, t iterate.Task) AgentTask {
+	at := AgentTask{
+		Role: t.Role, Agent: agentName(&t), Model: t.Model, Task: t.ID(), Iteration: t.Iteration, MaxIterations: t.MaxIterations,
+		Action: string(t.Action), Prompt: t.Prompt, Question: s.Question, Root: w.ix.root, Gaps: t.Gaps,
+		Conflicts: s.Conflicts, FilesAnalyzed: s.Analyzed, Feedback: t.Feedback, Guidance: t.Guidance, Answer: t.Answer,
+	}
+	if at.Gaps == nil {
+		at.Gaps = []gap.Gap{}
+	}
+	if at.FilesAnalyzed == nil {
+		at.FilesAnalyzed = []string{}
+	}
+	for _, g := range t.Gaps {
+		unionStrings(&at.Focus, g.Focus)
+	}
+	for i, q := range s.Questions {
+		at.Questions = append(at.Questions, AgentQuestion{Number: i + 1, Text: q.Text, Critical: q.Critical, Answered: q.Answered})
+	}
+	at.Findings = []AgentFinding{}
+	for i := range s.Findings {
+		f := &s.Findings[i]
+		af := AgentFinding{ID: f.ID, Key: f.Key, Description: f.Description, Confidence: f.Confidence,
+			Citations: f.Citations, Pattern: f.Kind == KindPattern, Examples: f.Examples, Impact: f.Impact, Sources: f.sources()}
+		for _, t := range f.Tags {
+			af.Questions = append(af.Questions, t.Question+1)
+		}
+		at.Findings = append(at.Findings, af)
+	}
+	return at
+}
+
+// fromReply turns an agent's reply into a part of the notes. Citations are
+// validated later, by Integrate, like those of every agent.
+func (w *researcher) fromReply(s *Notes, r *AgentReply) Notes {
+	part := Notes{}
+	for _, p := range r.FilesAnalyzed {
+		unionStrings(&part.Analyzed, []string{p})
+	}
+	for _, af := range r.Findings {
+		f := Finding{ID: af.ID, Key: af.Key, Kind: KindClaim, Description: strings.TrimSpace(af.Description),
+			Citations: af.Citations, Examples: af.Examples, Impact: af.Impact}
+		if af.Pattern {
+			f.Kind = KindPattern
+		}
+		if ex := s.find(af.ID); ex != nil {
+			f.Key, f.Kind = ex.Key, ex.Kind
+			f.File, f.Line, f.End, f.Head = ex.File, ex.Line, ex.End, ex.Head
+			f.Tags = ex.Tags
+		} else {
+			f.ID = ""
+		}
+		if f.Key == "" {
+			sum := sha256.Sum256([]byte(strings.ToLower(f.Description)))
+			f.Key = "claim:" + hex.EncodeToString(sum[:6])
+		}
+		conf := af.Confidence
+		if conf <= 0 || math.IsNaN(conf) {
+			conf = 0.60
+		}
+		f.Claims = []Claim{{Confidence: round2(min(conf, maxConfidence))}}
+		for _, q := range af.Questions {
+			if q >= 1 && q <= len(s.Questions) {
+				mergeTags(&f.Tags, []Tag{{Question: q - 1, Score: relevantScore}})
+			}
+		}
+		if len(af.Questions) == 0 && f.Tags == nil {
+			desc := strings.ToLower(f.Description)
+			for qi, q := range s.Questions {
+				hits := 0
+				for _, k := range q.Keywords {
+					if containsWord(desc, k.Word, k.Explicit) {
+						hits++
+					}
+				}
+				if hits >= min(2, len(q.Keywords)) {
+					f.Tags = append(f.Tags, Tag{Question: qi, Score: hits})
+				}
+			}
+		}
+		switch f.Impact {
+		case "critical", "important", "informational":
+		default:
+			f.Impact = "informational"
+			if len(f.Tags) > 0 {
+				f.Impact = "critical"
+			}
+		}
+		f.Relevance = 0.5
+		part.Findings = append(part.Findings, f)
+	}
+	for _, res := range r.Resolved {
+		part.Conflicts = append(part.Conflicts, Conflict{ID: res.Conflict, Resolved: true, Resolution: res.Resolution})
+	}
+	return part
+}
+
+// limitedBuffer keeps at most max bytes and remembers whether more came.
+type limitedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); len(p) > room {
+		b.over = true
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}

@@ -1,0 +1,410 @@
+// Command research answers a question about a real codebase with a
+// bounded, resumable, adaptive refinement loop (seed 000 of refine).
+//
+// Deterministic program-analysis agents (go/parser, go/ast and text search
+// over the tree) play the roles of the loop: an explorer that reads the
+// files most relevant to the question, a citation worker that pins findings
+// to their exact definitions and uses, a pattern worker that collects
+// concrete examples, and a verifier that resolves conflicting findings with
+// the tree's build constraints. Any role can be an external command
+// instead (--agent-cmd), so the same program drives a real AI agent.
+//
+// Run with no arguments, it researches a built-in question about the Go
+// standard library under $(go env GOROOT)/src.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"go/build"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/gap"
+	"github.com/refine-go/refine/iterate"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0   // converged or exited early with high confidence
+	exitError       = 1   // the research failed or was aborted
+	exitUsage       = 2   // invalid flags or inputs
+	exitPartial     = 3   // partial convergence: iteration limit, stuck, plateau
+	exitInterrupted = 130 // Ctrl+C: the state is saved, --resume continues
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// A second Ctrl+C kills at once.
+		<-ctx.Done()
+		stop()
+	}()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// agentFlags collects repeated --agent-cmd role=CMD flags.
+type agentFlags map[string]string
+
+func (a agentFlags) String() string {
+	var parts []string
+	for r, c := range a {
+		parts = append(parts, r+"="+c)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+var knownRoles = []string{iterate.RoleExplore, iterate.RoleCitation, iterate.RolePattern, iterate.RoleVerify, iterate.RoleSecurity, iterate.RolePerformance}
+
+func (a agentFlags) Set(v string) error {
+	role, cmd, ok := strings.Cut(v, "=")
+	role, cmd = strings.TrimSpace(role), strings.TrimSpace(cmd)
+	if !ok || cmd == "" {
+		return errors.New(`want role=COMMAND, e.g. citation="python3 agent.py"`)
+	}
+	if !slices.Contains(knownRoles, role) {
+		return fmt.Errorf("unknown role %q (roles: %s)", role, strings.Join(knownRoles, ", "))
+	}
+	a[role] = cmd
+	return nil
+}
+
+// options are the command line settings.
+type options struct {
+	root, questions, state, session, skip string
+	maxIter, filesPerTask                 int
+	resume, jsonOut, quiet                bool
+	timeout                               time.Duration
+	agents                                agentFlags
+}
+
+const usageText = `Usage: research [flags]
+
+Answers a question about a Go source tree with a refinement loop of
+deterministic program-analysis agents, and prints a report with the answers
+to the critical questions, every claim cited as file:line.
+
+With no flags it researches a built-in question about the Go standard library
+under $(go env GOROOT)/src. Ctrl+C saves the state; run the same command with
+--resume to continue where it stopped.
+
+Question file format (--questions):
+  # comment
+  question: How does the Go standard library implement context cancellation?
+  critical: Where is the cancellation signal propagated to child contexts? [propagateCancel, children]
+  optional: Which packages accept a context?
+Brackets list explicit keywords (identifiers). "critical:" questions must be
+answered for the research to converge; "optional:" ones are only reported.
+
+External agents (--agent-cmd role=COMMAND): the command runs through the shell
+with the task as JSON on stdin ({role, agent, task, prompt, question,
+questions, gaps, focus, findings, files_analyzed, ...}) and must print JSON
+findings on stdout ({"findings": [{"description", "citations":
+["file:line"], "confidence", "questions": [1], "id"?, "key"?, "pattern"?}],
+"files_analyzed": [...], "resolved": [{"conflict", "resolution"}], "usage":
+{"tokens", "cost"}}). Citations that do not name an existing line are dropped.
+Roles: explore, citation, pattern, verify, security, performance.
+
+Exit status: 0 converged (or early exit), 3 partial convergence, 130
+interrupted (resumable), 2 usage error, 1 failure.
+
+Flags:
+`
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{agents: agentFlags{}}
+	fs := flag.NewFlagSet("research", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.root, "root", "", "source tree to research (default $(go env GOROOT)/src)")
+	fs.StringVar(&o.questions, "questions", "", "question file (default: the built-in question about context cancellation)")
+	fs.IntVar(&o.maxIter, "max-iterations", iterate.DefaultMaxIterations, "iteration limit; at the limit the research ends with partial convergence")
+	fs.IntVar(&o.filesPerTask, "files-per-task", 20, "files an explorer reads per task")
+	fs.StringVar(&o.state, "state", "", "checkpoint directory (default: refine-research under the user cache directory, or .research in the current directory when there is none)")
+	fs.StringVar(&o.session, "session", "", "session name (default: derived from the root and the questions, so that --resume finds it)")
+	fs.BoolVar(&o.resume, "resume", false, "continue the session from its latest checkpoint")
+	fs.Var(o.agents, "agent-cmd", "run role with an external command: role=COMMAND (repeatable)")
+	fs.DurationVar(&o.timeout, "task-timeout", 5*time.Minute, "time limit of each agent task (0: none)")
+	fs.BoolVar(&o.jsonOut, "json", false, "print the final report as JSON on stdout (displays go to stderr)")
+	fs.BoolVar(&o.quiet, "quiet", false, "do not print the progress and convergence displays")
+	fs.StringVar(&o.skip, "skip", "testdata,vendor", "comma-separated directory names not to research (cmd is skipped too under the default root)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	switch {
+	case o.maxIter < 1:
+		return nil, fmt.Errorf("--max-iterations must be at least 1, got %d", o.maxIter)
+	case o.filesPerTask < 1:
+		return nil, fmt.Errorf("--files-per-task must be at least 1, got %d", o.filesPerTask)
+	case o.timeout < 0:
+		return nil, fmt.Errorf("--task-timeout must not be negative")
+	}
+	return o, nil
+}
+
+// run is the program; it returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "research:", err)
+		return exitUsage
+	}
+	disp := stdout
+	if o.jsonOut {
+		disp = stderr
+	}
+	if o.quiet {
+		disp = io.Discard
+	}
+
+	skip := map[string]bool{}
+	for _, s := range strings.Split(o.skip, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			skip[s] = true
+		}
+	}
+	root := o.root
+	if root == "" {
+		gr, err := goroot(ctx)
+		if err != nil {
+			fmt.Fprintln(stderr, "research:", err)
+			return exitUsage
+		}
+		root = filepath.Join(gr, "src")
+		skip["cmd"] = true
+	}
+	root, err = filepath.Abs(root)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(root); err == nil && !fi.IsDir() {
+			err = fmt.Errorf("%s is not a directory", root)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "research: --root:", err)
+		return exitUsage
+	}
+
+	qname, qtext := "built-in questions", defaultQuestions
+	if o.questions != "" {
+		b, err := os.ReadFile(o.questions)
+		if err != nil {
+			fmt.Fprintln(stderr, "research: --questions:", err)
+			return exitUsage
+		}
+		qname, qtext = o.questions, string(b)
+	}
+	study, err := parseQuestions(qname, qtext)
+	if err != nil {
+		fmt.Fprintln(stderr, "research:", err)
+		return exitUsage
+	}
+
+	id := sha256.Sum256([]byte(root + "\x00" + qtext + "\x00" + o.skip))
+	session := o.session
+	if session == "" {
+		session = "research-" + hex.EncodeToString(id[:6])
+	}
+	if err := checkpoint.ValidateSession(session); err != nil {
+		fmt.Fprintln(stderr, "research: --session:", err)
+		return exitUsage
+	}
+	stateDir := o.state
+	if stateDir == "" {
+		stateDir = defaultStateDir()
+	}
+
+	var words []string
+	for _, k := range allKeywords(&Notes{Topic: study.Topic, Questions: study.Questions}) {
+		if !slices.Contains(words, k.Word) {
+			words = append(words, k.Word)
+		}
+	}
+	ix, err := buildIndex(ctx, root, skip, words)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(stderr, "research: interrupted while indexing")
+			return exitInterrupted
+		}
+		fmt.Fprintln(stderr, "research:", err)
+		return exitUsage
+	}
+	initial := Notes{Root: root, Question: study.Question, Topic: study.Topic, Questions: study.Questions, TotalFiles: len(ix.files)}
+	initial.Estimate = ix.estimate(study.Topic)
+	if len(initial.Estimate) == 0 {
+		// Nothing repeats the topic: the files that mention it at all.
+		initial.Estimate = ix.rank(study.Topic, 2*o.filesPerTask, nil)
+	}
+	if len(initial.Estimate) == 0 && !o.resume {
+		fmt.Fprintf(stderr, "research: no Go file under %s mentions %s; nothing to research\n", root, keywordList(study.Topic))
+		return exitUsage
+	}
+
+	w := &researcher{ix: ix, lines: &lineCounter{ix: ix}, agents: o.agents, filesPerTask: o.filesPerTask}
+	d := &display{w: disp, external: o.agents}
+	roles := iterate.DefaultRoles()
+	// One citation task pins every finding that needs evidence, and one
+	// pattern task collects the examples of every unclear pattern.
+	for _, k := range []gap.Kind{gap.Confidence, gap.Evidence, gap.Pattern} {
+		r := roles[k]
+		r.Group = true
+		roles[k] = r
+	}
+	store := checkpoint.NewDir(stateDir)
+	eng := iterate.New[Notes](w,
+		iterate.WithMaxIterations(o.maxIter),
+		iterate.WithStrategy(&iterate.Adaptive{Roles: roles}),
+		iterate.WithCheckpointer(store),
+		iterate.WithSession(session),
+		iterate.WithTaskTimeout(o.timeout),
+		iterate.WithObserver(d.observe),
+		iterate.WithFingerprint(fmt.Sprintf("research/v1|%x|files=%d", id[:8], o.filesPerTask)),
+	)
+
+	var res *iterate.Result[Notes]
+	if o.resume {
+		res, err = eng.Resume(ctx)
+	} else {
+		if c, err := store.Load(ctx, session); err == nil && (c.Status == string(iterate.Interrupted) || c.Status == string(iterate.Running)) {
+			fmt.Fprintf(disp, "Note: session %s was interrupted after iteration %d; starting over (use --resume to continue it).\n\n", session, c.Iteration)
+		}
+		fmt.Fprintf(disp, "🔎 Research: %s\n", study.Question)
+		fmt.Fprintf(disp, "Root: %s (%d Go files)\n", root, len(ix.files))
+		fmt.Fprintf(disp, "Topic keywords: %s\n", keywordList(study.Topic))
+		fmt.Fprintf(disp, "Estimated relevant files: %d\n", len(initial.Estimate))
+		crit := 0
+		for _, q := range study.Questions {
+			if q.Critical {
+				crit++
+			}
+		}
+		fmt.Fprintf(disp, "Critical questions: %d\n", crit)
+		fmt.Fprintf(disp, "Session: %s (checkpoints in %s)\n\n", session, stateDir)
+		res, err = eng.Run(ctx, initial)
+	}
+
+	var interrupted *iterate.InterruptedError
+	switch {
+	case errors.As(err, &interrupted):
+		fmt.Fprintf(disp, "\n⏸️  Interrupted after %d completed iteration(s). State saved in %s (session %s).\n", interrupted.Iteration, stateDir, session)
+		fmt.Fprintf(disp, "Resume with: %s\n", resumeCommand(args))
+		if disp != stderr {
+			fmt.Fprintf(stderr, "research: interrupted; resume with: %s\n", resumeCommand(args))
+		}
+		return exitInterrupted
+	case errors.Is(err, checkpoint.ErrNotFound):
+		fmt.Fprintf(stderr, "research: no checkpoint of session %s in %s: run without --resume to start\n", session, stateDir)
+		return exitError
+	case errors.Is(err, iterate.ErrSettingsChanged):
+		fmt.Fprintf(stderr, "research: session %s was started with other settings (--files-per-task or the questions changed): %v\n", session, err)
+		return exitError
+	case errors.Is(err, checkpoint.ErrLocked):
+		fmt.Fprintf(stderr, "research: session %s is running in another process: %v\n", session, err)
+		return exitError
+	case res == nil:
+		fmt.Fprintln(stderr, "research:", err)
+		return exitError
+	}
+
+	rep := buildReport(res, session, stateDir, o.maxIter)
+	if o.jsonOut {
+		if err := rep.writeJSON(stdout); err != nil {
+			fmt.Fprintln(stderr, "research:", err)
+			return exitError
+		}
+	} else {
+		rep.writeText(stdout)
+	}
+	switch {
+	case err != nil && !errors.Is(err, iterate.ErrEscalated):
+		fmt.Fprintln(stderr, "research:", err)
+		return exitError
+	case res.Status.Success():
+		return exitOK
+	case rep.Convergence == "partial":
+		return exitPartial
+	}
+	return exitError
+}
+
+// goroot returns $(go env GOROOT), or the GOROOT this program was built with.
+func goroot(ctx context.Context) (string, error) {
+	if gr := os.Getenv("GOROOT"); gr != "" {
+		return gr, nil
+	}
+	goBin := "go"
+	if g := os.Getenv("GO"); g != "" {
+		goBin = g
+	}
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(tctx, goBin, "env", "GOROOT").Output(); err == nil {
+		if gr := strings.TrimSpace(string(out)); gr != "" {
+			return gr, nil
+		}
+	}
+	if build.Default.GOROOT != "" {
+		return build.Default.GOROOT, nil
+	}
+	return "", errors.New("cannot find GOROOT (is the go command installed?); use --root")
+}
+
+// defaultStateDir is refine-research under the user cache directory, or
+// .research in the current directory.
+func defaultStateDir() string {
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "refine-research")
+	}
+	return ".research"
+}
+
+// resumeCommand returns the command line that resumes this run.
+func resumeCommand(args []string) string {
+	parts := []string{"research"}
+	for _, a := range args {
+		if a == "--resume" || a == "-resume" || strings.HasPrefix(a, "--resume=") || strings.HasPrefix(a, "-resume=") {
+			continue
+		}
+		if strings.ContainsAny(a, " \t'\"$") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(append(parts, "--resume"), " ")
+}
+
+func keywordList(kws []Keyword) string {
+	parts := make([]string, len(kws))
+	for i, k := range kws {
+		parts[i] = k.Word
+		if k.Name != "" {
+			parts[i] = k.Name
+		}
+	}
+	return strings.Join(parts, ", ")
+}
