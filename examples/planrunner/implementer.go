@@ -233,10 +233,10 @@ func (s *Sim) Implement(ctx context.Context, req *Request, calls *CallGate) (Rep
 // PLANRUNNER_* variables; its stdout's last line starting with "{" is the
 // Report. A non-zero exit fails the phase. The command must not write the
 // plan file: the runner applies the reported tasks under its own lock.
+// When ctx ends (the task timeout of --phase-timeout, an interrupt), the
+// command's process group is killed.
 type External struct {
 	Cmd string
-	// Timeout bounds each call; 0 means none.
-	Timeout time.Duration
 }
 
 // maxOutput bounds the stdout and stderr kept from an implementer.
@@ -244,11 +244,6 @@ const maxOutput = 1 << 20
 
 // Implement implements [Implementer].
 func (x *External) Implement(ctx context.Context, req *Request, calls *CallGate) (Report, error) {
-	if x.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, x.Timeout)
-		defer cancel()
-	}
 	in, err := json.Marshal(req)
 	if err != nil {
 		return Report{}, err

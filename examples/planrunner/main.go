@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -104,7 +105,8 @@ Exit codes:
   2    usage error
   3    stuck: the remaining phases did not change for 2 iterations
   4    stopped with work remaining (max iterations; file mode's single pass)
-  130  interrupted; run again with --resume to continue
+  130  interrupted; run again with --resume to continue (interrupted before
+       the first iteration: nothing was saved, run again without it)
 
 Implementer protocol (--implementer-cmd): the command runs as "sh -c CMD" once
 per phase and iteration, gets the phase as a JSON object on stdin (tasks
@@ -126,7 +128,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.Int64Var(&o.contextWindow, "context-window", 200000, "context window of one iteration in `tokens` (0: unknown, never exhausted)")
 	fs.Float64Var(&o.contextThreshold, "context-threshold", budget.DefaultContextThreshold, "share of the context window at which an iteration stops early and continues in the next (`ratio` in (0,1], or a percentage such as 90)")
 	fs.IntVar(&o.rateBudget, "rate-limit-budget", 3, "allow `n` external calls per wave, divided among the wave's phases; a phase whose share is spent uses the local fallback")
-	fs.DurationVar(&o.phaseTimeout, "phase-timeout", 0, "bound each implementer call (`duration`, e.g. 10m; 0: none)")
+	fs.DurationVar(&o.phaseTimeout, "phase-timeout", 0, "bound each phase's implementer call (`duration`, e.g. 10m; 0: none)")
 	fs.StringVar(&o.summaries, "summaries", "", "write iteration summaries to `dir` (default: ../summaries when the plan is in a plans/ directory, else <plan dir>/summaries)")
 	fs.StringVar(&o.state, "state", "", "keep checkpoints in `dir` for --resume (default: <plan dir>/.planrunner)")
 	fs.BoolVar(&o.noCheckpoint, "no-checkpoint", false, "keep no checkpoints (--resume is then unavailable)")
@@ -278,7 +280,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	if o.implementerCmd != "" {
-		r.impl = &External{Cmd: o.implementerCmd, Timeout: o.phaseTimeout}
+		r.impl = &External{Cmd: o.implementerCmd}
 	} else {
 		sim := &Sim{Fail: map[int]bool{}, PerCall: o.simPerCall, SkipMarkers: o.simSkipMarkers}
 		for _, f := range strings.Split(o.simFail, ",") {
@@ -302,12 +304,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	opts := []iterate.Option{
 		iterate.WithMaxIterations(maxIter),
 		iterate.WithParallelism(o.parallel),
+		iterate.WithTaskTimeout(o.phaseTimeout), // each phase's Work: its implementer call
 		iterate.WithStrategy(r),
 		iterate.WithAnalyzer(gap.AnalyzerFunc(analyze)),
-		// Seed 003's decision: complete → done; the remaining phases
-		// unchanged for 2 iterations → stuck; the iteration limit → stop
-		// with work remaining. The default's research thresholds do not
-		// apply to a plan.
+		// Seed 003's decision table, spelled out: complete → done; the
+		// remaining phases unchanged for 2 iterations → stuck; the
+		// iteration limit → stop with work remaining (and the default
+		// failure threshold). converge.Default() decides the same for an
+		// assessment that measures only the work remaining, but this keeps
+		// the seed's "2" and nothing else in view.
 		iterate.WithConvergence(converge.Any(converge.Done{}, converge.Failures{}, converge.NoProgress{After: 2}, converge.IterationLimit{})),
 		iterate.WithFingerprint("planrunner|" + planPath + "|" + modeName(fileMode)),
 	}
@@ -334,6 +339,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		opts = append(opts, iterate.WithLogger(zap.New(zapcore.NewCore(enc, zapcore.AddSync(&lockedWriter{w: stderr}), zap.DebugLevel))))
 	}
 
+	// started tells a loop interrupted while it ran (its state saved) from
+	// one whose context ended before it started: Run and Resume then return
+	// an Interrupted result too, but nothing was done or saved.
+	// TODO(library): the Result does not say whether the loop started; see
+	// /work/notes/requests.md ("planrunner", follow-up).
+	var started atomic.Bool
+	opts = append(opts, iterate.WithObserver(func(e iterate.Event) {
+		if _, ok := e.(iterate.LoopStarted); ok {
+			started.Store(true)
+		}
+	}))
+
 	mode := "plan-based"
 	if fileMode {
 		mode = "file-based"
@@ -346,11 +363,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		res, err = eng.Run(ctx, State{Plan: planPath, Mode: modeName(fileMode)})
 	}
+	notStarted := func() int {
+		if o.resume {
+			fmt.Fprintln(out, "Interrupted before resuming: nothing done; run again with --resume to continue.")
+		} else {
+			fmt.Fprintln(out, "Interrupted before the first iteration: nothing done, nothing saved.")
+		}
+		return exitInterrupted
+	}
 	if res == nil {
 		switch {
-		case ctx.Err() != nil:
-			fmt.Fprintln(out, "Interrupted before the first iteration.")
-			return exitInterrupted
+		case ctx.Err() != nil: // ended while the session was being locked or loaded
+			return notStarted()
 		case errors.Is(err, checkpoint.ErrNotFound):
 			return fail("no checkpoint to resume in %s; run without --resume", r.checkpoint)
 		case errors.Is(err, checkpoint.ErrLocked):
@@ -359,6 +383,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return fail("%v; run without --resume to start over (the plan file keeps the progress)", err)
 		}
 		return fail("%v", err)
+	}
+	if res.Status == iterate.Interrupted && !started.Load() {
+		return notStarted()
 	}
 
 	var last *IterationRecord
@@ -373,13 +400,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(out)
 		return exitInterrupted
 	}
-	if res.Status == iterate.Stuck && last != nil && !last.Stuck {
-		last.Stuck = true
-		if err := r.writeSummary(last); err != nil {
-			fmt.Fprintf(stderr, "planrunner: updating %s: %v\n", last.Summary, err)
-		}
-	}
-
 	// Block 1d: phase marker validation and recovery.
 	var recovered []int
 	for _, rec := range res.State.Iterations {
@@ -412,8 +432,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if last != nil {
 		sig = signalOf(r, last)
 	} else {
-		sig = signalOfPlan(r, final, res.Status == iterate.Stuck)
+		sig = signalOfPlan(r, final)
 	}
+	// Conclude recorded it in the last summary; the signal says so even if
+	// that rewrite failed (the engine reported it as a warning).
+	sig.Stuck = res.Status == iterate.Stuck
 	fmt.Fprintf(out, "\n%s", sig)
 
 	switch res.Status {

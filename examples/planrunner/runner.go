@@ -144,23 +144,16 @@ func (r *IterationRecord) WorkRemaining() []string {
 }
 
 // runner is the coordinator of seed 003: it is the loop's Worker (Assess,
-// Work, Integrate) and its Strategy (Plan).
+// Work, Integrate), its Strategy (Plan), an iterate.StageEnder (the
+// after-wave marker recovery) and an iterate.Concluder (stuck_detected in
+// the last summary).
 //
 // One engine iteration is one coordinator invocation: Plan turns every
-// phase the iteration takes on, of every wave, into a task, in wave order;
-// the engine runs them in parallel under WithParallelism, and each task
-// first waits for the wave before its own to finish (waveRun.done). The
-// engine acquires its parallelism slots in task order, so the phases of
-// earlier waves always hold slots before later ones wait for them: the
-// barrier cannot deadlock, and a wave keeps the whole parallelism limit.
-// The alternative, running all waves inside one Work call, would bypass the
-// engine's fan-out, per-task failure handling and outcomes.
-//
-// TODO(library): the engine has no stages within an iteration, and a task
-// carries no host data. The wave structure therefore goes from Plan to Work
-// through r.sched, set in the loop goroutine before the engine starts the
-// tasks and read by Integrate after they all returned; see
-// /work/notes/requests.md ("planrunner").
+// phase the iteration takes on, of every wave, into a task whose Stage is
+// its wave, so the engine runs the waves in order and the phases of a wave
+// in parallel under WithParallelism. Each task's Data (a *phaseTask) carries
+// its phase, its wave and its share of the wave's external calls to Work,
+// EndStage and Integrate.
 type runner struct {
 	plan       string // absolute path
 	fileMode   bool
@@ -172,36 +165,55 @@ type runner struct {
 	impl       Implementer
 	out        io.Writer // safe for concurrent use
 
-	mu    sync.Mutex // serialises every read-modify-write of the plan file
-	sched *schedule
+	mu sync.Mutex // serialises every read-modify-write of the plan file
 }
 
-// schedule is one iteration's waves.
+// The runner's roles in the loop, checked at compile time: the optional
+// interfaces are found by type assertion at run time.
+var (
+	_ iterate.Worker[State]     = (*runner)(nil)
+	_ iterate.Strategy          = (*runner)(nil)
+	_ iterate.StageEnder[State] = (*runner)(nil)
+	_ iterate.Concluder[State]  = (*runner)(nil)
+)
+
+// schedule is one iteration's waves, built by Plan and read-only after it
+// (except each wave's record, see waveRun).
 type schedule struct {
 	iteration, maxIterations int
 	waves                    []*waveRun
-	byPhase                  map[int]*waveRun
-	gates                    map[int]*CallGate
 	deferred                 []int
 	contextCut               bool
 	workRemaining            []string
 }
 
-// waveRun is one wave of an iteration. Its tasks wait for the wave before
-// (prev) to finish; the last of its tasks to finish recovers the markers
-// and closes done.
+// waveRun is one wave of an iteration: the engine's stage Stage = wave.
+// record is written by EndStage after the wave's tasks returned and read by
+// Integrate, both in the loop's goroutine.
 type waveRun struct {
-	index  int
+	wave   int // 1-indexed
 	phases []int
-	calls  *budget.Budget
 	budget int
-	prev   *waveRun
-	done   chan struct{}
+	record WaveRecord
+}
 
-	mu      sync.Mutex
-	pending int
-	reports []*PhaseReport
-	record  WaveRecord
+// phaseTask is the host data of one task (iterate.Task.Data), set by Plan:
+// the phase (0 in file mode), its wave, and the gate to its share of the
+// wave's external calls.
+type phaseTask struct {
+	phase int
+	sched *schedule
+	wave  *waveRun
+	gate  *CallGate
+}
+
+// phaseTaskOf returns the host data of a task.
+func phaseTaskOf(t *iterate.Task) (*phaseTask, error) {
+	pt, ok := t.Data.(*phaseTask)
+	if !ok || pt == nil {
+		return nil, fmt.Errorf("task %s: not planned by planrunner (Data %T)", t.ID(), t.Data)
+	}
+	return pt, nil
 }
 
 // load reads and parses the plan file.
@@ -340,34 +352,34 @@ func shares(budget, n int) []int {
 // phases, takes phases wave by wave while the iteration's context estimate
 // stays under the threshold (the rest are deferred to a continuation),
 // divides each wave's external call budget among its phases, and returns one
-// task per phase in wave order: the engine runs them in parallel under the
-// parallelism limit, and each task waits for the wave before its own.
+// task per phase, in wave order, staged by wave: the engine runs the waves
+// in order and the phases of a wave in parallel under the parallelism
+// limit.
 func (r *runner) Plan(_ context.Context, sit *iterate.Situation) (iterate.Plan, error) {
 	p, err := r.load()
 	if err != nil {
 		return iterate.Plan{}, err
 	}
-	sch := &schedule{iteration: sit.Iteration, maxIterations: sit.MaxIterations, byPhase: map[int]*waveRun{},
-		gates: map[int]*CallGate{}}
+	sch := &schedule{iteration: sit.Iteration, maxIterations: sit.MaxIterations}
 	for _, g := range sit.Gaps {
 		sch.workRemaining = append(sch.workRemaining, strings.Replace(g.Target, " ", "_", 1))
 	}
-	gapOf := make(map[string]gap.Gap, len(sit.Gaps))
-	for _, g := range sit.Gaps {
-		gapOf[g.Target] = g
-	}
 
 	if r.fileMode {
-		r.newWave(sch, 0, []int{0})
-		r.sched = sch
+		w, data := r.newWave(sch, []int{0})
 		fmt.Fprintf(r.out, "Iteration %s: file-based mode, %d open item(s), single pass\n", iterLabel(sit.Iteration, sit.MaxIterations), len(sit.Gaps))
 		return iterate.Plan{Reason: "file-based mode: one implementer pass over the file",
-			Tasks: []iterate.Task{{Role: iterate.RoleImplement, Gaps: sit.Gaps, Prompt: "Complete the open items of " + r.plan}}}, nil
+			Tasks: []iterate.Task{{Role: iterate.RoleImplement, Gaps: slices.Clone(sit.Gaps), Prompt: "Complete the open items of " + r.plan,
+				Stage: w.wave, Data: data[0]}}}, nil
 	}
 
 	waves, err := p.Waves()
 	if err != nil {
 		return iterate.Plan{}, iterate.Permanent(err)
+	}
+	gapOf := make(map[string]gap.Gap, len(sit.Gaps))
+	for _, g := range sit.Gaps {
+		gapOf[g.Target] = g
 	}
 	remaining := 0
 	for _, w := range waves {
@@ -378,6 +390,7 @@ func (r *runner) Plan(_ context.Context, sit *iterate.Situation) (iterate.Plan, 
 	taken := 0
 	for _, wave := range waves {
 		var nums []int
+		var tasks []iterate.Task
 		for _, ph := range wave {
 			g, ok := gapOf[ph.Name()]
 			if !ok {
@@ -390,15 +403,19 @@ func (r *runner) Plan(_ context.Context, sit *iterate.Situation) (iterate.Plan, 
 			}
 			taken++
 			nums = append(nums, ph.Num)
-			plan.Tasks = append(plan.Tasks, iterate.Task{Role: iterate.RoleImplement, Gaps: []gap.Gap{g},
+			tasks = append(tasks, iterate.Task{Role: iterate.RoleImplement, Gaps: []gap.Gap{g},
 				Prompt: fmt.Sprintf("Implement %s: %s", ph.Name(), ph.Title)})
 		}
-		if len(nums) > 0 {
-			r.newWave(sch, len(sch.waves), nums)
+		if len(nums) == 0 {
+			continue
 		}
+		w, data := r.newWave(sch, nums)
+		for i := range tasks {
+			tasks[i].Stage, tasks[i].Data = w.wave, data[i]
+		}
+		plan.Tasks = append(plan.Tasks, tasks...)
 	}
 	sch.contextCut = len(sch.deferred) > 0
-	r.sched = sch
 
 	projected := budget.EstimateContext(taken, remaining-taken, budget.DefaultTokensPerCompleted, budget.DefaultTokensPerRemaining)
 	plan.Reason = fmt.Sprintf("%d phase(s) in %d wave(s); context projected %s / %s tokens", taken, len(sch.waves),
@@ -412,24 +429,21 @@ func (r *runner) Plan(_ context.Context, sit *iterate.Situation) (iterate.Plan, 
 	return plan, nil
 }
 
-// newWave adds a wave of the given phases to sch, with its share of the
-// external call budget for each phase.
-func (r *runner) newWave(sch *schedule, index int, phases []int) *waveRun {
+// newWave adds the next wave, of the given phases, to sch and returns it
+// with each phase's task data: its share of the wave's external call
+// budget.
+func (r *runner) newWave(sch *schedule, phases []int) (*waveRun, []*phaseTask) {
 	// The wave's calls: one Iterations unit per external call. A limit of
 	// 0 would mean "no limit"; the gates' shares (all 0 then) still stop
 	// every call.
 	calls, _ := budget.New(budget.Limits{Iterations: r.rateBudget})
-	w := &waveRun{index: index, phases: phases, calls: calls, budget: r.rateBudget,
-		done: make(chan struct{}), pending: len(phases)}
-	if index > 0 {
-		w.prev = sch.waves[index-1]
-	}
-	for i, s := range shares(r.rateBudget, len(phases)) {
-		sch.byPhase[phases[i]] = w
-		sch.gates[phases[i]] = newCallGate(calls, s)
-	}
+	w := &waveRun{wave: len(sch.waves) + 1, phases: phases, budget: r.rateBudget}
 	sch.waves = append(sch.waves, w)
-	return w
+	data := make([]*phaseTask, len(phases))
+	for i, s := range shares(r.rateBudget, len(phases)) {
+		data[i] = &phaseTask{phase: phases[i], sched: sch, wave: w, gate: newCallGate(calls, s)}
+	}
+	return w, data
 }
 
 // ErrBlocked is matched by every *BlockedError.
@@ -449,53 +463,32 @@ func (e *BlockedError) Error() string {
 // Is reports whether target is ErrBlocked.
 func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
 
-// Work implements one phase (file mode: the file). It waits for the
-// previous wave, checks the phase's dependencies, calls the implementer with
-// the phase's share of the wave's external calls, and checks off the tasks
-// the implementer reports, under the plan lock.
+// Work implements one phase (file mode: the file). The engine starts it
+// once the waves before its own have ended. It checks the phase's
+// dependencies, calls the implementer with the phase's share of the wave's
+// external calls, and checks off the tasks the implementer reports, under
+// the plan lock.
 func (r *runner) Work(ctx context.Context, s State, t iterate.Task) (out iterate.Outcome[State], err error) {
-	sch := r.sched
-	num := 0
-	if !r.fileMode {
-		n, ok := parsePhaseRef(t.Gap().Target)
-		if !ok {
-			return out, fmt.Errorf("task %s: not a phase: %q", t.ID(), t.Gap().Target)
-		}
-		num = n
+	pt, err := phaseTaskOf(&t)
+	if err != nil {
+		return out, err
 	}
-	w := sch.byPhase[num]
-	if w == nil {
-		return out, fmt.Errorf("task %s: %s is not scheduled", t.ID(), phaseName(num))
-	}
-	gate := sch.gates[num]
-	rep := &PhaseReport{Phase: num, Wave: w.index + 1, Share: gate.Share()}
+	num, sch, gate := pt.phase, pt.sched, pt.gate
+	rep := &PhaseReport{Phase: num, Wave: pt.wave.wave, Share: gate.Share()}
 	out.Part.Report = rep
 	defer func() {
-		if v := recover(); v != nil {
-			rep.Err = fmt.Sprint("panic: ", v)
-			w.finish(r, rep)
-			panic(v)
-		}
 		if err != nil && rep.Err == "" {
 			rep.Err = err.Error()
 		}
 		rep.External, rep.Local = gate.Counts()
-		w.finish(r, rep)
 	}()
 
-	if w.prev != nil {
-		select {
-		case <-w.prev.done:
-		case <-ctx.Done():
-			return out, context.Cause(ctx)
-		}
-	}
 	p, err := r.load()
 	if err != nil {
 		return out, err
 	}
 	req := &Request{Protocol: Protocol, Mode: modePlan, PlanFile: r.plan, Iteration: t.Iteration,
-		MaxIterations: t.MaxIterations, Wave: w.index + 1, Waves: len(sch.waves), ExternalCallBudget: gate.Share(),
+		MaxIterations: t.MaxIterations, Wave: pt.wave.wave, Waves: len(sch.waves), ExternalCallBudget: gate.Share(),
 		ContinuationSummary: s.Continuation, WorkRemaining: sch.workRemaining}
 	if r.fileMode {
 		req.Mode = modeFile
@@ -540,6 +533,26 @@ func (r *runner) Work(ctx context.Context, s State, t iterate.Task) (out iterate
 		return out, err
 	}
 	return out, nil
+}
+
+// reportOf returns the phase report of an outcome. The engine replaces the
+// outcome of a task that did not start, panicked or was abandoned: its
+// report is rebuilt from the task's data, with the outcome's error.
+func reportOf(o *iterate.Outcome[State]) *PhaseReport {
+	rep := o.Part.Report
+	if rep == nil {
+		rep = &PhaseReport{}
+		if pt, err := phaseTaskOf(&o.Task); err == nil {
+			rep.Phase, rep.Wave, rep.Share = pt.phase, pt.wave.wave, pt.gate.Share()
+			rep.External, rep.Local = pt.gate.Counts()
+		}
+	}
+	if o.Err != nil && rep.Err == "" {
+		cp := *rep
+		cp.Err = o.Err.Error()
+		rep = &cp
+	}
+	return rep
 }
 
 // apply checks off the reported tasks (all or none: an unknown task number
@@ -587,44 +600,40 @@ func (r *runner) apply(num int, res Report, rep *PhaseReport) error {
 	return err
 }
 
-// finish records a task's report; the last task of the wave runs the
-// wave's marker recovery and releases the next wave.
-func (w *waveRun) finish(r *runner, rep *PhaseReport) {
-	w.mu.Lock()
-	w.reports = append(w.reports, rep)
-	w.pending--
-	last := w.pending == 0
-	w.mu.Unlock()
-	if !last {
-		return
+// EndStage implements iterate.StageEnder. After every phase of a wave
+// returned, it recovers the markers (idempotently), verifies checkbox
+// consistency and updates the plan status, records the wave for the
+// iteration's summary and prints the wave's report. A failed recovery is
+// recorded in the wave and returned (the engine reports it as a warning).
+func (r *runner) EndStage(_ context.Context, _ State, _ int, outs []iterate.Outcome[State]) error {
+	if len(outs) == 0 {
+		return nil
 	}
-	defer close(w.done)
-	r.afterWave(w)
-}
-
-// afterWave runs after every phase of a wave returned: the markers are
-// recovered (idempotently), checkbox consistency verified and the plan
-// status updated; the wave's report is printed.
-func (r *runner) afterWave(w *waveRun) {
-	slices.SortFunc(w.reports, func(a, b *PhaseReport) int {
-		return slices.Index(w.phases, a.Phase) - slices.Index(w.phases, b.Phase)
-	})
+	pt, err := phaseTaskOf(&outs[0].Task)
+	if err != nil {
+		return err
+	}
+	w := pt.wave
+	reports := make([]*PhaseReport, len(outs))
+	for i := range outs {
+		reports[i] = reportOf(&outs[i])
+	}
 	rec := &w.record
-	rec.Wave, rec.Phases, rec.Budget = w.index+1, w.phases, w.budget
-	for _, rep := range w.reports {
+	rec.Wave, rec.Phases, rec.Budget = w.wave, w.phases, w.budget
+	for _, rep := range reports {
 		rec.External += rep.External
 		rec.Local += rep.Local
 	}
-	var warn string
+	var recErr error
 	if !r.fileMode {
-		_, err := r.edit(func(p *Plan) error {
+		_, recErr = r.edit(func(p *Plan) error {
 			rc := p.Recover()
 			rec.Recovered, rec.Marked, rec.Total, rec.Warnings = rc.Recovered, rc.MarkedAfter, rc.Total, rc.Warnings
 			return nil
 		})
-		if err != nil {
-			warn = "marker recovery failed: " + err.Error()
-			rec.Warnings = append(rec.Warnings, warn)
+		if recErr != nil {
+			recErr = fmt.Errorf("marker recovery failed: %w", recErr)
+			rec.Warnings = append(rec.Warnings, recErr.Error())
 		}
 	}
 
@@ -634,7 +643,7 @@ func (r *runner) afterWave(w *waveRun) {
 	} else {
 		fmt.Fprintf(&b, "  Wave %d: %s: external calls %d of %d, local fallback %d\n", rec.Wave, joinPhases(w.phases), rec.External, rec.Budget, rec.Local)
 	}
-	for _, rep := range w.reports {
+	for _, rep := range reports {
 		name := phaseName(rep.Phase)
 		if r.fileMode {
 			name = "file"
@@ -652,22 +661,29 @@ func (r *runner) afterWave(w *waveRun) {
 			fmt.Fprintf(&b, "    %s: %d/%d tasks done%s (external %d of share %d, local %d)\n", name, rep.Done, rep.Total, mark, rep.External, rep.Share, rep.Local)
 		}
 	}
-	if !r.fileMode && warn == "" {
+	if !r.fileMode && recErr == nil {
 		fmt.Fprintf(&b, "    markers: %d/%d phases marked [COMPLETE], recovered: %s\n", rec.Marked, rec.Total, orNone(joinPhases(rec.Recovered)))
 	}
 	for _, wn := range rec.Warnings {
 		fmt.Fprintf(&b, "    WARNING: %s\n", wn)
 	}
 	io.WriteString(r.out, b.String())
+	return recErr
 }
 
 // Integrate folds the iteration into the state: it recovers the markers
 // once more (idempotent), estimates the context the iteration used, writes
 // the iteration summary with its signal block and records the iteration.
 func (r *runner) Integrate(_ context.Context, s State, outs []iterate.Outcome[State]) (State, error) {
-	sch := r.sched
+	if len(outs) == 0 {
+		return s, iterate.Permanent(errors.New("integrate: no outcomes"))
+	}
+	pt, err := phaseTaskOf(&outs[0].Task)
+	if err != nil {
+		return s, iterate.Permanent(err)
+	}
+	sch := pt.sched
 	var p *Plan
-	var err error
 	var rc Recovery
 	if r.fileMode {
 		p, err = r.load()
@@ -684,15 +700,7 @@ func (r *runner) Integrate(_ context.Context, s State, outs []iterate.Outcome[St
 		rec.Waves = append(rec.Waves, w.record)
 	}
 	for i := range outs {
-		rep := outs[i].Part.Report
-		if rep == nil { // the engine replaced the outcome (a task not started)
-			n, _ := parsePhaseRef(outs[i].Task.Gap().Target)
-			rep = &PhaseReport{Phase: n}
-		}
-		if outs[i].Err != nil && rep.Err == "" {
-			rep.Err = outs[i].Err.Error()
-		}
-		rec.Phases = append(rec.Phases, *rep)
+		rec.Phases = append(rec.Phases, *reportOf(&outs[i]))
 	}
 
 	remaining := 0
@@ -745,6 +753,26 @@ func (r *runner) Integrate(_ context.Context, s State, outs []iterate.Outcome[St
 	sig := signalOf(r, &rec)
 	fmt.Fprintf(r.out, "Iteration %d summary: %s (completion %s, context %s)\n", rec.Iteration, rec.Summary,
 		completionLine(&rec), sig.ContextPercent)
+	return next, nil
+}
+
+// Conclude implements iterate.Concluder. When the loop stops as stuck, the
+// last iteration's record and summary get stuck_detected: true (seed 003),
+// before the engine saves the final checkpoint. The decision comes after
+// the summary was written (the policy judges the next assessment), so the
+// summary is rewritten in place.
+func (r *runner) Conclude(_ context.Context, s State, status iterate.Status, _ string) (State, error) {
+	n := len(s.Iterations)
+	if status != iterate.Stuck || n == 0 || s.Iterations[n-1].Stuck {
+		return s, nil
+	}
+	next := s
+	next.Iterations = slices.Clone(s.Iterations)
+	last := &next.Iterations[n-1]
+	last.Stuck = true
+	if err := r.writeSummary(last); err != nil {
+		return s, fmt.Errorf("recording stuck_detected in %s: %w", last.Summary, err)
+	}
 	return next, nil
 }
 

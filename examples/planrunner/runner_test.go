@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/iterate"
 )
 
 func TestCapacity(t *testing.T) {
@@ -233,12 +236,57 @@ func TestInProcess(t *testing.T) {
 		}
 	})
 
-	t.Run("cancelled_before_start", func(t *testing.T) {
+	// Conclude records stuck_detected in the state before the engine saves
+	// the final checkpoint, not only in the summary file.
+	t.Run("seed003_stuck_recorded_in_final_checkpoint", func(t *testing.T) {
+		path := fixture(t, "stuck.md")
+		if out, code := runInProcess(t, context.Background(), path, "--sim-fail", "Phase 2"); code != exitStuck {
+			t.Fatalf("exit %d\n%s", code, out)
+		}
+		c, err := checkpoint.NewDir(filepath.Join(filepath.Dir(path), ".planrunner")).Load(context.Background(), "stuck")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s State
+		if err := json.Unmarshal(c.State, &s); err != nil {
+			t.Fatal(err)
+		}
+		var got []bool
+		for _, rec := range s.Iterations {
+			got = append(got, rec.Stuck)
+		}
+		if diff := cmp.Diff([]bool{false, false, true}, got); diff != "" || c.Status != string(iterate.Stuck) {
+			t.Errorf("checkpoint status %s, stuck per iteration (-want +got):\n%s", c.Status, diff)
+		}
+	})
+
+	// A context that ended before the loop started: the engine returns an
+	// Interrupted result with nothing saved, so the program says so (exit
+	// 130) and does not offer a resume it has no checkpoint for.
+	t.Run("cancelled_before_start_saves_nothing", func(t *testing.T) {
 		path := fixture(t, "dependencies.md")
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		out, code := runInProcess(t, ctx, path)
-		if code != exitInterrupted || !strings.Contains(out, "Interrupted before the first iteration.") {
+		if code != exitInterrupted || !strings.Contains(out, "Interrupted before the first iteration: nothing done, nothing saved.") ||
+			strings.Contains(out, "State saved") {
+			t.Fatalf("exit %d\n%s", code, out)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(path), "summaries")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("summaries written: %v", err)
+		}
+		out, code = runInProcess(t, context.Background(), path, "--resume")
+		if code != exitError {
+			t.Errorf("resume after a run that never started: exit %d, want %d (no checkpoint)\n%s", code, exitError, out)
+		}
+	})
+
+	t.Run("cancelled_before_resume", func(t *testing.T) {
+		path := fixture(t, "dependencies.md")
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		out, code := runInProcess(t, ctx, path, "--resume")
+		if code != exitInterrupted || !strings.Contains(out, "Interrupted before resuming: nothing done; run again with --resume to continue.") {
 			t.Fatalf("exit %d\n%s", code, out)
 		}
 	})

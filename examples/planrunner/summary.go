@@ -70,8 +70,8 @@ func signalOf(r *runner, rec *IterationRecord) Signal {
 
 // signalOfPlan returns the signal of a run that ran no iteration: the plan
 // as it stands, no summary.
-func signalOfPlan(r *runner, p *Plan, stuck bool) Signal {
-	s := Signal{PlanFile: r.plan, TopicPath: r.topic, CheckpointPath: r.checkpoint, ContextPercent: percent(0), Stuck: stuck}
+func signalOfPlan(r *runner, p *Plan) Signal {
+	s := Signal{PlanFile: r.plan, TopicPath: r.topic, CheckpointPath: r.checkpoint, ContextPercent: percent(0)}
 	if r.fileMode {
 		for _, t := range p.Items {
 			if t.Done {
