@@ -268,7 +268,7 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 // notStarted is the result of a run whose context ended before it started:
 // interrupted, nothing saved.
 func notStarted[S any](s S, ctx context.Context) (*Result[S], error) {
-	err := &InterruptedError{Cause: context.Cause(ctx)}
+	err := &InterruptedError{Cause: context.Cause(ctx), BeforeStart: true}
 	return &Result[S]{State: s, Status: Interrupted, Reason: "interrupted before starting: " + err.Cause.Error(), Err: err}, err
 }
 

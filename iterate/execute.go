@@ -24,6 +24,9 @@ func (r *run[S]) execute(ctx context.Context, tasks []Task) []Outcome[S] {
 	outs := r.outs[:len(tasks)]
 	clear(outs)
 	state := r.state // tasks read this copy: an abandoned task must not race the loop
+	if len(tasks) == 0 {
+		return outs
+	}
 	if len(tasks) == 1 {
 		outs[0] = r.runTask(ctx, state, &tasks[0])
 		r.endStage(ctx, state, tasks[0].Stage, outs)

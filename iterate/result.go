@@ -202,6 +202,9 @@ type InterruptedError struct {
 	Iteration int
 	Cause     error
 	Last      error
+	// BeforeStart is true when the context had ended before Run or Resume
+	// began: nothing ran and nothing was saved.
+	BeforeStart bool
 }
 
 func (e *InterruptedError) Error() string {

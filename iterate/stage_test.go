@@ -97,6 +97,10 @@ func TestCancelledBeforeStart(t *testing.T) {
 		"resume": func() (*iterate.Result[int], error) { return eng.Resume(ctx) },
 	} {
 		res, err := call()
+		var ie *iterate.InterruptedError
+		if !errors.As(err, &ie) || !ie.BeforeStart {
+			t.Errorf("%s: %v does not say it never started", name, err)
+		}
 		if !errors.Is(err, iterate.ErrInterrupted) || !errors.Is(err, context.Canceled) || res == nil || res.Status != iterate.Interrupted {
 			t.Errorf("%s: %v, %+v", name, err, res)
 		}
