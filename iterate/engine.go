@@ -168,6 +168,9 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 	}
 	release, err := r.lock(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return notStarted(initial, ctx)
+		}
 		return nil, err
 	}
 	defer release()
@@ -219,13 +222,20 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	if err != nil {
 		return nil, err
 	}
+	var zero S
 	release, err := r.lock(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return notStarted(zero, ctx)
+		}
 		return nil, err
 	}
 	defer release()
 	c, err := e.cfg.checkpointer.Load(ctx, e.cfg.session)
 	if err != nil {
+		if ctx.Err() != nil {
+			return notStarted(zero, ctx)
+		}
 		return nil, fmt.Errorf("iterate: resume session %q: %w", e.cfg.session, err)
 	}
 	for _, note := range c.Notes {

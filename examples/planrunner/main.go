@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -339,18 +338,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		opts = append(opts, iterate.WithLogger(zap.New(zapcore.NewCore(enc, zapcore.AddSync(&lockedWriter{w: stderr}), zap.DebugLevel))))
 	}
 
-	// started tells a loop interrupted while it ran (its state saved) from
-	// one whose context ended before it started: Run and Resume then return
-	// an Interrupted result too, but nothing was done or saved.
-	// TODO(library): the Result does not say whether the loop started; see
-	// /work/notes/requests.md ("planrunner", follow-up).
-	var started atomic.Bool
-	opts = append(opts, iterate.WithObserver(func(e iterate.Event) {
-		if _, ok := e.(iterate.LoopStarted); ok {
-			started.Store(true)
-		}
-	}))
-
 	mode := "plan-based"
 	if fileMode {
 		mode = "file-based"
@@ -371,10 +358,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitInterrupted
 	}
+	if ie := (*iterate.InterruptedError)(nil); errors.As(err, &ie) && ie.BeforeStart {
+		return notStarted() // the context ended before the loop started
+	}
 	if res == nil {
 		switch {
-		case ctx.Err() != nil: // ended while the session was being locked or loaded
-			return notStarted()
 		case errors.Is(err, checkpoint.ErrNotFound):
 			return fail("no checkpoint to resume in %s; run without --resume", r.checkpoint)
 		case errors.Is(err, checkpoint.ErrLocked):
@@ -384,10 +372,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return fail("%v", err)
 	}
-	if res.Status == iterate.Interrupted && !started.Load() {
-		return notStarted()
-	}
-
 	var last *IterationRecord
 	if n := len(res.State.Iterations); n > 0 {
 		last = &res.State.Iterations[n-1]
