@@ -74,6 +74,11 @@ type Checkpoint struct {
 	// Question is the question put to a human when Status is "escalated".
 	Question string `json:"question,omitempty"`
 
+	// Journal records the tasks of the iteration in flight (Iteration+1)
+	// that finished before this checkpoint was saved, so that a resume after
+	// a crash does not run them again.
+	Journal []Entry `json:"journal,omitempty"`
+
 	// Fingerprint identifies the loop's settings; a resume under different
 	// settings can be refused.
 	Fingerprint string `json:"fingerprint,omitempty"`
@@ -85,6 +90,21 @@ type Checkpoint struct {
 	// Notes are remarks a store attached while loading, such as a fallback
 	// to an older generation because the newest was damaged. Not saved.
 	Notes []string `json:"-"`
+}
+
+// Entry is one finished task of the iteration in flight, journaled.
+type Entry struct {
+	// Iteration (1-indexed) and Index (0-indexed) place the task; Role and
+	// Key (the main gap's kind and target) identify it, so that a replanned
+	// iteration reuses the entry only for the same task.
+	Iteration int    `json:"iteration"`
+	Index     int    `json:"index"`
+	Role      string `json:"role,omitempty"`
+	Key       string `json:"key,omitempty"`
+	// Part is what the task found, encoded like the state.
+	Part []byte `json:"part,omitempty"`
+	// Usage is what the task spent.
+	Usage budget.Usage `json:"usage"`
 }
 
 // Clone returns a deep copy of c, sharing no memory with it: the slices, the

@@ -15,8 +15,9 @@ import (
 // History's Current assessment and Gaps (documented as unsaved) are dropped.
 // dst must not share memory with anything still in use.
 func copyCheckpoint(dst, src *Checkpoint, full bool) {
-	state, engine, durations, gaps, notes, hist := dst.State, dst.Engine, dst.Durations, dst.Gaps, dst.Notes, dst.History
+	state, engine, durations, gaps, notes, hist, journal := dst.State, dst.Engine, dst.Durations, dst.Gaps, dst.Notes, dst.History, dst.Journal
 	*dst = *src
+	dst.Journal = cloneJournal(journal, src.Journal)
 	dst.State = cloneInto(state, src.State)
 	dst.Engine = cloneInto(engine, src.Engine)
 	dst.Durations = cloneInto(durations, src.Durations)
@@ -35,6 +36,28 @@ func copyCheckpoint(dst, src *Checkpoint, full bool) {
 	}
 	copyHistory(hist, src.History, full)
 	dst.History = hist
+}
+
+// cloneJournal returns a deep copy of src, reusing buf and its parts.
+func cloneJournal(buf, src []Entry) []Entry {
+	if src == nil {
+		return nil
+	}
+	old := buf[:cap(buf)]
+	if cap(buf) < len(src) {
+		buf = make([]Entry, len(src))
+	} else {
+		buf = buf[:len(src)]
+	}
+	for i := range src {
+		var part []byte
+		if i < len(old) {
+			part = old[i].Part
+		}
+		buf[i] = src[i]
+		buf[i].Part = cloneInto(part, src[i].Part)
+	}
+	return buf
 }
 
 // cloneInto returns a copy of src, in buf when it is large enough. It keeps

@@ -91,6 +91,7 @@ func benchDeep(b *testing.B, depth int) {
 		iterate.WithConvergence(converge.Any(converge.Failures{}, converge.NoProgress{}, converge.IterationLimit{})),
 		iterate.WithBudget(budget.Limits{Tokens: 1 << 50}),
 		iterate.WithCheckpointer(&checkpoint.Memory{}),
+		iterate.WithTaskJournal(),
 		iterate.WithObserver(observe))
 	res, err := eng.Run(context.Background(), 0)
 	if err != nil || res.Iterations != depth+b.N {

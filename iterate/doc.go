@@ -62,9 +62,11 @@
 // counters, the budget spent and a fingerprint of the settings. Cancelling
 // the context stops promptly and saves the state as interrupted; Resume
 // continues after the last completed iteration, so that an interrupted and
-// resumed loop ends exactly where an uninterrupted one would. A
-// [Checkpointer] that is also a [Locker] refuses a second concurrent run of
-// a session.
+// resumed loop ends exactly where an uninterrupted one would. With
+// [WithTaskJournal], every finished task is journaled at once, so that an
+// interruption or a crash in the middle of an iteration loses only the
+// tasks still running. A [Checkpointer] that is also a [Locker] refuses a
+// second concurrent run of a session.
 //
 // # Goroutines
 //

@@ -131,6 +131,7 @@ type run[S any] struct {
 	observing bool
 	limited   bool         // the budget has limits (else Remaining is constant)
 	current   atomic.Int64 // the iteration under way, for warnings from host code
+	journal   journal      // finished tasks of the iteration in flight
 	resumed   bool
 }
 
@@ -364,6 +365,11 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 	r.decision = r.data.Decision
 	r.sit.Unresolved = r.data.Unresolved
 	r.metrics.set(r.data.Metrics)
+	for _, e := range c.Journal {
+		if e.Iteration == c.Iteration+1 {
+			r.journal.entries = append(r.journal.entries, e)
+		}
+	}
 	r.data.Metrics = nil
 	return nil
 }
@@ -484,8 +490,10 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 	if ctx.Err() != nil {
 		if failedTasks > 0 {
 			// Cancelled mid-iteration: the iteration in flight is lost
-			// (Resume runs it again); what it spent is not.
-			reservation.Settle(usage)
+			// (Resume runs it again, taking the journaled tasks' outcomes);
+			// what it spent is not, except what the journal will charge
+			// again when it is replayed.
+			reservation.Settle(usage.Sub(r.journal.usage(n)))
 			r.lastErr = taskErr
 			return nil
 		}
@@ -517,6 +525,7 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 	usage.Wall += dur
 	reservation.Settle(usage)
 	r.hist.Complete(failed, string(plan.Action), dur)
+	r.journal.forget()
 	r.lastIterAt = end
 	r.elapsed += dur
 	r.pushDuration(dur)
@@ -792,7 +801,7 @@ func (r *run[S]) result(status Status, reason string, err error) *Result[S] {
 
 // save writes a checkpoint; failures are warnings unless strict.
 func (r *run[S]) save(ctx context.Context, status Status, reason string) error {
-	err := r.trySave(ctx, status, reason)
+	err := r.trySave(ctx, status, reason, r.journal.entries)
 	if err != nil {
 		r.warn(r.hist.Iteration, fmt.Sprintf("checkpoint of session %q not saved: %v", r.cfg.session, err))
 	}
@@ -802,7 +811,7 @@ func (r *run[S]) save(ctx context.Context, status Status, reason string) error {
 	return err
 }
 
-func (r *run[S]) trySave(ctx context.Context, status Status, reason string) error {
+func (r *run[S]) trySave(ctx context.Context, status Status, reason string, journal []checkpoint.Entry) error {
 	state, err := r.cfg.codec.Marshal(r.state)
 	if err != nil {
 		return fmt.Errorf("encoding state: %w", err)
@@ -833,6 +842,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string) erro
 		Gaps:                r.hist.Gaps,
 		History:             &r.hist,
 		Fingerprint:         r.e.fingerprint,
+		Journal:             journal,
 		Engine:              data,
 		State:               state,
 	}

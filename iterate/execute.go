@@ -136,13 +136,18 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task) Outcome[S] {
 		start = time.Now()
 		r.emit(TaskStarted{it: it{t.Iteration}, Task: *t})
 	}
-	var out Outcome[S]
-	if tctx.Done() == nil {
+	out, replayed := r.replay(t)
+	switch {
+	case replayed:
+	case tctx.Done() == nil:
 		out = r.work(tctx, state, t)
-	} else {
+	default:
 		out = r.workCancellable(tctx, state, t)
 	}
 	out.Task = *t
+	if !replayed {
+		r.record(ctx, t, &out)
+	}
 	if r.observing {
 		r.emit(TaskEnded{it: it{t.Iteration}, Task: *t, Err: out.Err, Usage: out.Usage, Duration: time.Since(start)})
 	}

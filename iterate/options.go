@@ -75,6 +75,7 @@ type config struct {
 	fingerprintExtra string
 	window           int
 	refuseResumable  bool
+	journal          bool
 
 	errs []error
 }

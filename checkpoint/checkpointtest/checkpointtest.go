@@ -109,6 +109,9 @@ func Checkpoint(session string, gen uint64) *checkpoint.Checkpoint {
 			Window:              8,
 			Pending:             converge.Outcome{Failed: true, Action: "retry", Duration: 2 * time.Second},
 		},
+		Journal: []checkpoint.Entry{
+			{Iteration: g + 1, Index: 1, Role: "citation", Key: "confidence:f3", Part: []byte(`{"findings":1}`), Usage: budget.Usage{Tokens: 900}},
+		},
 		Question:    "Which database does production use?",
 		Fingerprint: "sha256:0f1e2d3c",
 		Engine:      []byte(fmt.Sprintf(`{"journal":[%d]}`, g)),

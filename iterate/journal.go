@@ -1,0 +1,105 @@
+package iterate
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
+)
+
+// journal records the finished tasks of the iteration in flight (see
+// WithTaskJournal) and replays them after a resume.
+type journal struct {
+	mu      sync.Mutex
+	entries []checkpoint.Entry // of the iteration in flight
+}
+
+// WithTaskJournal journals every task that finishes: a checkpoint holding
+// its outcome is saved at once, so that a crash or an interruption in the
+// middle of an iteration loses only the tasks still running. Resume plans
+// the interrupted iteration again and takes the journaled tasks' outcomes
+// instead of running them (a task is matched by iteration, index, role and
+// main gap, so a strategy that plans differently reruns it). Needs a
+// checkpointer; each journaled task costs one save.
+func WithTaskJournal() Option {
+	return optionFunc(func(c *config) { c.journal = true })
+}
+
+// entryFor returns the journaled entry of t, if any.
+func (j *journal) entryFor(t *Task) (checkpoint.Entry, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	g := t.Gap()
+	key := g.Key()
+	if len(t.Gaps) == 0 {
+		key = ""
+	}
+	for _, e := range j.entries {
+		if e.Iteration == t.Iteration && e.Index == t.Index && e.Role == t.Role && e.Key == key {
+			return e, true
+		}
+	}
+	return checkpoint.Entry{}, false
+}
+
+// usage returns what the journaled tasks of iteration n spent.
+func (j *journal) usage(n int) budget.Usage {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	var u budget.Usage
+	for _, e := range j.entries {
+		if e.Iteration == n {
+			u = u.Add(e.Usage)
+		}
+	}
+	return u
+}
+
+// replay returns the journaled outcome of t, decoded, if there is one.
+func (r *run[S]) replay(t *Task) (Outcome[S], bool) {
+	if !r.cfg.journal {
+		return Outcome[S]{}, false
+	}
+	e, ok := r.journal.entryFor(t)
+	if !ok {
+		return Outcome[S]{}, false
+	}
+	var part S
+	if err := r.cfg.codec.Unmarshal(e.Part, &part); err != nil {
+		r.hostWarn(fmt.Sprintf("journaled task %s unreadable, running it again: %v", t.ID(), err))
+		return Outcome[S]{}, false
+	}
+	return Outcome[S]{Part: part, Usage: e.Usage}, true
+}
+
+// record journals a finished task and saves a checkpoint with it. Called
+// from task goroutines; saves are serialized.
+func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
+	if !r.cfg.journal || r.cfg.checkpointer == nil || out.Err != nil {
+		return
+	}
+	part, err := r.cfg.codec.Marshal(out.Part)
+	if err != nil {
+		r.hostWarn(fmt.Sprintf("journaling task %s: encoding its outcome: %v", t.ID(), err))
+		return
+	}
+	e := checkpoint.Entry{Iteration: t.Iteration, Index: t.Index, Role: t.Role, Part: part, Usage: out.Usage}
+	if len(t.Gaps) > 0 {
+		e.Key = t.Gaps[0].Key()
+	}
+	r.journal.mu.Lock()
+	defer r.journal.mu.Unlock()
+	r.journal.entries = append(r.journal.entries, e)
+	if err := r.trySave(context.WithoutCancel(ctx), Running, "", r.journal.entries); err != nil {
+		r.hostWarn(fmt.Sprintf("journaling task %s: %v", t.ID(), err))
+	}
+}
+
+// forget drops the journal once its iteration is integrated (or lost).
+func (j *journal) forget() {
+	j.mu.Lock()
+	j.entries = nil
+	j.mu.Unlock()
+}

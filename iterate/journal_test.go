@@ -1,0 +1,77 @@
+package iterate_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/iterate"
+	"github.com/refine-go/refine/iterate/iteratetest"
+)
+
+// TestTaskJournal: tasks that finished before an interruption are not run
+// again on resume; the resumed loop ends as an uninterrupted one.
+func TestTaskJournal(t *testing.T) {
+	mk := func(work func(ctx context.Context, tk iterate.Task) error) []iteratetest.Step {
+		return []iteratetest.Step{
+			{Assessment: research(0.3, 0.85, 0, 3), Usage: budget.Usage{Tokens: 100}, Work: work},
+			{Assessment: research(0.9, 0.95, 0, 0)},
+		}
+	}
+	opts := func(store iterate.Checkpointer) []iterate.Option {
+		return []iterate.Option{iterate.WithCheckpointer(store), iterate.WithTaskJournal(), iterate.WithParallelism(1)}
+	}
+	want, err := iterate.New(&iteratetest.Script{Steps: mk(nil)}, opts(&checkpoint.Memory{})...).Run(context.Background(), iteratetest.State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := &checkpoint.Memory{}
+	interrupt := func(ctx context.Context, tk iterate.Task) error {
+		if tk.Index == 2 { // tasks 1 and 2 finished; Ctrl+C during task 3
+			cancel()
+			return ctx.Err()
+		}
+		return nil
+	}
+	first := &iteratetest.Script{Steps: mk(interrupt)}
+	if _, err := iterate.New(first, opts(store)...).Run(ctx, iteratetest.State{}); !errors.Is(err, iterate.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	saved, _ := store.Load(context.Background(), iterate.DefaultSession)
+	if len(saved.Journal) != 2 || saved.Iteration != 0 {
+		t.Fatalf("journal %+v at iteration %d, want 2 tasks of iteration 1", saved.Journal, saved.Iteration)
+	}
+
+	second := &iteratetest.Script{Steps: mk(nil)}
+	got, err := iterate.New(second, opts(store)...).Resume(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tasks := second.Calls()
+	var ran []string
+	for _, tk := range tasks {
+		ran = append(ran, tk.ID())
+	}
+	if diff := cmp.Diff([]string{"1.3"}, ran); diff != "" {
+		t.Errorf("tasks run after resume (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want.State, got.State); diff != "" {
+		t.Errorf("state (-uninterrupted +resumed):\n%s", diff)
+	}
+	// Journaled work is charged once; the interrupted attempt of task 3
+	// spent its 100 tokens too.
+	if got.Usage.Tokens != want.Usage.Tokens+100 {
+		t.Errorf("tokens %d, want %d", got.Usage.Tokens, want.Usage.Tokens+100)
+	}
+	final, _ := store.Load(context.Background(), iterate.DefaultSession)
+	if len(final.Journal) != 0 {
+		t.Errorf("journal kept after its iteration: %+v", final.Journal)
+	}
+}
