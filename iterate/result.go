@@ -108,8 +108,9 @@ type Result[S any] struct {
 
 // Metrics measure the work of a run.
 type Metrics struct {
-	// Iterations holds the metrics of the most recent iterations (a bounded
-	// window), oldest first.
+	// Iterations holds the metrics of the most recent iterations, oldest
+	// first: a window of at most 32, kept across resumes, so that a loop of
+	// any length costs constant space.
 	Iterations []IterationMetrics
 	// Total sums over every iteration, across resumes.
 	Total Totals

@@ -142,8 +142,8 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 	r.Charge(budget.Usage{Tokens: int64(tokens)})
 	if over {
 		// Seed 004: warn, and send the prompt anyway. The engine reports the
-		// warning (a Warned event, a warn-level log entry) when the
-		// iteration's work returns.
+		// warning at once (a Warned event, a warn-level log entry), before
+		// the AI CLI starts.
 		r.Warn(fmt.Sprintf("Prompt exceeds token budget: %s > %s",
 			budget.FormatTokens(int64(tokens)), budget.FormatTokens(int64(a.set.TokenBudget))))
 	}

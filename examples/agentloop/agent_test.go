@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -20,7 +21,7 @@ import (
 // TestAgentReportsToTheEngine: each iteration charges the prompt's token
 // estimate to the loop (Result.Usage.Tokens), also when the AI CLI fails,
 // and a prompt over the token budget is warned about through the engine
-// (a Warned event per iteration) and sent anyway.
+// (a Warned event per iteration, before its AI CLI runs) and sent anyway.
 func TestAgentReportsToTheEngine(t *testing.T) {
 	prompts, err := filepath.Abs(filepath.Join("testdata", "prompts", "build"))
 	if err != nil {
@@ -31,6 +32,8 @@ func TestAgentReportsToTheEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokens := budget.EstimateTokens(prompt)
+	// The AI CLI leaves a file named after its iteration.
+	const ran = `cat >/dev/null; : >ran.$AGENTLOOP_ITERATION`
 	over := fmt.Sprintf("Prompt exceeds token budget: %s > 50", budget.FormatTokens(int64(tokens)))
 
 	tests := []struct {
@@ -40,9 +43,10 @@ func TestAgentReportsToTheEngine(t *testing.T) {
 		wantWarnings []string
 		wantFailed   bool
 	}{
-		{name: "seed004_prompt_within_budget_charged", aiCmd: "cat >/dev/null", tokenBudget: 100000},
-		{name: "seed004_prompt_over_budget_warned_and_sent", aiCmd: "cat >/dev/null", tokenBudget: 50, wantWarnings: []string{over, over}},
-		{name: "seed004_failed_ai_cli_still_charged", aiCmd: "cat >/dev/null; exit 1", tokenBudget: 100000, wantFailed: true},
+		{name: "seed004_prompt_within_budget_charged", aiCmd: ran, tokenBudget: 100000},
+		{name: "seed004_prompt_over_budget_warned_and_sent", aiCmd: ran, tokenBudget: 50,
+			wantWarnings: []string{"1: " + over, "2: " + over}},
+		{name: "seed004_failed_ai_cli_still_charged", aiCmd: ran + "; exit 1", tokenBudget: 100000, wantFailed: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,7 +62,11 @@ func TestAgentReportsToTheEngine(t *testing.T) {
 				defer mu.Unlock()
 				switch e := e.(type) {
 				case iterate.Warned:
-					warnings = append(warnings, e.Message)
+					// Reported at once: the iteration's AI CLI has not run.
+					if _, err := os.Stat(filepath.Join(ws, fmt.Sprintf("ran.%d", e.Iteration()))); err == nil {
+						t.Errorf("warning of iteration %d reported after its AI CLI ran", e.Iteration())
+					}
+					warnings = append(warnings, fmt.Sprintf("%d: %s", e.Iteration(), e.Message))
 				case iterate.IterationEnded:
 					failed = failed || e.Failed
 				}

@@ -605,6 +605,43 @@ func TestResumeAfterCrash(t *testing.T) {
 	}
 }
 
+// TestResumedStateFile: a resumed run's state file carries on the timings
+// of the run it resumes (last_iteration_at from the engine, the durations of
+// every earlier iteration), also when the previous state file is missing
+// and the resumed run is interrupted before its first iteration ends.
+func TestResumedStateFile(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	cmd, _, _, child := f.hang("build", "--max-iterations", "10")
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	waitGone(t, child)
+	before := f.summaryFile()
+	if err := os.Remove(filepath.Join(f.stateDir(), "build.json")); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd, stdout, _, child := f.hang("resume", "build")
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	waitGone(t, child)
+	want := progress(
+		"Resuming procedure: build from iteration 5 (max 10)",
+		"Previous session: 5 iterations completed in D",
+		"Iteration 6/10 starting...",
+		"Interrupted. State saved. Resume with: agentloop resume build")
+	if diff := cmp.Diff(want, normalize(stdout.String())); diff != "" {
+		t.Errorf("resumed run (-want +got):\n%s", diff)
+	}
+	after := f.summaryFile()
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("seed004_state_file_carried_on_resume (-before +after):\n%s", diff)
+	}
+	if after["last_iteration_at"] == nil || len(after["elapsed_per_iteration"].([]any)) != 5 {
+		t.Errorf("state file %v, want last_iteration_at and 5 durations", after)
+	}
+}
+
 // TestSeed004CorruptedState: a corrupted state file is warned about and a
 // fresh start made, by a start and by a resume.
 func TestSeed004CorruptedState(t *testing.T) {
@@ -695,18 +732,22 @@ func TestSeed004QualityGates(t *testing.T) {
 }
 
 // TestSeed004TokenBudgetWarning: a prompt over the token budget is warned
-// about each iteration and sent anyway.
+// about each iteration, before the AI CLI runs (seed 004: warn, then
+// execute), and sent anyway.
 func TestSeed004TokenBudgetWarning(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	logFile := filepath.Join(f.aux, "agentloop.log")
-	got := f.run(nil, "build", "--max-iterations", "2", "--token-budget", "50", "--log", logFile)
+	got := f.run(map[string]string{"FAKEAI_ECHO": "1"}, "build", "--max-iterations", "2", "--token-budget", "50", "--log", logFile)
 	msg := fmt.Sprintf("Prompt exceeds token budget: %d > 50", budget.EstimateTokens(wantPrompt))
-	want := progress(
-		"Starting procedure: build (max 2 iterations)",
-		"Iteration 1/2 starting...", "WARNING: "+msg, "Iteration 1/2 completed in D",
-		"Iteration 2/2 starting...", "WARNING: "+msg, "Iteration 2/2 completed in D",
-		"Reached max iterations: 2 (total: D)")
+	want := progress("Starting procedure: build (max 2 iterations)",
+		"Iteration 1/2 starting...", "WARNING: "+msg) +
+		"fakeai: working on iteration 1\n" +
+		progress("Iteration 1/2 completed in D",
+			"Iteration 2/2 starting...", "WARNING: "+msg) +
+		"fakeai: working on iteration 2\n" +
+		progress("Iteration 2/2 completed in D",
+			"Reached max iterations: 2 (total: D)")
 	checkRun(t, got, exitOK, want)
 	if n := len(f.calls()); n != 2 {
 		t.Errorf("%d AI CLI calls, want 2", n)
@@ -722,7 +763,7 @@ func TestSeed004TokenBudgetWarning(t *testing.T) {
 		Msg       string  `json:"msg"`
 		Iteration float64 `json:"iteration"`
 	}
-	var warnings []entry
+	var warnings, order []entry
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		var e entry
@@ -732,10 +773,19 @@ func TestSeed004TokenBudgetWarning(t *testing.T) {
 		if e.Level == "warn" {
 			warnings = append(warnings, e)
 		}
+		if e.Level == "warn" || e.Msg == "AI CLI finished" {
+			order = append(order, e)
+		}
 	}
 	wantWarnings := []entry{{"warn", msg, 1}, {"warn", msg, 2}}
 	if diff := cmp.Diff(wantWarnings, warnings); diff != "" {
 		t.Errorf("warnings logged (-want +got):\n%s", diff)
+	}
+	// seed004_token_budget_warning_before_execution: logged before the AI
+	// CLI's entry of the same iteration.
+	wantOrder := []entry{{"warn", msg, 1}, {"info", "AI CLI finished", 1}, {"warn", msg, 2}, {"info", "AI CLI finished", 2}}
+	if diff := cmp.Diff(wantOrder, order); diff != "" {
+		t.Errorf("log order (-want +got):\n%s", diff)
 	}
 }
 
@@ -850,40 +900,7 @@ func TestSeed004PersistenceFailure(t *testing.T) {
 
 	t.Run("seed004_disk_full_checkpoint_not_saved", func(t *testing.T) {
 		t.Parallel()
-		// A read-only state directory, made so for root too by running the
-		// binary as nobody.
-		var cred *syscall.Credential
-		if os.Geteuid() == 0 {
-			cred = &syscall.Credential{Uid: 65534, Gid: 65534}
-		}
-		open := func() string {
-			d, err := os.MkdirTemp("", "agentloop-ro-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			os.Chmod(d, 0o777)
-			return d
-		}
-		ws, aux := open(), open()
-		f := newFixtureIn(t, ws, aux)
-		f.cred = cred
-		state := f.stateDir()
-		if err := os.MkdirAll(state, 0o777); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(state, "build.lock"), nil, 0o666); err != nil {
-			t.Fatal(err)
-		}
-		os.Chmod(filepath.Join(state, "build.lock"), 0o666)
-		if err := os.Chmod(state, 0o555); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			os.Chmod(state, 0o755)
-			os.RemoveAll(ws)
-			os.RemoveAll(aux)
-		})
-
+		f := readOnlyStateFixture(t)
 		got := f.run(nil, "build", "--max-iterations", "2")
 		var warnings []string
 		var rest []string
@@ -908,6 +925,102 @@ func TestSeed004PersistenceFailure(t *testing.T) {
 			t.Errorf("exit %d, stderr %q", got.code, got.stderr)
 		}
 	})
+}
+
+// readOnlyStateFixture returns a fixture whose state directory exists but
+// cannot be written (its lock file can), made so for root too by running
+// the binary as nobody.
+func readOnlyStateFixture(t *testing.T) *fixture {
+	t.Helper()
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	open := func() string {
+		d, err := os.MkdirTemp("", "agentloop-ro-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(d, 0o777)
+		return d
+	}
+	ws, aux := open(), open()
+	f := newFixtureIn(t, ws, aux)
+	f.cred = cred
+	state := f.stateDir()
+	if err := os.MkdirAll(state, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "build.lock"), nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(state, "build.lock"), 0o666)
+	if err := os.Chmod(state, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		os.Chmod(state, 0o755)
+		os.RemoveAll(ws)
+		os.RemoveAll(aux)
+	})
+	return f
+}
+
+// TestSeed004InterruptWithoutSavedState: the interruption line says whether
+// the state was saved. Without persistence (warned about at the start) it
+// is a plain "Interrupted."; a final checkpoint that cannot be written is
+// named with its error.
+func TestSeed004InterruptWithoutSavedState(t *testing.T) {
+	tests := []struct {
+		name     string
+		fixture  func(t *testing.T) *fixture
+		wantLast *regexp.Regexp
+	}{
+		{
+			name: "seed004_interrupt_state_persistence_unavailable",
+			fixture: func(t *testing.T) *fixture {
+				f := newFixture(t)
+				// .agentloop is a file: the state directory cannot be created.
+				if err := os.WriteFile(filepath.Join(f.ws, ".agentloop"), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return f
+			},
+			wantLast: regexp.MustCompile(`^\[T\] Interrupted\.$`),
+		},
+		{
+			name:     "seed004_interrupt_disk_full_state_not_saved",
+			fixture:  readOnlyStateFixture,
+			wantLast: regexp.MustCompile(`^\[T\] Interrupted\. State not saved: checkpoint: saving session "build": .*: permission denied$`),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := tt.fixture(t)
+			cmd, stdout, stderr, child := f.hang("build", "--max-iterations", "10")
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+				t.Errorf("interrupted run: %v, want exit code 130; stderr %s", err, stderr)
+			}
+			waitGone(t, child)
+			lines := strings.Split(strings.TrimSuffix(normalize(stdout.String()), "\n"), "\n")
+			if last := lines[len(lines)-1]; !tt.wantLast.MatchString(last) {
+				t.Errorf("last line %q, want a match of %s\nstdout:\n%s", last, tt.wantLast, stdout)
+			}
+			// Between them, only the warning about the final save.
+			lines = slices.DeleteFunc(lines, func(l string) bool {
+				return strings.HasPrefix(l, `[T] WARNING: checkpoint of session "build" not saved: `)
+			})
+			if i := slices.Index(lines, "[T] Iteration 6/10 starting..."); i < 0 || i != len(lines)-2 {
+				t.Errorf("the interruption does not follow iteration 6's start:\n%s", stdout)
+			}
+		})
+	}
 }
 
 // TestSeed004StructuredLogs: --log writes JSON lines with the iteration,

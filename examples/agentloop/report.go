@@ -48,29 +48,19 @@ func (c *console) warn(msg string) { c.print("WARNING: " + msg) }
 
 // reporter observes the engine's events: iterate.Progress prints the
 // progress lines of seed 004, and the reporter keeps the procedure's state
-// file up to date. It prints itself only what Progress words otherwise:
-//
-//   - "Previous session: ..." on resume, as seed 004's example 3 has it
-//     (Progress says "Previous procedure");
-//   - an interruption whose state could not be saved (Progress always
-//     says "State saved");
-//   - a stop other than the iteration limit, an abort or an interruption,
-//     as an ERROR line.
+// file up to date. It prints itself only a stop other than the iteration
+// limit, an abort or an interruption, as an ERROR line (Progress words it
+// as a plain summary).
 type reporter struct {
 	out      *console
 	progress func(iterate.Event)
 	summary  *summary // nil when state is not persisted
-
-	persisted bool  // a checkpointer is configured
-	saved     bool  // the last checkpoint was saved
-	saveErr   error // why it was not
 }
 
 func newReporter(out *console, set *settings, persisted bool) *reporter {
 	r := &reporter{
-		out:       out,
-		progress:  iterate.Progress(out, iterate.ProgressNoun("procedure"), iterate.ProgressResumeHint(set.ResumeHint)),
-		persisted: persisted,
+		out:      out,
+		progress: iterate.Progress(out, iterate.ProgressNoun("procedure"), iterate.ProgressResumeHint(set.ResumeHint)),
 	}
 	if persisted {
 		r.summary = &summary{path: filepath.Join(set.StateDir, set.Procedure+".json")}
@@ -78,17 +68,13 @@ func newReporter(out *console, set *settings, persisted bool) *reporter {
 	return r
 }
 
-// observe is the iterate.WithObserver hook. The events it handles all
-// arrive in the loop's goroutine.
+// observe is the iterate.WithObserver hook. Warned events may arrive from
+// the iteration's goroutine (Progress is safe for concurrent use); the
+// events that touch the summary all arrive in the loop's goroutine.
 func (r *reporter) observe(e iterate.Event) {
 	switch e := e.(type) {
 	case iterate.LoopStarted:
-		if e.Resumed {
-			r.out.printAt(e.Time, fmt.Sprintf("Resuming procedure: %s from iteration %d (%s)", e.Session, e.Completed, limit(e.MaxIterations)))
-			r.out.printAt(e.Time, fmt.Sprintf("Previous session: %d iterations completed in %s", e.Completed, iterate.FormatDuration(e.Elapsed)))
-		} else {
-			r.progress(e)
-		}
+		r.progress(e)
 		if r.summary != nil {
 			r.summary.started(e)
 		}
@@ -98,7 +84,6 @@ func (r *reporter) observe(e iterate.Event) {
 			r.summary.iterationEnded(e)
 		}
 	case iterate.CheckpointSaved:
-		r.saved, r.saveErr = e.Err == nil, e.Err
 		if e.Err == nil && r.summary != nil {
 			if err := r.summary.write(e.Iteration(), e.Status); err != nil {
 				r.out.warn(fmt.Sprintf("state summary not written: %v", err))
@@ -117,7 +102,7 @@ func (r *reporter) stopped(e iterate.LoopStopped) {
 		r.progress(e)
 		// The engine removed the checkpoints (WithCleanup) if it could save
 		// the final one; the summary goes with them.
-		if r.summary != nil && r.saved {
+		if r.summary != nil && e.Saved {
 			if err := r.summary.remove(); err != nil {
 				r.out.warn(fmt.Sprintf("state summary not removed: %v", err))
 			}
@@ -127,15 +112,11 @@ func (r *reporter) stopped(e iterate.LoopStopped) {
 		// failures (...)".
 		r.progress(e)
 	case iterate.Interrupted:
+		// "Interrupted. State saved. Resume with: ...", or "Interrupted.
+		// State not saved: <why>", or "Interrupted." without persistence
+		// (warned about at the start).
 		r.out.breakLine()
-		switch {
-		case r.persisted && r.saved:
-			r.progress(e) // "Interrupted. State saved. Resume with: ..."
-		case r.persisted:
-			r.out.printAt(e.Time, fmt.Sprintf("Interrupted. State not saved: %v", r.saveErr))
-		default:
-			r.out.printAt(e.Time, "Interrupted. State not saved (state persistence unavailable).")
-		}
+		r.progress(e)
 	default:
 		r.out.printAt(e.Time, fmt.Sprintf("ERROR: Stopped (%s: %s) after %d iterations (total: %s)", e.Status, e.Reason, e.Iteration(), iterate.FormatDuration(e.Elapsed)))
 	}
@@ -153,7 +134,7 @@ func limit(max int) string {
 // procedure's state, <workspace>/.agentloop/state/<procedure>.json. The
 // resumable data is in the checkpoints beside it; this file is written after
 // every saved checkpoint and never read back, except for the durations of
-// earlier iterations (and the time of the last one) on resume.
+// earlier iterations on resume.
 type stateFile struct {
 	Iteration           int       `json:"iteration"`
 	MaxIterations       int       `json:"max_iterations"`
@@ -183,6 +164,7 @@ func (s *summary) started(e iterate.LoopStarted) {
 		ConsecutiveFailures: e.ConsecutiveFailures,
 		FailureThreshold:    e.FailureThreshold,
 		StartedAt:           e.StartedAt.UTC(),
+		LastIterationAt:     e.LastIterationAt.UTC(),
 		Status:              "running",
 		ProcedureName:       e.Session,
 		ElapsedPerIteration: []string{},
@@ -194,7 +176,6 @@ func (s *summary) started(e iterate.LoopStarted) {
 	if data, err := os.ReadFile(s.path); err == nil && json.Unmarshal(data, &prev) == nil &&
 		prev.Iteration == e.Completed && len(prev.ElapsedPerIteration) == e.Completed {
 		s.st.ElapsedPerIteration = prev.ElapsedPerIteration
-		s.st.LastIterationAt = prev.LastIterationAt
 		return
 	}
 	for _, d := range e.Durations {

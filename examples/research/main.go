@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"github.com/refine-go/refine/checkpoint"
-	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -267,18 +266,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	w := &researcher{ix: ix, lines: &lineCounter{ix: ix}, agents: o.agents, filesPerTask: o.filesPerTask}
 	d := &display{w: disp, external: o.agents}
-	roles := iterate.DefaultRoles()
-	// One citation task pins every finding that needs evidence, and one
-	// pattern task collects the examples of every unclear pattern.
-	for _, k := range []gap.Kind{gap.Confidence, gap.Evidence, gap.Pattern} {
-		r := roles[k]
-		r.Group = true
-		roles[k] = r
-	}
 	store := checkpoint.NewDir(stateDir)
+	// The default strategy, iterate.Adaptive with iterate.DefaultRoles,
+	// groups the citation and pattern roles: one citation task pins every
+	// finding that needs evidence, one pattern task collects the examples
+	// of every unclear pattern.
 	eng := iterate.New[Notes](w,
 		iterate.WithMaxIterations(o.maxIter),
-		iterate.WithStrategy(&iterate.Adaptive{Roles: roles}),
 		iterate.WithCheckpointer(store),
 		iterate.WithSession(session),
 		iterate.WithTaskTimeout(o.timeout),

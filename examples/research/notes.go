@@ -29,8 +29,6 @@ type Notes struct {
 	Citations []string `json:"citations,omitempty"`
 	// Log records what each agent of each iteration contributed.
 	Log []AgentLog `json:"log,omitempty"`
-	// Snapshots are the metrics after each iteration.
-	Snapshots []Snapshot `json:"snapshots,omitempty"`
 	// TotalFiles is the number of Go files in the tree.
 	TotalFiles int `json:"total_files,omitempty"`
 }
@@ -200,19 +198,6 @@ type AgentLog struct {
 	Patterns   int    `json:"patterns,omitempty"`
 	Dropped    int    `json:"dropped,omitempty"` // findings or citations that failed validation
 	Error      string `json:"error,omitempty"`
-}
-
-// Snapshot is the state of the research after an iteration.
-type Snapshot struct {
-	Iteration  int     `json:"iteration"`
-	Agents     int     `json:"agents"`
-	Failed     int     `json:"failed,omitempty"`
-	Files      int     `json:"files"`    // relevant files analyzed
-	Read       int     `json:"read"`     // all files read
-	Findings   int     `json:"findings"` // deduplicated
-	Citations  int     `json:"citations"`
-	Coverage   float64 `json:"coverage"`
-	Confidence float64 `json:"confidence"`
 }
 
 // Confidence model. Each agent claims a confidence from its own evidence;
@@ -559,22 +544,6 @@ func related(a, b *Finding) bool {
 		}
 	}
 	return false
-}
-
-// snapshot records the metrics after iteration it.
-func (n *Notes) snapshot(it, agents, failed int) {
-	a, e := n.coverage()
-	cov := 0.0
-	if e > 0 {
-		cov = float64(a) / float64(e)
-	}
-	s := Snapshot{Iteration: it, Agents: agents, Failed: failed, Files: a, Read: len(n.Analyzed), Findings: len(n.Findings),
-		Citations: len(n.Citations), Coverage: round4(cov), Confidence: round4(n.averageConfidence())}
-	if k := len(n.Snapshots); k > 0 && n.Snapshots[k-1].Iteration == it {
-		n.Snapshots[k-1] = s
-		return
-	}
-	n.Snapshots = append(n.Snapshots, s)
 }
 
 func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }

@@ -193,28 +193,15 @@ func buildReport(res *iterate.Result[Notes], session, stateDir string, maxIter i
 	}
 
 	// Per-iteration metrics: the engine's (Result.Metrics, kept across
-	// resumes), with the coverage and confidence reached that the notes
-	// record after each iteration.
-	byIter := map[int]iterate.IterationMetrics{}
+	// resumes; a bounded window of the most recent iterations).
 	for _, m := range res.Metrics.Iterations {
-		byIter[m.Iteration] = m
-	}
-	var prev Snapshot
-	for _, s := range n.Snapshots {
-		ir := IterationReport{
-			Iteration: s.Iteration, Agents: s.Agents, Failed: s.Failed,
-			NewFiles: s.Files - prev.Files, NewFindings: s.Findings - prev.Findings, NewCitations: s.Citations - prev.Citations,
-			Coverage: s.Coverage, CoverageGain: round4(s.Coverage - prev.Coverage),
-			Confidence: s.Confidence, ConfidenceGain: round4(s.Confidence - prev.Confidence),
-		}
-		if m, ok := byIter[s.Iteration]; ok {
-			ir.Action, ir.Agents, ir.Failed = string(m.Action), m.Tasks, m.FailedTasks
-			ir.NewFiles, ir.NewFindings, ir.NewCitations = m.NewFiles, m.NewFindings, m.NewCitations
-			ir.CoverageGain, ir.ConfidenceGain = round4(m.CoverageGain), round4(m.ConfidenceGain)
-			ir.Seconds = round4(m.Duration.Seconds())
-		}
-		r.Metrics = append(r.Metrics, ir)
-		prev = s
+		r.Metrics = append(r.Metrics, IterationReport{
+			Iteration: m.Iteration, Action: string(m.Action), Agents: m.Tasks, Failed: m.FailedTasks,
+			NewFiles: m.NewFiles, NewFindings: m.NewFindings, NewCitations: m.NewCitations,
+			Coverage: round4(m.Coverage), CoverageGain: round4(m.CoverageGain),
+			Confidence: round4(m.Confidence), ConfidenceGain: round4(m.ConfidenceGain),
+			Seconds: round4(m.Duration.Seconds()),
+		})
 	}
 	r.Totals = TotalsReport{Iterations: res.Iterations, Agents: res.Metrics.Total.Tasks, Failed: res.Metrics.Total.FailedTasks,
 		Files: len(n.Analyzed), Findings: len(n.Findings), Seconds: round4(res.Metrics.Total.Duration.Seconds()),
@@ -357,6 +344,9 @@ func (r *Report) writeText(w io.Writer) {
 	fmt.Fprintln(w)
 
 	fmt.Fprintf(w, "Iteration Metrics\n")
+	if len(r.Metrics) > 0 && r.Metrics[0].Iteration > 1 {
+		fmt.Fprintf(w, "  (iterations 1-%d not kept)\n", r.Metrics[0].Iteration-1)
+	}
 	fmt.Fprintf(w, "  %-5s %-7s %-7s %-6s %-9s %-10s %-9s %-11s %-10s %s\n", "Iter", "Action", "Agents", "Files", "Findings", "Citations", "Coverage", "Confidence", "Δcoverage", "Duration")
 	for _, m := range r.Metrics {
 		agents := fmt.Sprint(m.Agents)

@@ -52,15 +52,11 @@ func (w *researcher) Assess(_ context.Context, s Notes) (gap.Assessment, error) 
 	for i := range s.Findings {
 		f := &s.Findings[i]
 		a.Findings = append(a.Findings, gap.Finding{
-			// TODO(library): gap.Research compares the average confidence
-			// without the tolerance of converge.Thresholds, so findings of
-			// 0.80 average to 0.7999… and report a confidence gap while the
-			// criterion is met; the nudge (far below the display precision)
-			// keeps the two in agreement. See /work/notes/requests.md.
-			ID: f.ID, Description: f.Description, Confidence: min(1, f.Confidence+confidenceNudge), Impact: impactOf(f.Impact),
+			ID: f.ID, Description: f.Description, Confidence: f.Confidence, Impact: impactOf(f.Impact),
 			Citations: f.Citations, Sources: f.sources(), Pattern: f.Kind == KindPattern, Relevance: f.Relevance,
 		})
-		if f.Confidence < gap.DefaultMinConfidence {
+		// As the gap analysis judges it (within gap.Tolerance).
+		if f.Confidence < gap.DefaultMinConfidence-gap.Tolerance {
 			work = append(work, "confidence "+f.ID)
 		}
 	}
@@ -86,9 +82,6 @@ func (w *researcher) Assess(_ context.Context, s Notes) (gap.Assessment, error) 
 	a.WorkRemaining = work
 	return a, nil
 }
-
-// confidenceNudge offsets the rounding of an average of equal confidences.
-const confidenceNudge = 1e-9
 
 func impactOf(s string) gap.Impact {
 	switch s {
@@ -127,17 +120,15 @@ func (w *researcher) Work(ctx context.Context, s Notes, t iterate.Task) (iterate
 // it validates citations, deduplicates findings, merges their evidence,
 // raises confidence on corroboration, flags contradictions as conflicts,
 // applies the verifier's resolutions, updates coverage and the answers,
-// and cross-references the citations.
+// and cross-references the citations. (The engine measures the iteration
+// from the next assessment: Result.Metrics.)
 func (w *researcher) Integrate(_ context.Context, s Notes, outcomes []iterate.Outcome[Notes]) (Notes, error) {
 	n := s.clone()
-	iteration, failed := 0, 0
 	for i := range outcomes {
 		o := &outcomes[i]
-		iteration = o.Task.Iteration
 		log := AgentLog{Iteration: o.Task.Iteration, Task: o.Task.ID(), Agent: agentName(&o.Task), Role: o.Task.Role,
 			Gap: gapLabel(o.Task.Gap()), External: w.agents[o.Task.Role] != ""}
 		if o.Failed() {
-			failed++
 			log.Error = o.Err.Error()
 			n.Log = append(n.Log, log)
 			continue
@@ -151,7 +142,6 @@ func (w *researcher) Integrate(_ context.Context, s Notes, outcomes []iterate.Ou
 	n.answerQuestions()
 	n.findContext()
 	n.crossReference()
-	n.snapshot(iteration, len(outcomes), failed)
 	return n, nil
 }
 
@@ -178,7 +168,6 @@ func (n *Notes) clone() Notes {
 	c.Context = slices.Clone(n.Context)
 	c.Citations = slices.Clone(n.Citations)
 	c.Log = slices.Clone(n.Log)
-	c.Snapshots = slices.Clone(n.Snapshots)
 	return c
 }
 
