@@ -44,6 +44,8 @@ func New[S any](w Worker[S], opts ...Option) Engine[S] {
 		cfg.invalid("New", "nil worker")
 	}
 	e := &engine[S]{w: w}
+	e.stageEnder, _ = w.(StageEnder[S])
+	e.concluder, _ = w.(Concluder[S])
 	e.err = cfg.finish()
 	e.cfg = cfg
 	e.fingerprint = fingerprint(&cfg)
@@ -55,6 +57,9 @@ type engine[S any] struct {
 	cfg         config
 	err         error
 	fingerprint string
+	// The optional interfaces of w, found once.
+	stageEnder StageEnder[S]
+	concluder  Concluder[S]
 }
 
 // fingerprint identifies the settings that change what a loop does.
@@ -130,6 +135,7 @@ type run[S any] struct {
 	lastErr   error
 	observing bool
 	limited   bool         // the budget has limits (else Remaining is constant)
+	spent     budget.Usage // what an unlimited budget has spent: no lock needed
 	current   atomic.Int64 // the iteration under way, for warnings from host code
 	journal   journal      // finished tasks of the iteration in flight
 	resumed   bool
@@ -357,6 +363,7 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 		}
 	}
 	r.budget.Restore(c.Usage)
+	r.spent = c.Usage
 	r.generation = c.Generation
 	r.startedAt = c.StartedAt
 	r.lastIterAt = c.LastIterationAt
@@ -413,12 +420,16 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 			return r.stop(ctx, statusOf(d.Verdict), d.Reason)
 		}
 
-		reservation, warnings, err := r.budget.Reserve(r.cfg.estimate)
-		for _, w := range warnings {
-			r.warn(n, "budget: "+w.String())
-		}
-		if err != nil {
-			return r.stop(ctx, BudgetExhausted, "budget exhausted: "+err.Error())
+		var reservation budget.Reservation // zero: settles nothing (no limits)
+		if r.limited {
+			var warnings []budget.Warning
+			reservation, warnings, err = r.budget.Reserve(r.cfg.estimate)
+			for _, w := range warnings {
+				r.warn(n, "budget: "+w.String())
+			}
+			if err != nil {
+				return r.stop(ctx, BudgetExhausted, "budget exhausted: "+err.Error())
+			}
 		}
 
 		plan, err := r.plan(ctx, n, d)
@@ -481,7 +492,7 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 			failedTasks++
 			taskErr = outs[i].Err
 			if IsPermanent(outs[i].Err) {
-				reservation.Settle(usage)
+				r.settle(reservation, usage)
 				return outs[i].Err
 			}
 		}
@@ -493,7 +504,7 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 			// (Resume runs it again, taking the journaled tasks' outcomes);
 			// what it spent is not, except what the journal will charge
 			// again when it is replayed.
-			reservation.Settle(usage.Sub(r.journal.usage(n)))
+			r.settle(reservation, usage.Sub(r.journal.usage(n)))
 			r.lastErr = taskErr
 			return nil
 		}
@@ -504,7 +515,7 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 
 	next, integErr := r.integrate(integCtx, outs)
 	if integErr != nil && (IsPermanent(integErr) || errors.Is(integErr, ErrPanic)) {
-		reservation.Settle(usage)
+		r.settle(reservation, usage)
 		return integErr
 	}
 	if integErr == nil {
@@ -523,9 +534,11 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 	dur := end.Sub(start)
 	usage.Iterations++
 	usage.Wall += dur
-	reservation.Settle(usage)
+	r.settle(reservation, usage)
 	r.hist.Complete(failed, string(plan.Action), dur)
-	r.journal.forget()
+	if r.cfg.journal {
+		r.journal.forget()
+	}
 	r.lastIterAt = end
 	r.elapsed += dur
 	r.pushDuration(dur)
@@ -670,6 +683,24 @@ func (r *run[S]) fillSituation(n int, d converge.Decision) {
 	s.AnsweredAt = r.data.AnsweredAt
 }
 
+// settle records what an iteration spent: against its reservation when the
+// budget has limits, in a plain sum otherwise.
+func (r *run[S]) settle(res budget.Reservation, u budget.Usage) {
+	if r.limited {
+		res.Settle(u)
+		return
+	}
+	r.spent = r.spent.Add(u)
+}
+
+// usage returns what the loop has spent.
+func (r *run[S]) usage() budget.Usage {
+	if r.limited {
+		return r.budget.Spent()
+	}
+	return r.spent
+}
+
 // recoverInto turns a panic of host code into a *PanicError.
 func recoverInto(err *error, where string) {
 	if v := recover(); v != nil {
@@ -749,8 +780,8 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 
 // conclude lets a Concluder record how the loop ended.
 func (r *run[S]) conclude(ctx context.Context, status Status, reason string) {
-	c, ok := r.e.w.(Concluder[S])
-	if !ok {
+	c := r.e.concluder
+	if c == nil {
 		return
 	}
 	next, err := func() (s S, err error) {
@@ -790,7 +821,7 @@ func (r *run[S]) result(status Status, reason string, err error) *Result[S] {
 		Decision:   r.decision,
 		Unmet:      r.decision.Unmet(),
 		Gaps:       r.hist.Gaps,
-		Usage:      r.budget.Spent(),
+		Usage:      r.usage(),
 		History:    r.hist,
 		Err:        err,
 	}
@@ -838,7 +869,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 		Durations:           r.durations.values(),
 		ConsecutiveFailures: r.hist.ConsecutiveFailures,
 		FailureThreshold:    r.cfg.failureThreshold,
-		Usage:               r.budget.Spent(),
+		Usage:               r.usage(),
 		Gaps:                r.hist.Gaps,
 		History:             &r.hist,
 		Fingerprint:         r.e.fingerprint,

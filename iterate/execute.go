@@ -28,7 +28,7 @@ func (r *run[S]) execute(ctx context.Context, tasks []Task) []Outcome[S] {
 		return outs
 	}
 	if len(tasks) == 1 {
-		outs[0] = r.runTask(ctx, state, &tasks[0])
+		r.runTask(ctx, state, &tasks[0], &outs[0])
 		r.endStage(ctx, state, tasks[0].Stage, outs)
 		return outs
 	}
@@ -98,7 +98,7 @@ func (r *run[S]) runStage(ctx context.Context, state S, tasks []Task, outs []Out
 			continue
 		}
 		g.Go(func() error {
-			outs[i] = r.runTask(ctx, state, &tasks[i])
+			r.runTask(ctx, state, &tasks[i], &outs[i])
 			return nil
 		})
 	}
@@ -107,8 +107,8 @@ func (r *run[S]) runStage(ctx context.Context, state S, tasks []Task, outs []Out
 
 // endStage calls the worker's StageEnder, if any.
 func (r *run[S]) endStage(ctx context.Context, state S, stage int, outs []Outcome[S]) {
-	se, ok := r.e.w.(StageEnder[S])
-	if !ok {
+	se := r.e.stageEnder
+	if se == nil {
 		return
 	}
 	err := func() (err error) {
@@ -124,7 +124,7 @@ func (r *run[S]) endStage(ctx context.Context, state S, stage int, outs []Outcom
 // task's context ends and Work does not return within the grace period, the
 // task is abandoned: its outcome reports ErrAbandoned and its goroutine is
 // left to finish on its own.
-func (r *run[S]) runTask(ctx context.Context, state S, t *Task) Outcome[S] {
+func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S]) {
 	tctx := ctx
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -136,53 +136,55 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task) Outcome[S] {
 		start = time.Now()
 		r.emit(TaskStarted{it: it{t.Iteration}, Task: *t})
 	}
-	out, replayed := r.replay(t)
+	replayed := r.cfg.journal && r.replay(t, out)
 	switch {
 	case replayed:
 	case tctx.Done() == nil:
-		out = r.work(tctx, state, t)
+		r.work(tctx, state, t, out)
 	default:
-		out = r.workCancellable(tctx, state, t)
+		r.workCancellable(tctx, state, t, out)
 	}
 	out.Task = *t
-	if !replayed {
-		r.record(ctx, t, &out)
+	if !replayed && r.cfg.journal {
+		r.record(ctx, t, out)
 	}
 	if r.observing {
 		r.emit(TaskEnded{it: it{t.Iteration}, Task: *t, Err: out.Err, Usage: out.Usage, Duration: time.Since(start)})
 	}
-	return out
 }
 
-func (r *run[S]) workCancellable(ctx context.Context, state S, t *Task) Outcome[S] {
+func (r *run[S]) workCancellable(ctx context.Context, state S, t *Task, out *Outcome[S]) {
 	done := make(chan Outcome[S], 1)
 	task := *t // the abandoned goroutine keeps its own copy
-	go func() { done <- r.work(ctx, state, &task) }()
+	go func() {
+		var o Outcome[S]
+		r.work(ctx, state, &task, &o)
+		done <- o
+	}()
 	select {
-	case out := <-done:
-		return out
+	case *out = <-done:
+		return
 	case <-ctx.Done():
 	}
 	grace := time.NewTimer(r.cfg.grace)
 	defer grace.Stop()
 	select {
-	case out := <-done:
-		return out
+	case *out = <-done:
 	case <-grace.C:
-		return Outcome[S]{Err: fmt.Errorf("task %s: %w after %v (%v)", t.ID(), ErrAbandoned, r.cfg.grace, context.Cause(ctx))}
+		*out = Outcome[S]{Err: fmt.Errorf("task %s: %w after %v (%v)", t.ID(), ErrAbandoned, r.cfg.grace, context.Cause(ctx))}
 	}
 }
 
-// work calls the worker, turning a panic into a *PanicError.
-func (r *run[S]) work(ctx context.Context, state S, t *Task) (out Outcome[S]) {
+// work calls the worker into out, turning a panic into a *PanicError.
+func (r *run[S]) work(ctx context.Context, state S, t *Task, out *Outcome[S]) {
 	defer func() {
 		if v := recover(); v != nil {
-			out = Outcome[S]{Err: &PanicError{Where: "work", Value: v, Stack: stack()}}
+			*out = Outcome[S]{Err: &PanicError{Where: "work", Value: v, Stack: stack()}}
 		}
 	}()
-	o, err := r.e.w.Work(ctx, state, *t)
+	var err error
+	*out, err = r.e.w.Work(ctx, state, *t)
 	if err != nil {
-		o.Err = err
+		out.Err = err
 	}
-	return o
 }

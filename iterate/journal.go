@@ -57,27 +57,25 @@ func (j *journal) usage(n int) budget.Usage {
 	return u
 }
 
-// replay returns the journaled outcome of t, decoded, if there is one.
-func (r *run[S]) replay(t *Task) (Outcome[S], bool) {
-	if !r.cfg.journal {
-		return Outcome[S]{}, false
-	}
+// replay sets out to the journaled outcome of t, decoded, if there is one.
+func (r *run[S]) replay(t *Task, out *Outcome[S]) bool {
 	e, ok := r.journal.entryFor(t)
 	if !ok {
-		return Outcome[S]{}, false
+		return false
 	}
 	var part S
 	if err := r.cfg.codec.Unmarshal(e.Part, &part); err != nil {
 		r.hostWarn(fmt.Sprintf("journaled task %s unreadable, running it again: %v", t.ID(), err))
-		return Outcome[S]{}, false
+		return false
 	}
-	return Outcome[S]{Part: part, Usage: e.Usage}, true
+	*out = Outcome[S]{Part: part, Usage: e.Usage}
+	return true
 }
 
 // record journals a finished task and saves a checkpoint with it. Called
 // from task goroutines; saves are serialized.
 func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
-	if !r.cfg.journal || r.cfg.checkpointer == nil || out.Err != nil {
+	if r.cfg.checkpointer == nil || out.Err != nil {
 		return
 	}
 	part, err := r.cfg.codec.Marshal(out.Part)
