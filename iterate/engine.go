@@ -87,8 +87,9 @@ type engineData struct {
 	Pending  IterationMetrics  `json:"pending,omitzero"`
 	Decision converge.Decision `json:"decision"`
 	// Metrics is the window of recent iterations' metrics, so that a
-	// resumed run reports them too.
-	Metrics []IterationMetrics `json:"metrics,omitempty"`
+	// resumed run reports them too; each is encoded once, when its
+	// iteration is measured, not at every save.
+	Metrics []json.RawMessage `json:"metrics,omitempty"`
 }
 
 // snapshot is what the metrics compare between assessments.
@@ -128,6 +129,7 @@ type run[S any] struct {
 	durations  window[time.Duration]
 	generation uint64
 	metrics    window[IterationMetrics]
+	metricsEnc window[json.RawMessage] // metrics, encoded for checkpoints
 	outs       []Outcome[S]
 	// taskBufs alternate between iterations so that the previous plan's
 	// tasks stay intact while the next plan reuses the other buffer.
@@ -148,7 +150,8 @@ func (e *engine[S]) newRun() (*run[S], error) {
 	}
 	r := &run[S]{e: e, cfg: &e.cfg, log: e.cfg.logger, budget: b, observing: len(e.cfg.observers) > 0,
 		durations: newWindow[time.Duration](metricsWindow), metrics: newWindow[IterationMetrics](metricsWindow),
-		limited: e.cfg.limits != (budget.Limits{})}
+		metricsEnc: newWindow[json.RawMessage](metricsWindow),
+		limited:    e.cfg.limits != (budget.Limits{})}
 	r.hist.Window = e.cfg.window
 	r.hist.MaxIterations = e.cfg.maxIterations
 	return r, nil
@@ -371,7 +374,14 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 	r.durations.set(c.Durations)
 	r.decision = r.data.Decision
 	r.sit.Unresolved = r.data.Unresolved
-	r.metrics.set(r.data.Metrics)
+	for _, raw := range r.data.Metrics {
+		var m IterationMetrics
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("iterate: resume session %q: decoding metrics: %w", r.cfg.session, &checkpoint.CorruptError{Generation: c.Generation, Err: err})
+		}
+		r.metrics.push(m)
+		r.metricsEnc.push(raw)
+	}
 	for _, e := range c.Journal {
 		if e.Iteration == c.Iteration+1 {
 			r.journal.entries = append(r.journal.entries, e)
@@ -530,8 +540,8 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 		r.lastErr = iterErr
 	}
 
-	end := time.Now()
-	dur := end.Sub(start)
+	dur := time.Since(start) // one monotonic clock read; the wall end follows
+	end := start.Add(dur)
 	usage.Iterations++
 	usage.Wall += dur
 	r.settle(reservation, usage)
@@ -594,6 +604,11 @@ func (r *run[S]) fillMetrics(a *gap.Assessment) {
 		p.CoverageGain = now.Coverage - prev.Coverage
 		p.ConfidenceGain = now.Confidence - prev.Confidence
 		r.metrics.push(*p)
+		if r.cfg.checkpointer != nil {
+			if raw, err := json.Marshal(p); err == nil {
+				r.metricsEnc.push(raw)
+			}
+		}
 		r.data.Pending = IterationMetrics{}
 	}
 	r.data.Prev = now
@@ -848,12 +863,11 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 		return fmt.Errorf("encoding state: %w", err)
 	}
 	r.data.Decision = r.decision
-	r.data.Metrics = r.metrics.values()
 	data, err := json.Marshal(&r.data)
-	r.data.Metrics = nil
 	if err != nil {
 		return fmt.Errorf("encoding engine data: %w", err)
 	}
+	data = appendMetrics(data, r.metricsEnc.values())
 	c := &checkpoint.Checkpoint{
 		Version:             checkpoint.Version,
 		Session:             r.cfg.session,
@@ -890,6 +904,32 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 // hostWarn is the Warn of host code under the loop's context; it may be
 // called from task goroutines.
 func (r *run[S]) hostWarn(msg string) { r.warn(int(r.current.Load()), msg) }
+
+// appendMetrics adds the encoded metrics to the engine data's JSON object
+// as its "metrics" field: they were encoded once each, and splicing them in
+// spares encoding/json re-validating every one at every save.
+func appendMetrics(obj []byte, metrics []json.RawMessage) []byte {
+	if len(metrics) == 0 || len(obj) < 2 || obj[len(obj)-1] != '}' {
+		return obj
+	}
+	n := len(obj) + len(`,"metrics":[]`) + len(metrics)
+	for _, m := range metrics {
+		n += len(m)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, obj[:len(obj)-1]...)
+	if len(obj) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"metrics":[`...)
+	for i, m := range metrics {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, m...)
+	}
+	return append(out, "]}"...)
+}
 
 func (r *run[S]) warn(n int, msg string) {
 	if ce := r.log.Check(zap.WarnLevel, msg); ce != nil {
