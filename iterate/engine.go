@@ -24,9 +24,10 @@ import (
 // S is inferred from w; options are plain values. With no options the loop
 // runs at most [DefaultMaxIterations] iterations with the default gap
 // analyzer ([gap.Default]), strategy ([Adaptive]) and convergence policy
-// ([converge.Any] of completion, passing checks, early exit, thresholds,
-// consecutive failures, stuck detection and the iteration limit), no
-// budget limits and no checkpoints.
+// ([converge.Default]: completion, passing checks, early exit, thresholds,
+// consecutive failures, stuck detection and the iteration limit, with the
+// threshold of [WithFailureThreshold]), no budget limits and no
+// checkpoints.
 //
 // Invalid options do not panic: Run and Resume return a *ConfigError (all of
 // them, joined) before doing anything.
@@ -140,7 +141,6 @@ type run[S any] struct {
 	spent     budget.Usage // what an unlimited budget has spent: no lock needed
 	current   atomic.Int64 // the iteration under way, for warnings from host code
 	journal   journal      // finished tasks of the iteration in flight
-	resumed   bool
 }
 
 func (e *engine[S]) newRun() (*run[S], error) {
@@ -274,7 +274,6 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 		r.data.Escalation = nil
 	}
 	r.applyLimit()
-	r.resumed = true
 	r.emit(LoopStarted{it: it{r.hist.Iteration}, Session: e.cfg.session, MaxIterations: r.hist.MaxIterations,
 		Resumed: true, Completed: r.hist.Iteration, Elapsed: r.elapsed, Time: time.Now(), StartedAt: r.startedAt,
 		ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: e.cfg.failureThreshold,

@@ -30,24 +30,20 @@ import (
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
+	"github.com/refine-go/refine/iterate"
 )
 
-// Store is what every checkpoint store provides: the engine's Checkpointer.
-type Store interface {
-	Save(ctx context.Context, c *checkpoint.Checkpoint) error
-	Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error)
-}
+// Store is what every checkpoint store provides: the engine's
+// [iterate.Checkpointer].
+type Store = iterate.Checkpointer
 
 // Locker is implemented by stores that can lock a session so that two runs
-// never proceed at once.
-type Locker interface {
-	Lock(ctx context.Context, session string) (release func() error, err error)
-}
+// never proceed at once ([iterate.Locker]).
+type Locker = iterate.Locker
 
-// Remover is implemented by stores that can delete a session's checkpoints.
-type Remover interface {
-	Remove(ctx context.Context, session string) error
-}
+// Remover is implemented by stores that can delete a session's checkpoints
+// ([iterate.Remover]).
+type Remover = iterate.Remover
 
 // Checkpoint returns a checkpoint of session at generation gen with every
 // field set to a value that depends on both, the State included, so that
