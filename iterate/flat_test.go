@@ -3,6 +3,7 @@ package iterate_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/gap"
@@ -13,6 +14,10 @@ import (
 // iteration count (bounded history, metrics and durations; no journal of the
 // past).
 func TestCheckpointSizeIsFlat(t *testing.T) {
+	synctest.Test(t, testCheckpointSizeIsFlat) // fake time: durations do not vary
+}
+
+func testCheckpointSizeIsFlat(t *testing.T) {
 	size := func(iterations int) int {
 		store := &checkpoint.Memory{}
 		w := &iterate.FuncWorker[int]{
