@@ -68,6 +68,16 @@
 // tasks still running. A [Checkpointer] that is also a [Locker] refuses a
 // second concurrent run of a session.
 //
+// # Stages and hooks
+//
+// The tasks of an iteration may be ordered in stages ([Task.Stage]): the
+// tasks of a stage run in parallel once the lower stages are done, as the
+// waves of a plan. [Task.Data] carries host data from the strategy to the
+// worker. A worker may also implement [StageEnder] (called between stages)
+// and [Concluder] (called once when the loop stops, to record how it ended),
+// and report warnings with [Warn] or Round.Warn, and usage with
+// Round.Charge or Outcome.Usage.
+//
 // # Goroutines
 //
 // The loop runs in the caller's goroutine; task goroutines end before Run
