@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -665,7 +666,9 @@ func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision) (p Plan, 
 		}
 	}
 	if r.observing {
-		r.emit(Planned{it: it{n}, Plan: p})
+		ev := p
+		ev.Tasks = slices.Clone(p.Tasks) // the engine reuses the plan's task buffer
+		r.emit(Planned{it: it{n}, Plan: ev})
 	}
 	if ce := r.log.Check(zap.DebugLevel, "planned"); ce != nil {
 		ce.Write(zap.Int("iteration", n), zap.String("phase", "plan"), zap.String("action", string(p.Action)),

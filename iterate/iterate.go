@@ -134,7 +134,9 @@ type GapAnalyzer interface {
 
 // Strategy plans an iteration: the action to take and the tasks to run.
 // [Adaptive] is the default. Plan may keep no reference to sit after it
-// returns.
+// returns, and hands the returned plan to the engine, which fills in each
+// task's iteration, index, limit, timeout and answer in place: return a
+// fresh Tasks slice (or one built on nothing the strategy keeps).
 type Strategy interface {
 	Plan(ctx context.Context, sit *Situation) (Plan, error)
 }
