@@ -17,6 +17,7 @@ import (
 
 	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/checkpoint/checkpointtest"
 	"github.com/refine-go/refine/iterate"
 	"github.com/refine-go/refine/iterate/iteratetest"
 )
@@ -211,19 +212,20 @@ func TestSeed004CorruptStateStartsFresh(t *testing.T) {
 	}
 }
 
-// failingStore fails every save, like a full disk.
-type failingStore struct{ checkpoint.Memory }
-
 var errDiskFull = errors.New("no space left on device")
 
-func (s *failingStore) Save(context.Context, *checkpoint.Checkpoint) error { return errDiskFull }
+// diskFull is a store whose every save fails, like a full disk.
+func diskFull() *checkpointtest.Faulty {
+	return &checkpointtest.Faulty{Store: &checkpoint.Memory{},
+		FailSave: func(int, *checkpoint.Checkpoint) error { return errDiskFull }}
+}
 
 // TestSeed004DiskFullBestEffort: persistence failures are warned about and
 // the loop goes on; with strict checkpoints the run fails.
 func TestSeed004DiskFullBestEffort(t *testing.T) {
 	inc := iterate.Func(func(ctx context.Context, n int, r iterate.Round) (int, error) { return n + 1, nil })
 	rec := &iteratetest.Recorder{}
-	res, err := iterate.New(inc, iterate.WithMaxIterations(3), iterate.WithCheckpointer(&failingStore{}),
+	res, err := iterate.New(inc, iterate.WithMaxIterations(3), iterate.WithCheckpointer(diskFull()),
 		iterate.WithObserver(rec.Observe)).Run(context.Background(), 0)
 	if err != nil || res.Status != iterate.MaxIterations || res.Iterations != 3 {
 		t.Fatalf("best effort: %v, %s after %d", err, res.Status, res.Iterations)
@@ -232,7 +234,7 @@ func TestSeed004DiskFullBestEffort(t *testing.T) {
 		t.Errorf("got %d warnings, want 4: %q", n, rec.Warnings())
 	}
 
-	res, err = iterate.New(inc, iterate.WithMaxIterations(3), iterate.WithCheckpointer(&failingStore{}),
+	res, err = iterate.New(inc, iterate.WithMaxIterations(3), iterate.WithCheckpointer(diskFull()),
 		iterate.WithStrictCheckpoints()).Run(context.Background(), 0)
 	if !errors.Is(err, iterate.ErrFailed) || !errors.Is(err, errDiskFull) || res.Status != iterate.Failed || res.Iterations != 1 {
 		t.Errorf("strict: err = %v, status %s after %d; want failed after 1 wrapping the save error", err, res.Status, res.Iterations)
