@@ -432,6 +432,9 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 
 		var reservation budget.Reservation // zero: settles nothing (no limits)
 		if r.limited {
+			if ex := r.budget.Exhausted(); ex != 0 {
+				return r.stop(ctx, BudgetExhausted, "budget exhausted: "+ex.String()+" limit reached")
+			}
 			var warnings []budget.Warning
 			reservation, warnings, err = r.budget.Reserve(r.cfg.estimate)
 			for _, w := range warnings {
@@ -489,7 +492,15 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 		ce.Write(zap.Int("iteration", n), zap.String("phase", "execute"), zap.String("action", string(plan.Action)), zap.Int("tasks", len(plan.Tasks)))
 	}
 
-	outs := r.execute(ctx, plan.Tasks)
+	execCtx := ctx
+	if left, ok := r.wallLeft(); ok {
+		// A hard wall-time limit bounds the tasks in flight too: they are
+		// cancelled when it runs out, and the next round stops the loop.
+		var cancel context.CancelFunc
+		execCtx, cancel = context.WithTimeoutCause(ctx, left, errWallTime)
+		defer cancel()
+	}
+	outs := r.execute(execCtx, plan.Tasks)
 	var usage budget.Usage
 	failedTasks := 0
 	var taskErr error
@@ -698,6 +709,18 @@ func (r *run[S]) fillSituation(n int, d converge.Decision) {
 	s.tasks = r.taskBufs[n%2][:0]
 	s.Answer = r.data.Answer
 	s.AnsweredAt = r.data.AnsweredAt
+}
+
+// errWallTime is the cause given to tasks cancelled by the wall-time limit.
+var errWallTime = fmt.Errorf("iterate: wall-time budget ran out: %w", budget.ErrExceeded)
+
+// wallLeft returns the wall time left under a hard wall-time limit.
+func (r *run[S]) wallLeft() (time.Duration, bool) {
+	l := r.cfg.limits
+	if !r.limited || l.Wall <= 0 || l.WarnOnly&budget.Wall != 0 {
+		return 0, false
+	}
+	return max(l.Wall-r.usage().Wall, 0), true
 }
 
 // settle records what an iteration spent: against its reservation when the

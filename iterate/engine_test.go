@@ -401,3 +401,30 @@ func TestCancelBetweenIterations(t *testing.T) {
 		t.Errorf("iterations %d, saved %d %s, state %d", res.Iterations, saved.Iteration, saved.Status, res.State)
 	}
 }
+
+// TestWallBudgetBoundsTasks: a hard wall-time limit cancels the tasks in
+// flight when it runs out, and the loop stops with the budget exhausted.
+func TestWallBudgetBoundsTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := iterate.Func(func(ctx context.Context, n int, r iterate.Round) (int, error) {
+			select {
+			case <-time.After(6 * time.Second):
+				return n + 1, nil
+			case <-ctx.Done():
+				return n, context.Cause(ctx)
+			}
+		})
+		start := time.Now()
+		res, err := iterate.New(w, iterate.WithMaxIterations(0), iterate.WithBudget(budget.Limits{Wall: 10 * time.Second})).
+			Run(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != iterate.BudgetExhausted || res.State != 1 || time.Since(start) != 10*time.Second {
+			t.Errorf("%s with state %d after %v (%s); want the second task cut at 10s", res.Status, res.State, time.Since(start), res.Reason)
+		}
+		if !strings.Contains(res.Reason, "wall") {
+			t.Errorf("reason %q does not name the wall time", res.Reason)
+		}
+	})
+}

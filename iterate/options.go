@@ -205,7 +205,10 @@ func WithSession(name string) Option {
 	})
 }
 
-// WithBudget sets the budget's limits (default: none).
+// WithBudget sets the budget's limits (default: none). The loop stops with
+// BudgetExhausted when a hard limit is reached or the next iteration's
+// estimate would exceed one; a hard wall-time limit also bounds the tasks in
+// flight, which are cancelled when it runs out.
 func WithBudget(l budget.Limits) Option {
 	return optionFunc(func(c *config) {
 		if err := l.Validate(); err != nil {
