@@ -12,8 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/refine-go/refine/examples/internal/e2etest"
+
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
 
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/iterate"
@@ -22,24 +23,7 @@ import (
 // binary is the fixloop program built once for the end-to-end tests.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fixloop-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	goTool := os.Getenv("GO")
-	if goTool == "" {
-		goTool = "go"
-	}
-	binary = filepath.Join(dir, "fixloop")
-	if out, err := exec.Command(goTool, "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building fixloop: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(dir) }))
-}
+func TestMain(m *testing.M) { e2etest.Main(m, "fixloop", &binary) }
 
 // outcome is what one run of the program produced.
 type outcome struct {

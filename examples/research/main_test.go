@@ -12,33 +12,13 @@ import (
 	"strings"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/refine-go/refine/examples/internal/e2etest"
 )
 
 // binary is the research command built once for the tests.
 var binary string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "research-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "research")
-	goBin := os.Getenv("GO")
-	if goBin == "" {
-		goBin = "go"
-	}
-	if out, err := exec.Command(goBin, "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the research binary: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		os.RemoveAll(dir)
-		os.Exit(code)
-	}))
-}
+func TestMain(m *testing.M) { e2etest.Main(m, "research", &binary) }
 
 // result is one run of the binary.
 type result struct {
