@@ -24,7 +24,7 @@
 //     early exit, iteration limit, stuck detection, plateaus, improvement
 //     assessment, consecutive failures, and combinators.
 //   - [github.com/refine-go/refine/budget]: limits on iterations, tokens,
-//     cost and wall time, reserved before and settled after; context
+//     cost, wall time and external calls, reserved before and settled after; context
 //     windows; token estimates.
 //   - [github.com/refine-go/refine/checkpoint]: the versioned, checksummed
 //     Checkpoint record; in-memory and directory stores with atomic saves,

@@ -20,17 +20,20 @@ const (
 	Tokens
 	Cost
 	Wall
+	// Calls counts external calls (API, tool or search calls), on which
+	// agents are commonly rate-limited.
+	Calls
 )
 
 // allResources is the set of known resources.
-const allResources = Iterations | Tokens | Cost | Wall
+const allResources = Iterations | Tokens | Cost | Wall | Calls
 
 // resources lists the known resources in the order checks report them.
-var resources = [...]Resource{Iterations, Tokens, Cost, Wall}
+var resources = [...]Resource{Iterations, Tokens, Cost, Wall, Calls}
 
-// String returns "iterations", "tokens", "cost", "wall", or the names of a set
-// joined by "+". The empty set is "none"; unknown bits are shown in hex, e.g.
-// "tokens+0x10".
+// String returns "iterations", "tokens", "cost", "wall", "calls", or the names
+// of a set joined by "+". The empty set is "none"; unknown bits are shown in
+// hex, e.g. "tokens+0x20".
 func (r Resource) String() string {
 	switch r {
 	case 0:
@@ -43,6 +46,8 @@ func (r Resource) String() string {
 		return "cost"
 	case Wall:
 		return "wall"
+	case Calls:
+		return "calls"
 	}
 	var sb strings.Builder
 	for _, one := range resources {
@@ -65,6 +70,7 @@ func (r Resource) String() string {
 }
 
 // Usage is an amount of the resources: spent, reserved, estimated or left.
+// Calls is a count of external calls (API, tool or search calls).
 //
 // An amount given to a [Budget] (an estimate, an actual usage, a restored
 // spending) is valid when no field is negative and Cost is finite; see
@@ -74,6 +80,7 @@ type Usage struct {
 	Tokens     int64         `json:"tokens,omitempty"`
 	Cost       float64       `json:"cost,omitempty"`
 	Wall       time.Duration `json:"wall,omitempty"`
+	Calls      int64         `json:"calls,omitempty"`
 }
 
 // Add returns u + v. It is plain arithmetic: it does not check for overflow.
@@ -83,6 +90,7 @@ func (u Usage) Add(v Usage) Usage {
 		Tokens:     u.Tokens + v.Tokens,
 		Cost:       u.Cost + v.Cost,
 		Wall:       u.Wall + v.Wall,
+		Calls:      u.Calls + v.Calls,
 	}
 }
 
@@ -93,12 +101,13 @@ func (u Usage) Sub(v Usage) Usage {
 		Tokens:     u.Tokens - v.Tokens,
 		Cost:       u.Cost - v.Cost,
 		Wall:       u.Wall - v.Wall,
+		Calls:      u.Calls - v.Calls,
 	}
 }
 
 // IsZero reports whether u is all zero.
 func (u Usage) IsZero() bool {
-	return u.Iterations == 0 && u.Tokens == 0 && u.Cost == 0 && u.Wall == 0
+	return u.Iterations == 0 && u.Tokens == 0 && u.Cost == 0 && u.Wall == 0 && u.Calls == 0
 }
 
 // Validate reports a *UsageError when a field of u is negative or Cost is NaN
@@ -115,6 +124,8 @@ func (u Usage) Validate() error {
 		return &UsageError{Field: "Cost", Reason: "negative (" + formatFloat(u.Cost) + ")"}
 	case u.Wall < 0:
 		return &UsageError{Field: "Wall", Reason: "negative (" + u.Wall.String() + ")"}
+	case u.Calls < 0:
+		return &UsageError{Field: "Calls", Reason: "negative (" + strconv.FormatInt(u.Calls, 10) + ")"}
 	}
 	return nil
 }
@@ -131,6 +142,7 @@ func (u Usage) clamp() Usage {
 		u.Cost = math.MaxFloat64
 	}
 	u.Wall = max(u.Wall, 0)
+	u.Calls = max(u.Calls, 0)
 	return u
 }
 
@@ -142,6 +154,7 @@ func (u Usage) addSat(v Usage) Usage {
 		Tokens:     satAdd(u.Tokens, v.Tokens, math.MaxInt64),
 		Cost:       u.Cost + v.Cost,
 		Wall:       time.Duration(satAdd(int64(u.Wall), int64(v.Wall), math.MaxInt64)),
+		Calls:      satAdd(u.Calls, v.Calls, math.MaxInt64),
 	}
 }
 
@@ -165,6 +178,8 @@ type Limits struct {
 	Tokens     int64         `json:"tokens,omitempty"`
 	Cost       float64       `json:"cost,omitempty"`
 	Wall       time.Duration `json:"wall,omitempty"`
+	// Calls bounds the external calls (API, tool or search calls).
+	Calls int64 `json:"calls,omitempty"`
 	// WarnOnly lists the resources whose limit only warns: exceeding it is
 	// reported as a warning and spending goes on.
 	WarnOnly Resource `json:"warn_only,omitempty"`
@@ -189,6 +204,8 @@ func (l Limits) Validate() error {
 		return &LimitError{Field: "Cost", Reason: "negative (" + formatFloat(l.Cost) + ")"}
 	case l.Wall < 0:
 		return &LimitError{Field: "Wall", Reason: "negative (" + l.Wall.String() + ")"}
+	case l.Calls < 0:
+		return &LimitError{Field: "Calls", Reason: "negative (" + strconv.FormatInt(l.Calls, 10) + ")"}
 	case l.WarnOnly&^allResources != 0:
 		return &LimitError{Field: "WarnOnly", Reason: "unknown resource (" + l.WarnOnly.String() + ")"}
 	case math.IsNaN(l.WarnAt) || l.WarnAt < 0 || l.WarnAt > 1:
@@ -210,8 +227,8 @@ func (l Limits) warnAt() float64 {
 type Warning struct {
 	Resource Resource
 	// Used is what is spent and reserved including the estimate; Limit the
-	// bound. Both are in the resource's unit: count, tokens, cost, or
-	// nanoseconds for Wall.
+	// bound. Both are in the resource's unit: count (iterations or calls),
+	// tokens, cost, or nanoseconds for Wall.
 	Used, Limit float64
 	// Exceeded is true when Used is over Limit (only for warn-only
 	// resources; for others the resource is a blocker).
@@ -272,7 +289,8 @@ var ErrExceeded = errors.New("budget exceeded")
 type ExceededError struct {
 	Resource Resource
 	// Limit, Used (spent plus reserved) and Requested are in the resource's
-	// unit: count, tokens, cost, or nanoseconds for Wall.
+	// unit: count (iterations or calls), tokens, cost, or nanoseconds for
+	// Wall.
 	Limit, Used, Requested float64
 }
 
@@ -360,9 +378,9 @@ func (b *Budget) Limits() Limits {
 
 // Check reports whether est can be afforded on top of what is spent and
 // reserved, without reserving it. Blockers and warnings are listed in the
-// order Iterations, Tokens, Cost, Wall, and are nil when there is nothing to
-// report (Check then does not allocate). Check does not validate est: its
-// negative fields and a NaN cost count as 0 (see [Budget.Reserve]).
+// order Iterations, Tokens, Cost, Wall, Calls, and are nil when there is
+// nothing to report (Check then does not allocate). Check does not validate
+// est: its negative fields and a NaN cost count as 0 (see [Budget.Reserve]).
 func (b *Budget) Check(est Usage) Check {
 	var blockers [len(resources)]Resource
 	var warnings [len(resources)]Warning
@@ -376,7 +394,7 @@ func (b *Budget) Check(est Usage) Check {
 // returns how many of each it found. b.mu must be held and est be clamped.
 func (b *Budget) check(est Usage, blockers *[len(resources)]Resource, warnings *[len(resources)]Warning) (nb, nw int) {
 	l := &b.limits
-	if l.Iterations == 0 && l.Tokens == 0 && l.Cost == 0 && l.Wall == 0 {
+	if l.Iterations == 0 && l.Tokens == 0 && l.Cost == 0 && l.Wall == 0 && l.Calls == 0 {
 		return 0, 0
 	}
 	warnAt := l.warnAt()
@@ -412,6 +430,13 @@ func (b *Budget) check(est Usage, blockers *[len(resources)]Resource, warnings *
 			u := satAdd(satAdd(int64(b.spent.Wall), int64(b.reserved.Wall), math.MaxInt64), int64(est.Wall), math.MaxInt64)
 			over = u > int64(l.Wall)
 			used, limit = float64(u), float64(l.Wall)
+		case Calls:
+			if l.Calls == 0 {
+				continue
+			}
+			u := satAdd(satAdd(b.spent.Calls, b.reserved.Calls, math.MaxInt64), est.Calls, math.MaxInt64)
+			over = u > l.Calls
+			used, limit = float64(u), float64(l.Calls)
 		}
 		warnOnly := l.WarnOnly&r != 0
 		switch {
@@ -445,7 +470,8 @@ func warningsSlice(s []Warning) []Warning {
 // The reservation must be settled or released.
 //
 // When several hard limits would be exceeded, the error names the first in
-// the order Iterations, Tokens, Cost, Wall; [Budget.Check] lists them all.
+// the order Iterations, Tokens, Cost, Wall, Calls; [Budget.Check] lists them
+// all.
 // An invalid est (see [Usage.Validate]) is refused with a *UsageError. On an
 // error the returned Reservation is the zero Reservation, whose Settle and
 // Release do nothing, so `defer r.Release()` is safe either way.
@@ -476,6 +502,8 @@ func (b *Budget) Reserve(est Usage) (Reservation, []Warning, error) {
 			e.Limit, e.Used, e.Requested = b.limits.Cost, used.Cost, est.Cost
 		case Wall:
 			e.Limit, e.Used, e.Requested = float64(b.limits.Wall), float64(used.Wall), float64(est.Wall)
+		case Calls:
+			e.Limit, e.Used, e.Requested = float64(b.limits.Calls), float64(used.Calls), float64(est.Calls)
 		}
 		return Reservation{}, warningsSlice(warnings[:nw]), e
 	}
@@ -525,7 +553,7 @@ func (b *Budget) Remaining() Usage {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	l, used := b.limits, b.spent.addSat(b.reserved)
-	rem := Usage{Iterations: -1, Tokens: -1, Cost: -1, Wall: -1}
+	rem := Usage{Iterations: -1, Tokens: -1, Cost: -1, Wall: -1, Calls: -1}
 	if l.Iterations > 0 {
 		rem.Iterations = max(l.Iterations-used.Iterations, 0)
 	}
@@ -537,6 +565,9 @@ func (b *Budget) Remaining() Usage {
 	}
 	if l.Wall > 0 {
 		rem.Wall = max(l.Wall-used.Wall, 0)
+	}
+	if l.Calls > 0 {
+		rem.Calls = max(l.Calls-used.Calls, 0)
 	}
 	return rem
 }
@@ -560,6 +591,9 @@ func (b *Budget) Exhausted() Resource {
 	}
 	if l.Wall > 0 && s.Wall >= l.Wall {
 		r |= Wall
+	}
+	if l.Calls > 0 && s.Calls >= l.Calls {
+		r |= Calls
 	}
 	return r &^ l.WarnOnly
 }

@@ -32,8 +32,12 @@ func TestResourceString(t *testing.T) {
 		{"tokens", budget.Tokens, "tokens"},
 		{"cost", budget.Cost, "cost"},
 		{"wall", budget.Wall, "wall"},
+		{"calls", budget.Calls, "calls"},
 		{"set", budget.Iterations | budget.Tokens | budget.Wall, "iterations+tokens+wall"},
-		{"unknown_bits", budget.Tokens | 0x30, "tokens+0x30"},
+		{"set_with_calls", budget.Tokens | budget.Calls, "tokens+calls"},
+		{"all", budget.Iterations | budget.Tokens | budget.Cost | budget.Wall | budget.Calls, "iterations+tokens+cost+wall+calls"},
+		{"unknown_bits", budget.Tokens | 0x60, "tokens+0x60"},
+		{"calls_and_unknown", budget.Calls | 0x20, "calls+0x20"},
 		{"only_unknown", 0x80, "0x80"},
 	}
 	for _, tt := range tests {
@@ -45,23 +49,35 @@ func TestResourceString(t *testing.T) {
 	}
 }
 
+// TestResourceBits pins the bit of each resource: the values are stored in
+// checkpoints and settings (Limits.WarnOnly), so a new resource takes a new
+// bit and the existing ones keep theirs.
+func TestResourceBits(t *testing.T) {
+	got := []budget.Resource{budget.Iterations, budget.Tokens, budget.Cost, budget.Wall, budget.Calls}
+	want := []budget.Resource{0x1, 0x2, 0x4, 0x8, 0x10}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("resource bits mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestUsageArithmetic(t *testing.T) {
-	u := budget.Usage{Iterations: 3, Tokens: 1000, Cost: 1.5, Wall: time.Minute}
-	v := budget.Usage{Iterations: 1, Tokens: 250, Cost: 0.5, Wall: 20 * time.Second}
+	u := budget.Usage{Iterations: 3, Tokens: 1000, Cost: 1.5, Wall: time.Minute, Calls: 12}
+	v := budget.Usage{Iterations: 1, Tokens: 250, Cost: 0.5, Wall: 20 * time.Second, Calls: 5}
 	tests := []struct {
 		name string
 		got  any
 		want any
 	}{
-		{"add", u.Add(v), budget.Usage{Iterations: 4, Tokens: 1250, Cost: 2, Wall: 80 * time.Second}},
-		{"sub", u.Sub(v), budget.Usage{Iterations: 2, Tokens: 750, Cost: 1, Wall: 40 * time.Second}},
-		{"sub_negative", v.Sub(u), budget.Usage{Iterations: -2, Tokens: -750, Cost: -1, Wall: -40 * time.Second}},
+		{"add", u.Add(v), budget.Usage{Iterations: 4, Tokens: 1250, Cost: 2, Wall: 80 * time.Second, Calls: 17}},
+		{"sub", u.Sub(v), budget.Usage{Iterations: 2, Tokens: 750, Cost: 1, Wall: 40 * time.Second, Calls: 7}},
+		{"sub_negative", v.Sub(u), budget.Usage{Iterations: -2, Tokens: -750, Cost: -1, Wall: -40 * time.Second, Calls: -7}},
 		{"is_zero_zero", budget.Usage{}.IsZero(), true},
 		{"is_zero_sub_self", u.Sub(u).IsZero(), true},
 		{"is_zero_tokens", budget.Usage{Tokens: 1}.IsZero(), false},
 		{"is_zero_cost", budget.Usage{Cost: 0.01}.IsZero(), false},
 		{"is_zero_wall", budget.Usage{Wall: 1}.IsZero(), false},
 		{"is_zero_iterations", budget.Usage{Iterations: 1}.IsZero(), false},
+		{"is_zero_calls", budget.Usage{Calls: 1}.IsZero(), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,7 +95,7 @@ func TestLimitsValidate(t *testing.T) {
 		want *budget.LimitError // nil: valid
 	}{
 		{"zero_is_valid", budget.Limits{}, nil},
-		{"all_set_is_valid", budget.Limits{Iterations: 5, Tokens: 50000, Cost: 2.5, Wall: time.Hour, WarnOnly: budget.Tokens | budget.Cost, WarnAt: 0.9}, nil},
+		{"all_set_is_valid", budget.Limits{Iterations: 5, Tokens: 50000, Cost: 2.5, Wall: time.Hour, Calls: 100, WarnOnly: budget.Tokens | budget.Cost | budget.Calls, WarnAt: 0.9}, nil},
 		{"warn_at_one_is_valid", budget.Limits{WarnAt: 1}, nil},
 		{"negative_iterations", budget.Limits{Iterations: -1}, &budget.LimitError{Field: "Iterations", Reason: "negative (-1)"}},
 		{"negative_tokens", budget.Limits{Tokens: -5}, &budget.LimitError{Field: "Tokens", Reason: "negative (-5)"}},
@@ -87,11 +103,14 @@ func TestLimitsValidate(t *testing.T) {
 		{"nan_cost", budget.Limits{Cost: math.NaN()}, &budget.LimitError{Field: "Cost", Reason: "not finite (NaN)"}},
 		{"infinite_cost", budget.Limits{Cost: math.Inf(1)}, &budget.LimitError{Field: "Cost", Reason: "not finite (+Inf)"}},
 		{"negative_wall", budget.Limits{Wall: -time.Second}, &budget.LimitError{Field: "Wall", Reason: "negative (-1s)"}},
-		{"unknown_warn_only", budget.Limits{WarnOnly: budget.Tokens | 0x10}, &budget.LimitError{Field: "WarnOnly", Reason: "unknown resource (tokens+0x10)"}},
+		{"negative_calls", budget.Limits{Calls: -3}, &budget.LimitError{Field: "Calls", Reason: "negative (-3)"}},
+		{"unknown_warn_only", budget.Limits{WarnOnly: budget.Tokens | 0x20}, &budget.LimitError{Field: "WarnOnly", Reason: "unknown resource (tokens+0x20)"}},
 		{"warn_at_negative", budget.Limits{WarnAt: -0.1}, &budget.LimitError{Field: "WarnAt", Reason: "outside [0, 1] (-0.1)"}},
 		{"warn_at_over_one", budget.Limits{WarnAt: 1.5}, &budget.LimitError{Field: "WarnAt", Reason: "outside [0, 1] (1.5)"}},
 		{"warn_at_nan", budget.Limits{WarnAt: math.NaN()}, &budget.LimitError{Field: "WarnAt", Reason: "outside [0, 1] (NaN)"}},
 		{"first_invalid_field_reported", budget.Limits{Tokens: -1, WarnAt: 2}, &budget.LimitError{Field: "Tokens", Reason: "negative (-1)"}},
+		{"calls_checked_after_wall", budget.Limits{Wall: -1, Calls: -1}, &budget.LimitError{Field: "Wall", Reason: "negative (-1ns)"}},
+		{"calls_checked_before_warn_only", budget.Limits{Calls: -1, WarnOnly: 0x40}, &budget.LimitError{Field: "Calls", Reason: "negative (-1)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,13 +152,14 @@ func TestUsageValidate(t *testing.T) {
 		want *budget.UsageError
 	}{
 		{"zero", budget.Usage{}, nil},
-		{"positive", budget.Usage{Iterations: 1, Tokens: 10, Cost: 0.1, Wall: time.Second}, nil},
+		{"positive", budget.Usage{Iterations: 1, Tokens: 10, Cost: 0.1, Wall: time.Second, Calls: 2}, nil},
 		{"negative_iterations", budget.Usage{Iterations: -1}, &budget.UsageError{Field: "Iterations", Reason: "negative (-1)"}},
 		{"negative_tokens", budget.Usage{Tokens: -7}, &budget.UsageError{Field: "Tokens", Reason: "negative (-7)"}},
 		{"negative_cost", budget.Usage{Cost: -1}, &budget.UsageError{Field: "Cost", Reason: "negative (-1)"}},
 		{"nan_cost", budget.Usage{Cost: math.NaN()}, &budget.UsageError{Field: "Cost", Reason: "not finite (NaN)"}},
 		{"infinite_cost", budget.Usage{Cost: math.Inf(1)}, &budget.UsageError{Field: "Cost", Reason: "not finite (+Inf)"}},
 		{"negative_wall", budget.Usage{Wall: -time.Millisecond}, &budget.UsageError{Field: "Wall", Reason: "negative (-1ms)"}},
+		{"negative_calls", budget.Usage{Calls: -2}, &budget.UsageError{Field: "Calls", Reason: "negative (-2)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -175,7 +195,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{
 			name: "zero_limits_never_block",
-			est:  budget.Usage{Iterations: math.MaxInt, Tokens: math.MaxInt64, Cost: 1e300, Wall: math.MaxInt64},
+			est:  budget.Usage{Iterations: math.MaxInt, Tokens: math.MaxInt64, Cost: 1e300, Wall: math.MaxInt64, Calls: math.MaxInt64},
 			want: budget.Check{OK: true},
 		},
 		{
@@ -316,10 +336,92 @@ func TestCheck(t *testing.T) {
 		},
 		{
 			name:   "huge_estimate_does_not_overflow",
-			limits: budget.Limits{Tokens: 100, Wall: time.Second},
-			charge: []budget.Usage{{Tokens: 50, Wall: time.Millisecond}},
-			est:    budget.Usage{Tokens: math.MaxInt64, Wall: math.MaxInt64},
-			want:   budget.Check{Blockers: []budget.Resource{budget.Tokens, budget.Wall}},
+			limits: budget.Limits{Tokens: 100, Wall: time.Second, Calls: 10},
+			charge: []budget.Usage{{Tokens: 50, Wall: time.Millisecond, Calls: 5}},
+			est:    budget.Usage{Tokens: math.MaxInt64, Wall: math.MaxInt64, Calls: math.MaxInt64},
+			want:   budget.Check{Blockers: []budget.Resource{budget.Tokens, budget.Wall, budget.Calls}},
+		},
+		{
+			name:   "calls/over_limit_blocks",
+			limits: budget.Limits{Calls: 10},
+			charge: []budget.Usage{{Calls: 9}},
+			est:    budget.Usage{Calls: 2},
+			want:   budget.Check{Blockers: []budget.Resource{budget.Calls}},
+		},
+		{
+			name:   "calls/exactly_to_the_limit_allowed",
+			limits: budget.Limits{Calls: 10},
+			charge: []budget.Usage{{Calls: 9}},
+			est:    budget.Usage{Calls: 1},
+			want: budget.Check{OK: true, Warnings: []budget.Warning{
+				{Resource: budget.Calls, Used: 10, Limit: 10},
+			}},
+		},
+		{
+			name:   "calls/below_warn_at_silent",
+			limits: budget.Limits{Calls: 10},
+			charge: []budget.Usage{{Calls: 6}},
+			est:    budget.Usage{Calls: 1},
+			want:   budget.Check{OK: true},
+		},
+		{
+			name:    "calls/open_reservations_count",
+			limits:  budget.Limits{Calls: 4},
+			reserve: []budget.Usage{{Calls: 1}, {Calls: 1}, {Calls: 1}},
+			charge:  []budget.Usage{{Calls: 1}},
+			est:     budget.Usage{Calls: 1},
+			want:    budget.Check{Blockers: []budget.Resource{budget.Calls}},
+		},
+		{
+			name:   "calls/warn_only_over_limit_continues",
+			limits: budget.Limits{Calls: 3, WarnOnly: budget.Calls},
+			charge: []budget.Usage{{Calls: 3}},
+			est:    budget.Usage{Calls: 1},
+			want: budget.Check{OK: true, Warnings: []budget.Warning{
+				{Resource: budget.Calls, Used: 4, Limit: 3, Exceeded: true},
+			}},
+		},
+		{
+			name:   "calls/zero_limit_is_no_limit",
+			limits: budget.Limits{Iterations: 5},
+			charge: []budget.Usage{{Calls: 1000}},
+			est:    budget.Usage{Iterations: 1, Calls: math.MaxInt64},
+			want:   budget.Check{OK: true},
+		},
+		{
+			name:   "calls/only_calls_limited",
+			limits: budget.Limits{Calls: 2},
+			est:    budget.Usage{Iterations: 1 << 30, Tokens: 1 << 50, Cost: 1e9, Wall: time.Hour, Calls: 1},
+			want:   budget.Check{OK: true},
+		},
+		{
+			name:   "calls/blockers_and_warnings_in_fixed_order",
+			limits: budget.Limits{Iterations: 1, Tokens: 100, Cost: 1, Wall: time.Second, Calls: 1, WarnOnly: budget.Cost | budget.Calls},
+			est:    budget.Usage{Iterations: 2, Tokens: 200, Cost: 2, Wall: 2 * time.Second, Calls: 2},
+			want: budget.Check{
+				Blockers: []budget.Resource{budget.Iterations, budget.Tokens, budget.Wall},
+				Warnings: []budget.Warning{
+					{Resource: budget.Cost, Used: 2, Limit: 1, Exceeded: true},
+					{Resource: budget.Calls, Used: 2, Limit: 1, Exceeded: true},
+				},
+			},
+		},
+		{
+			name:   "calls/all_five_block_in_fixed_order",
+			limits: budget.Limits{Iterations: 1, Tokens: 100, Cost: 1, Wall: time.Second, Calls: 1},
+			est:    budget.Usage{Iterations: 2, Tokens: 200, Cost: 2, Wall: 2 * time.Second, Calls: 2},
+			want: budget.Check{Blockers: []budget.Resource{
+				budget.Iterations, budget.Tokens, budget.Cost, budget.Wall, budget.Calls,
+			}},
+		},
+		{
+			name:   "calls/negative_estimate_counts_as_zero",
+			limits: budget.Limits{Calls: 5},
+			charge: []budget.Usage{{Calls: 5}},
+			est:    budget.Usage{Calls: -3},
+			want: budget.Check{OK: true, Warnings: []budget.Warning{
+				{Resource: budget.Calls, Used: 5, Limit: 5},
+			}},
 		},
 	}
 	for _, tt := range tests {
@@ -349,7 +451,7 @@ func TestZeroBudget(t *testing.T) {
 	if diff := cmp.Diff(budget.Usage{Iterations: 1, Tokens: 500}, b.Reserved()); diff != "" {
 		t.Errorf("Reserved() mismatch (-want +got):\n%s", diff)
 	}
-	r.Settle(budget.Usage{Iterations: 1, Tokens: 700, Cost: 0.02, Wall: time.Second})
+	r.Settle(budget.Usage{Iterations: 1, Tokens: 700, Cost: 0.02, Wall: time.Second, Calls: 3})
 	got := struct {
 		Limits          budget.Limits
 		Spent, Reserved budget.Usage
@@ -359,9 +461,9 @@ func TestZeroBudget(t *testing.T) {
 	}{b.Limits(), b.Spent(), b.Reserved(), b.Remaining(), b.Exhausted(), b.Check(budget.Usage{Tokens: 1 << 60})}
 	want := got
 	want.Limits = budget.Limits{}
-	want.Spent = budget.Usage{Iterations: 1, Tokens: 700, Cost: 0.02, Wall: time.Second}
+	want.Spent = budget.Usage{Iterations: 1, Tokens: 700, Cost: 0.02, Wall: time.Second, Calls: 3}
 	want.Reserved = budget.Usage{}
-	want.Remaining = budget.Usage{Iterations: -1, Tokens: -1, Cost: -1, Wall: -1}
+	want.Remaining = budget.Usage{Iterations: -1, Tokens: -1, Cost: -1, Wall: -1, Calls: -1}
 	want.Exhausted = 0
 	want.Check = budget.Check{OK: true}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -419,6 +521,36 @@ func TestReserve(t *testing.T) {
 			wantErr: &budget.ExceededError{Resource: budget.Wall, Limit: float64(time.Minute), Used: float64(50 * time.Second), Requested: float64(20 * time.Second)},
 		},
 		{
+			name:         "calls/fits",
+			limits:       budget.Limits{Calls: 10},
+			charge:       budget.Usage{Calls: 2},
+			est:          budget.Usage{Calls: 3},
+			wantReserved: budget.Usage{Calls: 3},
+		},
+		{
+			name:         "calls/over_hard_limit_reserves_nothing",
+			limits:       budget.Limits{Calls: 5},
+			charge:       budget.Usage{Calls: 3},
+			reserve:      []budget.Usage{{Calls: 1}},
+			est:          budget.Usage{Calls: 2},
+			wantErr:      &budget.ExceededError{Resource: budget.Calls, Limit: 5, Used: 4, Requested: 2},
+			wantReserved: budget.Usage{Calls: 1},
+		},
+		{
+			name:    "calls/named_after_wall",
+			limits:  budget.Limits{Wall: time.Minute, Calls: 1},
+			est:     budget.Usage{Wall: 2 * time.Minute, Calls: 2},
+			wantErr: &budget.ExceededError{Resource: budget.Wall, Limit: float64(time.Minute), Requested: float64(2 * time.Minute)},
+		},
+		{
+			name:         "calls/warn_only_over_limit_reserves",
+			limits:       budget.Limits{Calls: 1, WarnOnly: budget.Calls},
+			charge:       budget.Usage{Calls: 1},
+			est:          budget.Usage{Calls: 1},
+			wantWarnings: []budget.Warning{{Resource: budget.Calls, Used: 2, Limit: 1, Exceeded: true}},
+			wantReserved: budget.Usage{Calls: 1},
+		},
+		{
 			name:         "seed004/warn_only_over_limit_reserves",
 			limits:       budget.Limits{Tokens: 1000, WarnOnly: budget.Tokens},
 			est:          budget.Usage{Tokens: 4230},
@@ -466,21 +598,33 @@ func TestReserve(t *testing.T) {
 }
 
 func TestReserveInvalidEstimate(t *testing.T) {
-	b := newBudget(t, budget.Limits{Tokens: 100})
-	r, warnings, err := b.Reserve(budget.Usage{Tokens: -1})
-	var ue *budget.UsageError
-	if !errors.Is(err, budget.ErrInvalidUsage) || !errors.As(err, &ue) {
-		t.Fatalf("Reserve(negative) error = %v, want *UsageError", err)
+	tests := []struct {
+		name string
+		est  budget.Usage
+		want *budget.UsageError
+	}{
+		{"negative_tokens", budget.Usage{Tokens: -1}, &budget.UsageError{Field: "Tokens", Reason: "negative (-1)"}},
+		{"negative_calls", budget.Usage{Calls: -1}, &budget.UsageError{Field: "Calls", Reason: "negative (-1)"}},
 	}
-	if diff := cmp.Diff(&budget.UsageError{Field: "Tokens", Reason: "negative (-1)"}, ue); diff != "" {
-		t.Errorf("UsageError mismatch (-want +got):\n%s", diff)
-	}
-	if warnings != nil || r != (budget.Reservation{}) {
-		t.Errorf("Reserve(negative) = %v, %v; want zero Reservation, nil warnings", r, warnings)
-	}
-	r.Release() // the zero Reservation is safe to release
-	if diff := cmp.Diff(budget.Usage{}, b.Reserved()); diff != "" {
-		t.Errorf("Reserved() mismatch (-want +got):\n%s", diff)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBudget(t, budget.Limits{Tokens: 100, Calls: 10})
+			r, warnings, err := b.Reserve(tt.est)
+			var ue *budget.UsageError
+			if !errors.Is(err, budget.ErrInvalidUsage) || !errors.As(err, &ue) {
+				t.Fatalf("Reserve(negative) error = %v, want *UsageError", err)
+			}
+			if diff := cmp.Diff(tt.want, ue); diff != "" {
+				t.Errorf("UsageError mismatch (-want +got):\n%s", diff)
+			}
+			if warnings != nil || r != (budget.Reservation{}) {
+				t.Errorf("Reserve(negative) = %v, %v; want zero Reservation, nil warnings", r, warnings)
+			}
+			r.Release() // the zero Reservation is safe to release
+			if diff := cmp.Diff(budget.Usage{}, b.Reserved()); diff != "" {
+				t.Errorf("Reserved() mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -506,7 +650,7 @@ func TestUpdateBudget(t *testing.T) {
 		}
 		want := state{
 			Spent:     budget.Usage{Iterations: 2, Tokens: 12500, Wall: 83 * time.Second},
-			Remaining: budget.Usage{Iterations: 3, Tokens: 37500, Cost: -1, Wall: 10*time.Minute - 83*time.Second},
+			Remaining: budget.Usage{Iterations: 3, Tokens: 37500, Cost: -1, Wall: 10*time.Minute - 83*time.Second, Calls: -1},
 		}
 		got := state{b.Spent(), b.Reserved(), b.Remaining(), b.Exhausted()}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -621,6 +765,46 @@ func TestSettle(t *testing.T) {
 			wantSpent: budget.Usage{Iterations: 1},
 		},
 		{
+			name: "calls/settle_replaces_estimate_with_actual",
+			run: func(t *testing.T, b *budget.Budget) {
+				mustReserve(t, b, budget.Usage{Calls: 4}).Settle(budget.Usage{Calls: 3})
+			},
+			wantSpent: budget.Usage{Calls: 3},
+		},
+		{
+			name: "calls/release_returns_estimate",
+			run: func(t *testing.T, b *budget.Budget) {
+				r := mustReserve(t, b, budget.Usage{Calls: 4})
+				mustReserve(t, b, budget.Usage{Calls: 2})
+				r.Release()
+			},
+			wantReserved: budget.Usage{Calls: 2},
+		},
+		{
+			name: "calls/settle_saturates",
+			run: func(t *testing.T, b *budget.Budget) {
+				b.Charge(budget.Usage{Calls: math.MaxInt64 - 1})
+				mustReserve(t, b, budget.Usage{}).Settle(budget.Usage{Calls: 5})
+			},
+			wantSpent: budget.Usage{Calls: math.MaxInt64},
+		},
+		{
+			name: "calls/charge_saturates",
+			run: func(t *testing.T, b *budget.Budget) {
+				b.Charge(budget.Usage{Calls: math.MaxInt64})
+				b.Charge(budget.Usage{Calls: math.MaxInt64})
+			},
+			wantSpent: budget.Usage{Calls: math.MaxInt64},
+		},
+		{
+			name: "calls/negative_actual_counts_as_zero",
+			run: func(t *testing.T, b *budget.Budget) {
+				mustReserve(t, b, budget.Usage{Calls: 1}).Settle(budget.Usage{Tokens: 7, Calls: -4})
+				b.Charge(budget.Usage{Calls: -9})
+			},
+			wantSpent: budget.Usage{Tokens: 7},
+		},
+		{
 			name: "all_closed_reserved_exactly_zero",
 			run: func(t *testing.T, b *budget.Budget) {
 				r1 := mustReserve(t, b, budget.Usage{Cost: cost1})
@@ -677,7 +861,7 @@ func TestOvershootBlocksAfterwards(t *testing.T) {
 	}{b.Exhausted(), b.Remaining(), b.Check(budget.Usage{})}
 	want := got
 	want.Exhausted = budget.Tokens
-	want.Remaining = budget.Usage{Iterations: -1, Tokens: 0, Cost: -1, Wall: -1}
+	want.Remaining = budget.Usage{Iterations: -1, Tokens: 0, Cost: -1, Wall: -1, Calls: -1}
 	want.Check = budget.Check{Blockers: []budget.Resource{budget.Tokens}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after overshoot (-want +got):\n%s", diff)
@@ -701,7 +885,13 @@ func TestExhausted(t *testing.T) {
 		{"cost_reached", budget.Limits{Cost: 1}, budget.Usage{Cost: 1}, budget.Usage{}, budget.Cost},
 		{"warn_only_never_exhausted", budget.Limits{Tokens: 100, Iterations: 1, WarnOnly: budget.Tokens},
 			budget.Usage{Tokens: 500, Iterations: 1}, budget.Usage{}, budget.Iterations},
-		{"unlimited_never_exhausted", budget.Limits{}, budget.Usage{Iterations: 1e6, Tokens: 1e12}, budget.Usage{}, 0},
+		{"unlimited_never_exhausted", budget.Limits{}, budget.Usage{Iterations: 1e6, Tokens: 1e12, Calls: 1e12}, budget.Usage{}, 0},
+		{"calls_reached", budget.Limits{Calls: 5}, budget.Usage{Calls: 5}, budget.Usage{}, budget.Calls},
+		{"calls_over", budget.Limits{Calls: 5, Tokens: 100}, budget.Usage{Calls: 9, Tokens: 100}, budget.Usage{}, budget.Tokens | budget.Calls},
+		{"calls_below", budget.Limits{Calls: 5}, budget.Usage{Calls: 4}, budget.Usage{}, 0},
+		{"calls_reserved_alone_does_not_exhaust", budget.Limits{Calls: 5}, budget.Usage{Calls: 4}, budget.Usage{Calls: 1}, 0},
+		{"calls_warn_only_never_exhausted", budget.Limits{Calls: 5, WarnOnly: budget.Calls}, budget.Usage{Calls: 50}, budget.Usage{}, 0},
+		{"calls_unlimited_never_exhausted", budget.Limits{Iterations: 3}, budget.Usage{Calls: 1e12}, budget.Usage{}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -718,12 +908,51 @@ func TestExhausted(t *testing.T) {
 }
 
 func TestRemaining(t *testing.T) {
-	b := newBudget(t, budget.Limits{Iterations: 10, Tokens: 1000, Cost: 2, Wall: time.Minute, WarnOnly: budget.Cost})
-	b.Charge(budget.Usage{Iterations: 2, Tokens: 300, Cost: 3, Wall: 10 * time.Second})
-	mustReserve(t, b, budget.Usage{Iterations: 1, Tokens: 200, Wall: 5 * time.Second})
-	want := budget.Usage{Iterations: 7, Tokens: 500, Cost: 0, Wall: 45 * time.Second}
-	if diff := cmp.Diff(want, b.Remaining()); diff != "" {
-		t.Errorf("Remaining() mismatch (-want +got):\n%s", diff)
+	tests := []struct {
+		name   string
+		limits budget.Limits
+		charge budget.Usage
+		open   budget.Usage // reserved, not spent
+		want   budget.Usage
+	}{
+		{
+			name:   "all_limited",
+			limits: budget.Limits{Iterations: 10, Tokens: 1000, Cost: 2, Wall: time.Minute, Calls: 20, WarnOnly: budget.Cost},
+			charge: budget.Usage{Iterations: 2, Tokens: 300, Cost: 3, Wall: 10 * time.Second, Calls: 6},
+			open:   budget.Usage{Iterations: 1, Tokens: 200, Wall: 5 * time.Second, Calls: 4},
+			want:   budget.Usage{Iterations: 7, Tokens: 500, Cost: 0, Wall: 45 * time.Second, Calls: 10},
+		},
+		{
+			name:   "calls_unlimited_is_minus_one",
+			limits: budget.Limits{Tokens: 1000},
+			charge: budget.Usage{Calls: 6},
+			want:   budget.Usage{Iterations: -1, Tokens: 1000, Cost: -1, Wall: -1, Calls: -1},
+		},
+		{
+			name:   "calls_never_below_zero",
+			limits: budget.Limits{Calls: 5},
+			charge: budget.Usage{Calls: 9},
+			want:   budget.Usage{Iterations: -1, Tokens: -1, Cost: -1, Wall: -1, Calls: 0},
+		},
+		{
+			name:   "calls_warn_only_still_counts_down",
+			limits: budget.Limits{Calls: 5, WarnOnly: budget.Calls},
+			charge: budget.Usage{Calls: 2},
+			open:   budget.Usage{Calls: 1},
+			want:   budget.Usage{Iterations: -1, Tokens: -1, Cost: -1, Wall: -1, Calls: 2},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBudget(t, tt.limits)
+			b.Charge(tt.charge)
+			if !tt.open.IsZero() {
+				mustReserve(t, b, tt.open)
+			}
+			if diff := cmp.Diff(tt.want, b.Remaining()); diff != "" {
+				t.Errorf("Remaining() mismatch (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -731,7 +960,7 @@ func TestRestore(t *testing.T) {
 	b := newBudget(t, budget.Limits{Iterations: 10, Tokens: 1000})
 	b.Charge(budget.Usage{Iterations: 9, Tokens: 999})
 	mustReserve(t, b, budget.Usage{Iterations: 1})
-	b.Restore(budget.Usage{Iterations: 4, Tokens: 400, Cost: -1}) // from a checkpoint
+	b.Restore(budget.Usage{Iterations: 4, Tokens: 400, Cost: -1, Calls: -2}) // from a checkpoint
 	got := struct {
 		Spent, Reserved budget.Usage
 		Check           budget.Check
@@ -749,7 +978,7 @@ func TestRestore(t *testing.T) {
 }
 
 func TestLimits(t *testing.T) {
-	l := budget.Limits{Iterations: 5, Tokens: 100, WarnOnly: budget.Tokens, WarnAt: 0.9}
+	l := budget.Limits{Iterations: 5, Tokens: 100, Calls: 30, WarnOnly: budget.Tokens | budget.Calls, WarnAt: 0.9}
 	if diff := cmp.Diff(l, newBudget(t, l).Limits()); diff != "" {
 		t.Errorf("Limits() mismatch (-want +got):\n%s", diff)
 	}
@@ -767,6 +996,8 @@ func TestErrorStrings(t *testing.T) {
 			"budget exceeded: wall: used 50s + requested 20s > limit 1m0s"},
 		{"exceeded_cost", (&budget.ExceededError{Resource: budget.Cost, Limit: 1, Used: 0.75, Requested: 0.5}).Error(),
 			"budget exceeded: cost: used 0.75 + requested 0.5 > limit 1"},
+		{"exceeded_calls", (&budget.ExceededError{Resource: budget.Calls, Limit: 60, Used: 60, Requested: 1}).Error(),
+			"budget exceeded: calls: used 60 + requested 1 > limit 60"},
 		{"limit_error", (&budget.LimitError{Field: "Tokens", Reason: "negative (-5)"}).Error(),
 			"budget: invalid limits: Tokens: negative (-5)"},
 		{"usage_error", (&budget.UsageError{Field: "Cost", Reason: "not finite (NaN)"}).Error(),
@@ -779,6 +1010,10 @@ func TestErrorStrings(t *testing.T) {
 			"wall at 90% of limit (9m0s/10m0s)"},
 		{"warning_cost", budget.Warning{Resource: budget.Cost, Used: 0.8, Limit: 1}.String(),
 			"cost at 80% of limit (0.8/1)"},
+		{"warning_calls", budget.Warning{Resource: budget.Calls, Used: 45, Limit: 50}.String(),
+			"calls at 90% of limit (45/50)"},
+		{"warning_calls_exceeded", budget.Warning{Resource: budget.Calls, Used: 6, Limit: 5, Exceeded: true}.String(),
+			"calls over limit at 120% (6/5)"},
 		{"warning_zero_limit", budget.Warning{Resource: budget.Iterations, Used: 3}.String(),
 			"iterations at ?% of limit (3/0)"},
 	}
@@ -801,6 +1036,9 @@ func TestConcurrentReserveSettle(t *testing.T) {
 		{"limited", func(t *testing.T) *budget.Budget {
 			return newBudget(t, budget.Limits{Iterations: workers * perWorker, Tokens: 1 << 40, Cost: 1e6})
 		}},
+		{"calls_limited", func(t *testing.T) *budget.Budget {
+			return newBudget(t, budget.Limits{Calls: 2 * workers * perWorker})
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -809,7 +1047,7 @@ func TestConcurrentReserveSettle(t *testing.T) {
 			for w := range workers {
 				wg.Go(func() {
 					for i := range perWorker {
-						r, _, err := b.Reserve(budget.Usage{Iterations: 1, Tokens: 100, Cost: 0.5})
+						r, _, err := b.Reserve(budget.Usage{Iterations: 1, Tokens: 100, Cost: 0.5, Calls: 2})
 						if err != nil {
 							t.Errorf("Reserve: %v", err)
 							return
@@ -818,12 +1056,12 @@ func TestConcurrentReserveSettle(t *testing.T) {
 							// Settle some from two goroutines at once: only one counts.
 							var inner sync.WaitGroup
 							for range 2 {
-								inner.Go(func() { r.Settle(budget.Usage{Iterations: 1, Tokens: int64(w + i)}) })
+								inner.Go(func() { r.Settle(budget.Usage{Iterations: 1, Tokens: int64(w + i), Calls: int64(i % 3)}) })
 							}
 							inner.Wait()
 							continue
 						}
-						r.Settle(budget.Usage{Iterations: 1, Tokens: int64(w + i)})
+						r.Settle(budget.Usage{Iterations: 1, Tokens: int64(w + i), Calls: int64(i % 3)})
 					}
 				})
 			}
@@ -833,6 +1071,7 @@ func TestConcurrentReserveSettle(t *testing.T) {
 				for i := range perWorker {
 					want.Iterations++
 					want.Tokens += int64(w + i)
+					want.Calls += int64(i % 3)
 				}
 			}
 			if diff := cmp.Diff(want, b.Spent()); diff != "" {
@@ -847,43 +1086,63 @@ func TestConcurrentReserveSettle(t *testing.T) {
 
 func TestConcurrentHardLimit(t *testing.T) {
 	const limit, tries = 50, 200
-	b := newBudget(t, budget.Limits{Iterations: limit})
-	var (
-		mu       sync.Mutex
-		granted  []budget.Reservation
-		refused  int
-		otherErr error
-		wg       sync.WaitGroup
-	)
-	for range tries {
-		wg.Go(func() {
-			r, _, err := b.Reserve(budget.Usage{Iterations: 1})
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				granted = append(granted, r)
-			case errors.Is(err, budget.ErrExceeded):
-				refused++
-			default:
-				otherErr = err
+	tests := []struct {
+		name   string
+		limits budget.Limits
+		one    budget.Usage // what each try reserves
+		count  func(budget.Usage) int64
+	}{
+		{"iterations", budget.Limits{Iterations: limit}, budget.Usage{Iterations: 1},
+			func(u budget.Usage) int64 { return int64(u.Iterations) }},
+		{"calls", budget.Limits{Calls: limit}, budget.Usage{Calls: 1},
+			func(u budget.Usage) int64 { return u.Calls }},
+		{"calls_with_unlimited_tokens", budget.Limits{Calls: limit}, budget.Usage{Tokens: 1000, Calls: 1},
+			func(u budget.Usage) int64 { return u.Calls }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBudget(t, tt.limits)
+			var (
+				mu       sync.Mutex
+				granted  []budget.Reservation
+				refused  int64
+				otherErr error
+				wg       sync.WaitGroup
+			)
+			for range tries {
+				wg.Go(func() {
+					r, _, err := b.Reserve(tt.one)
+					mu.Lock()
+					defer mu.Unlock()
+					switch {
+					case err == nil:
+						granted = append(granted, r)
+					case errors.Is(err, budget.ErrExceeded):
+						refused++
+					default:
+						otherErr = err
+					}
+				})
+			}
+			wg.Wait()
+			if otherErr != nil {
+				t.Fatalf("Reserve: %v", otherErr)
+			}
+			got := []int64{int64(len(granted)), refused, tt.count(b.Reserved())}
+			if diff := cmp.Diff([]int64{limit, tries - limit, limit}, got); diff != "" {
+				t.Errorf("[granted refused reserved] mismatch (-want +got):\n%s", diff)
+			}
+			for _, r := range granted {
+				wg.Go(func() { r.Settle(tt.one) })
+			}
+			wg.Wait()
+			if diff := cmp.Diff(budget.Usage{}, b.Reserved()); diff != "" {
+				t.Errorf("Reserved() after settle mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(int64(limit), tt.count(b.Spent())); diff != "" {
+				t.Errorf("spent after settle mismatch (-want +got):\n%s", diff)
 			}
 		})
-	}
-	wg.Wait()
-	if otherErr != nil {
-		t.Fatalf("Reserve: %v", otherErr)
-	}
-	got := []int{len(granted), refused, b.Reserved().Iterations}
-	if diff := cmp.Diff([]int{limit, tries - limit, limit}, got); diff != "" {
-		t.Errorf("[granted refused reserved] mismatch (-want +got):\n%s", diff)
-	}
-	for _, r := range granted {
-		wg.Go(r.Release)
-	}
-	wg.Wait()
-	if diff := cmp.Diff(budget.Usage{}, b.Reserved()); diff != "" {
-		t.Errorf("Reserved() after release mismatch (-want +got):\n%s", diff)
 	}
 }
 
@@ -891,9 +1150,10 @@ func TestAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
 	}
-	b := newBudget(t, budget.Limits{Iterations: 1 << 30, Tokens: 1 << 50, Cost: 1e9, Wall: 1 << 60})
+	b := newBudget(t, budget.Limits{Iterations: 1 << 30, Tokens: 1 << 50, Cost: 1e9, Wall: 1 << 60, Calls: 1 << 60})
+	calls := newBudget(t, budget.Limits{Calls: 1 << 60})
 	var zero budget.Budget
-	est := budget.Usage{Iterations: 1, Tokens: 100, Cost: 0.01, Wall: time.Millisecond}
+	est := budget.Usage{Iterations: 1, Tokens: 100, Cost: 0.01, Wall: time.Millisecond, Calls: 1}
 	tests := []struct {
 		name string
 		f    func()
@@ -912,6 +1172,11 @@ func TestAllocations(t *testing.T) {
 			r.Settle(est)
 		}},
 		{"charge", func() { b.Charge(est) }},
+		{"calls_only_check", func() { _ = calls.Check(budget.Usage{Calls: 1}) }},
+		{"calls_only_reserve_settle", func() {
+			r, _, _ := calls.Reserve(budget.Usage{Calls: 1})
+			r.Settle(budget.Usage{Calls: 1})
+		}},
 		{"estimate_tokens", func() { _ = budget.EstimateTokens("a few words of a prompt, with\tspaces\n") }},
 	}
 	for _, tt := range tests {

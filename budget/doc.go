@@ -1,5 +1,6 @@
 // Package budget limits what a refinement loop may spend: iterations,
-// tokens, cost and wall time.
+// tokens, cost, wall time and external calls (API, tool or search calls, on
+// which agents are commonly rate-limited).
 //
 // A [Budget] is checked and reserved before an iteration or a task (an
 // estimate), and settled after it (the actual usage). Each resource has a hard
@@ -11,10 +12,16 @@
 //
 // A hard limit blocks an estimate when spent + reserved + estimate would be
 // strictly greater than the limit: reaching a limit exactly is allowed. A
-// warn-only resource ([Limits.WarnOnly]) never blocks; going over its limit
-// is reported as a [Warning] with Exceeded set, and the work goes on (a
-// prompt over its token budget is run anyway). Any limited resource warns
-// once spent + reserved + estimate reaches [Limits.WarnAt] of its limit.
+// zero limit means "no limit" for that resource. A warn-only resource
+// ([Limits.WarnOnly]) never blocks; going over its limit is reported as a
+// [Warning] with Exceeded set, and the work goes on (a prompt over its token
+// budget is run anyway). Any limited resource warns once spent + reserved +
+// estimate reaches [Limits.WarnAt] of its limit. Checks report resources in
+// the order Iterations, Tokens, Cost, Wall, Calls.
+//
+// [Calls] counts external calls: reserve one call ([Usage.Calls] 1) before
+// each API, tool or search call, so that parallel tasks share a rate limit,
+// and settle it with the calls actually made.
 //
 // # Reservations
 //

@@ -37,6 +37,34 @@ func ExampleBudget_Reserve() {
 	// exhausted: iterations
 }
 
+// External calls are a resource like tokens: reserve one before each API,
+// tool or search call, settle it once the call is made. Here a task may make
+// at most three search calls.
+func ExampleBudget_Reserve_calls() {
+	calls, err := budget.New(budget.Limits{Calls: 3})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, query := range []string{"oauth", "jwt", "pkce", "saml"} {
+		r, _, err := calls.Reserve(budget.Usage{Calls: 1})
+		if err != nil {
+			fmt.Println("skip", query+":", err)
+			continue
+		}
+		// ... make the call ...
+		r.Settle(budget.Usage{Calls: 1})
+		fmt.Printf("searched %s (calls left: %d)\n", query, calls.Remaining().Calls)
+	}
+	fmt.Println("exhausted:", calls.Exhausted())
+	// Output:
+	// searched oauth (calls left: 2)
+	// searched jwt (calls left: 1)
+	// searched pkce (calls left: 0)
+	// skip saml: budget exceeded: calls: used 3 + requested 1 > limit 3
+	// exhausted: calls
+}
+
 // A prompt over a warn-only token budget is reported and run anyway.
 func ExampleBudget_Check() {
 	b, err := budget.New(budget.Limits{Tokens: 4000, WarnOnly: budget.Tokens})

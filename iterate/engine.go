@@ -109,7 +109,7 @@ func snapshotOf(a *gap.Assessment, r *converge.Record) snapshot {
 const metricsWindow = 32
 
 // unlimited is what Budget.Remaining reports for a budget without limits.
-var unlimited = budget.Usage{Iterations: -1, Tokens: -1, Cost: -1, Wall: -1}
+var unlimited = budget.Usage{Iterations: -1, Tokens: -1, Cost: -1, Wall: -1, Calls: -1}
 
 // run is one call of Run or Resume.
 type run[S any] struct {

@@ -206,7 +206,7 @@ type roundReport struct {
 	warnings []string
 }
 
-// Charge adds usage (tokens, cost) the call spent; the engine charges it to
+// Charge adds usage (tokens, cost, external calls) the call spent; the engine charges it to
 // the budget and the result's usage.
 func (r Round) Charge(u budget.Usage) {
 	if r.report != nil {

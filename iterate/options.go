@@ -224,8 +224,8 @@ func WithBudget(l budget.Limits) Option {
 // limit does not start.
 func WithEstimate(u budget.Usage) Option {
 	return optionFunc(func(c *config) {
-		if u.Iterations < 0 || u.Tokens < 0 || u.Cost < 0 || u.Wall < 0 {
-			c.invalid("WithEstimate", "negative estimate")
+		if err := u.Validate(); err != nil {
+			c.errs = append(c.errs, &ConfigError{Option: "WithEstimate", Reason: "invalid estimate", Err: err})
 			return
 		}
 		c.estimate = u

@@ -107,14 +107,11 @@ func (e *RateLimitError) Error() string {
 func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimit }
 
 // CallGate hands out one phase's share of the external calls of its wave.
-// The wave's calls are a budget.Budget whose hard limit (counted in its
-// Iterations resource: one unit per call) is the wave's budget, shared by
-// the gates of all the wave's phases; each gate also stops at its own
-// share. Safe for concurrent use.
-//
-// TODO(library): budget has no resource for a count of calls, and a zero
-// limit means "no limit", so "no external call at all" is the gate's share
-// check; see /work/notes/requests.md ("planrunner").
+// The wave's calls are a budget.Budget whose hard limit on the Calls
+// resource is the wave's budget, shared by the gates of all the wave's
+// phases; each gate also stops at its own share, which is also what stops
+// every call of a wave whose budget is 0 (a zero limit means "no limit" to
+// budget). Safe for concurrent use.
 type CallGate struct {
 	wave  *budget.Budget
 	share int
@@ -140,11 +137,11 @@ func (g *CallGate) TryExternal() bool {
 	if g.used >= g.share {
 		return false
 	}
-	r, _, err := g.wave.Reserve(budget.Usage{Iterations: 1})
+	r, _, err := g.wave.Reserve(budget.Usage{Calls: 1})
 	if err != nil {
 		return false
 	}
-	r.Settle(budget.Usage{Iterations: 1})
+	r.Settle(budget.Usage{Calls: 1})
 	g.used++
 	return true
 }
@@ -175,7 +172,7 @@ func (g *CallGate) account(phase, n, local int) error {
 	defer g.mu.Unlock()
 	g.used += n
 	g.local += local
-	g.wave.Charge(budget.Usage{Iterations: n})
+	g.wave.Charge(budget.Usage{Calls: int64(n)})
 	if n > g.share {
 		return &RateLimitError{Phase: phase, Used: n, Share: g.share}
 	}

@@ -433,10 +433,9 @@ func (r *runner) Plan(_ context.Context, sit *iterate.Situation) (iterate.Plan, 
 // with each phase's task data: its share of the wave's external call
 // budget.
 func (r *runner) newWave(sch *schedule, phases []int) (*waveRun, []*phaseTask) {
-	// The wave's calls: one Iterations unit per external call. A limit of
-	// 0 would mean "no limit"; the gates' shares (all 0 then) still stop
-	// every call.
-	calls, _ := budget.New(budget.Limits{Iterations: r.rateBudget})
+	// The wave's external calls. A limit of 0 would mean "no limit"; the
+	// gates' shares (all 0 then) still stop every call.
+	calls, _ := budget.New(budget.Limits{Calls: int64(r.rateBudget)})
 	w := &waveRun{wave: len(sch.waves) + 1, phases: phases, budget: r.rateBudget}
 	sch.waves = append(sch.waves, w)
 	data := make([]*phaseTask, len(phases))

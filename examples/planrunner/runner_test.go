@@ -80,7 +80,7 @@ func TestShares(t *testing.T) {
 // wave never more than its budget.
 func TestCallGate(t *testing.T) {
 	t.Run("seed003_concurrent_calls_within_shares", func(t *testing.T) {
-		wave, err := budget.New(budget.Limits{Iterations: 5})
+		wave, err := budget.New(budget.Limits{Calls: 5})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestCallGate(t *testing.T) {
 		if diff := cmp.Diff([][2]int{{2, 8}, {2, 8}, {1, 9}}, got); diff != "" {
 			t.Errorf("external, local per gate (-want +got):\n%s", diff)
 		}
-		if spent := wave.Spent().Iterations; spent != 5 {
+		if spent := wave.Spent().Calls; spent != 5 {
 			t.Errorf("wave spent %d calls, want 5", spent)
 		}
 	})
@@ -118,7 +118,7 @@ func TestCallGate(t *testing.T) {
 		}
 	})
 	t.Run("seed003_reported_calls_over_share", func(t *testing.T) {
-		wave, _ := budget.New(budget.Limits{Iterations: 3})
+		wave, _ := budget.New(budget.Limits{Calls: 3})
 		g := newCallGate(wave, 1)
 		err := g.account(4, 3, 1)
 		var rl *RateLimitError
@@ -136,8 +136,19 @@ func TestCallGate(t *testing.T) {
 		if err := newCallGate(wave, 1).account(5, 1, 0); err != nil {
 			t.Errorf("a call within the share: %v", err)
 		}
-		if spent := wave.Spent().Iterations; spent != 4 {
+		if spent := wave.Spent().Calls; spent != 4 {
 			t.Errorf("wave spent %d, want the 4 calls made", spent)
+		}
+	})
+	t.Run("wave_budget_spent_stops_calls_within_share", func(t *testing.T) {
+		wave, _ := budget.New(budget.Limits{Calls: 2})
+		_ = newCallGate(wave, 1).account(1, 2, 0) // over its share: the wave is spent
+		g := newCallGate(wave, 1)
+		if g.TryExternal() {
+			t.Error("an external call was allowed over the wave's spent budget")
+		}
+		if diff := cmp.Diff(budget.Calls, wave.Exhausted()); diff != "" {
+			t.Errorf("wave Exhausted() (-want +got):\n%s", diff)
 		}
 	})
 }
