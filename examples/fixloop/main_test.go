@@ -12,11 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/refine-go/refine/examples/internal/e2etest"
-
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/examples/internal/e2etest"
 	"github.com/refine-go/refine/iterate"
 )
 
