@@ -14,7 +14,9 @@
 package checkpoint
 
 import (
+	"bytes"
 	"errors"
+	"slices"
 	"fmt"
 	"strconv"
 	"strings"
@@ -22,101 +24,39 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/refine-go/refine/budget"
-	"github.com/refine-go/refine/converge"
-	"github.com/refine-go/refine/gap"
 )
 
 // Version is the version of the checkpoint format written by this package.
-const Version = 1
+const Version = 2
 
-// Checkpoint is the saved progress of one loop session after a completed
-// iteration (or at a stop). Stores treat it as a value: they copy what they
-// keep and never modify what they are given.
+// Checkpoint is the saved progress of one loop session: a small envelope a
+// store and an operator can read, plus the engine's resume record and the
+// state as opaque bytes.
 type Checkpoint struct {
-	// Version of the format; Marshal sets it to [Version].
-	Version int `json:"version"`
-	// Session names the loop session.
-	Session string `json:"session"`
-	// Generation increases by one with every save of a session.
-	Generation uint64 `json:"generation"`
-
-	// Iteration is the number of completed iterations (0-indexed: the next
-	// iteration to run is Iteration+1 in 1-indexed display).
-	Iteration     int `json:"iteration"`
-	MaxIterations int `json:"max_iterations,omitempty"`
-	// Status is the loop's status: "running", "converged", "interrupted",
-	// "escalated", "aborted", ... as the engine names them.
-	Status string `json:"status"`
-	// Reason explains the status.
-	Reason string `json:"reason,omitempty"`
-
-	StartedAt       time.Time `json:"started_at"`
-	UpdatedAt       time.Time `json:"updated_at"`
-	LastIterationAt time.Time `json:"last_iteration_at,omitempty"`
-	// Elapsed is the total duration of the completed iterations.
-	Elapsed time.Duration `json:"elapsed,omitempty"`
-	// Durations holds the durations of the most recent iterations, oldest
-	// first (a bounded window, so a checkpoint does not grow with the
-	// iteration count).
-	Durations []time.Duration `json:"durations,omitempty"`
-
-	ConsecutiveFailures int `json:"consecutive_failures,omitempty"`
-	FailureThreshold    int `json:"failure_threshold,omitempty"`
-
-	// Usage is what the loop has spent.
-	Usage budget.Usage `json:"usage"`
-	// Gaps are the gaps open at the last assessment.
-	Gaps []gap.Gap `json:"gaps,omitempty"`
-	// History is the convergence history: counters, best score, recent
-	// records.
-	History *converge.History `json:"history,omitempty"`
-	// Question is the question put to a human when Status is "escalated".
-	Question string `json:"question,omitempty"`
-
-	// Journal records the tasks of the iteration in flight (Iteration+1)
-	// that finished before this checkpoint was saved, so that a resume after
-	// a crash does not run them again.
-	Journal []Entry `json:"journal,omitempty"`
-
-	// Fingerprint identifies the loop's settings; a resume under different
-	// settings can be refused.
-	Fingerprint string `json:"fingerprint,omitempty"`
-	// Engine holds the engine's own resume data (JSON), opaque to stores.
-	Engine []byte `json:"engine,omitempty"`
-	// State is the encoded loop state.
-	State []byte `json:"-"`
-
-	// Notes are remarks a store attached while loading, such as a fallback
-	// to an older generation because the newest was damaged. Not saved.
-	Notes []string `json:"-"`
+	Session     string    `json:"session"`
+	Generation  uint64    `json:"generation"`
+	Token       uint64    `json:"token,omitempty"`
+	Status      string    `json:"status"`
+	Reason      string    `json:"reason,omitempty"`
+	Iteration   int       `json:"iteration"`
+	Time        time.Time `json:"time"`
+	Question    string    `json:"question,omitempty"`
+	Fingerprint string    `json:"fingerprint,omitempty"`
+	Engine      []byte    `json:"engine,omitempty"`
+	State       []byte    `json:"-"`
+	Skipped     []uint64  `json:"-"`
 }
 
-// Entry is one finished task of the iteration in flight, journaled.
-type Entry struct {
-	// Iteration (1-indexed) and Index (0-indexed) place the task; Role and
-	// Key (the main gap's kind and target) identify it, so that a replanned
-	// iteration reuses the entry only for the same task.
-	Iteration int    `json:"iteration"`
-	Index     int    `json:"index"`
-	Role      string `json:"role,omitempty"`
-	Key       string `json:"key,omitempty"`
-	// Part is what the task found, encoded like the state.
-	Part []byte `json:"part,omitempty"`
-	// Usage is what the task spent.
-	Usage budget.Usage `json:"usage"`
-}
-
-// Clone returns a deep copy of c, sharing no memory with it: the slices, the
-// history (including its unsaved Current assessment and Gaps) and the notes
-// are all copied. Clone of nil is nil.
+// Clone returns a deep copy of c. Clone of nil is nil.
 func (c *Checkpoint) Clone() *Checkpoint {
 	if c == nil {
 		return nil
 	}
-	d := new(Checkpoint)
-	copyCheckpoint(d, c, true)
-	return d
+	d := *c
+	d.Engine = bytes.Clone(c.Engine)
+	d.State = bytes.Clone(c.State)
+	d.Skipped = slices.Clone(c.Skipped)
+	return &d
 }
 
 // ErrNotFound is returned by Load when a session has no checkpoint.
@@ -252,3 +192,19 @@ func ValidateSession(session string) error {
 	}
 	return &SessionError{Session: session, Reason: reason}
 }
+
+// ErrFenced is matched by every *FencedError.
+var ErrFenced = errors.New("checkpoint: fenced")
+
+// FencedError refuses a save by a writer whose lock is no longer current.
+type FencedError struct {
+	Session        string
+	Token, Current uint64
+}
+
+func (e *FencedError) Error() string {
+	return fmt.Sprintf("checkpoint: session %q: lock token %d is no longer current (now %d)", e.Session, e.Token, e.Current)
+}
+
+// Is reports whether target is ErrFenced.
+func (e *FencedError) Is(target error) bool { return target == ErrFenced }

@@ -342,11 +342,8 @@ func (d *Dir) Load(ctx context.Context, session string) (*Checkpoint, error) {
 		var ce *CorruptError
 		switch {
 		case err == nil:
-			if len(damaged) > 0 {
-				c.Notes = make([]string, len(damaged))
-				for j, dm := range damaged {
-					c.Notes[j] = fmt.Sprintf("%s; fell back to generation %d", dm.msg, gen)
-				}
+			for _, dm := range damaged {
+				c.Skipped = append(c.Skipped, dm.err.Generation)
 			}
 			return c, nil
 		case errors.Is(err, fs.ErrNotExist):
@@ -428,25 +425,25 @@ func quarantine(path string) (string, error) {
 // file itself (created exclusively, removed on release), which a crashed
 // process leaves behind: delete it by hand once sure no run is alive.
 // release gives the lock back; calling it twice is harmless.
-func (d *Dir) Lock(ctx context.Context, session string) (release func() error, err error) {
+func (d *Dir) Lock(ctx context.Context, session string) (token uint64, release func() error, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	if err := ValidateSession(session); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	if err := os.MkdirAll(d.dir(), 0o755); err != nil {
-		return nil, fmt.Errorf("checkpoint: locking session %q: %w", session, err)
+		return 0, nil, fmt.Errorf("checkpoint: locking session %q: %w", session, err)
 	}
 	release, err = lockFile(filepath.Join(d.dir(), session+".lock"), session)
 	if err != nil {
 		var le *LockedError
 		if errors.As(err, &le) {
-			return nil, err
+			return 0, nil, err
 		}
-		return nil, fmt.Errorf("checkpoint: locking session %q: %w", session, err)
+		return 0, nil, fmt.Errorf("checkpoint: locking session %q: %w", session, err)
 	}
-	return release, nil
+	return 1, release, nil
 }
 
 // holderOf describes the holder of a lock from the contents of its file.

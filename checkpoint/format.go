@@ -66,8 +66,7 @@ func putBuf(b *bytes.Buffer) {
 // record's Version set to [Version] and its Generation to gen (c itself is
 // not modified), and returns the CRC-32C of what it wrote.
 func encodeHead(buf *bytes.Buffer, c *Checkpoint, gen uint64) (uint32, error) {
-	rec := *c // shallow: only Version and Generation differ
-	rec.Version = Version
+	rec := *c // shallow: only the Generation differs
 	rec.Generation = gen
 	var hdr [headerSize]byte
 	buf.Write(hdr[:])
@@ -183,8 +182,6 @@ func unmarshal(data []byte, copyState bool) (*Checkpoint, error) {
 	if err := json.Unmarshal(data[headerSize:headerSize+int(metaLen)], c); err != nil {
 		return nil, &CorruptError{Err: fmt.Errorf("unreadable record: %w", err)}
 	}
-	c.Version = int(version)
-	c.Notes = nil
 	if stateLen > 0 {
 		state := data[headerSize+int(metaLen) : end : end]
 		if copyState {

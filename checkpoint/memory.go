@@ -74,8 +74,8 @@ func (m *Memory) Save(ctx context.Context, c *Checkpoint) error {
 	} else {
 		dst = new(Checkpoint)
 	}
-	copyCheckpoint(dst, c, false)
-	dst.Version = Version
+	*dst = *c.Clone()
+	dst.Skipped = nil
 	dst.Generation = max(c.Generation, s.newest+1)
 	s.newest = dst.Generation
 	s.gens = append(s.gens, dst)
@@ -105,24 +105,24 @@ func (m *Memory) Load(ctx context.Context, session string) (*Checkpoint, error) 
 //
 // The lock lives in this Memory value, so it excludes runs in this process
 // that share it; nothing outside the process can see it.
-func (m *Memory) Lock(ctx context.Context, session string) (release func() error, err error) {
+func (m *Memory) Lock(ctx context.Context, session string) (token uint64, release func() error, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	if err := ValidateSession(session); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, held := m.locks[session]; held {
-		return nil, &LockedError{Session: session, Holder: "another run in this process"}
+		return 0, nil, &LockedError{Session: session, Holder: "another run in this process"}
 	}
 	if m.locks == nil {
 		m.locks = make(map[string]struct{})
 	}
 	m.locks[session] = struct{}{}
 	var once sync.Once
-	return func() error {
+	return 1, func() error {
 		once.Do(func() {
 			m.mu.Lock()
 			delete(m.locks, session)
