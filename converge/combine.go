@@ -36,7 +36,7 @@ func All(policies ...Policy) Policy { return allOf(slices.Clone(policies)) }
 
 // Default returns the policy a loop uses when configured with nothing else:
 //
-//	Any(Done{}, Passing{}, HighConfidence{}, Thresholds{}, Failures{}, NoProgress{}, IterationLimit{})
+//	Any(Done{}, Passing{}, HighConfidence{}, ThresholdsMet{}, Failures{}, NoProgress{}, IterationLimit{})
 //
 // Success checks come first, so that work complete, checks passing, an early
 // exit or full convergence on the last allowed iteration is a success and
@@ -46,7 +46,7 @@ func All(policies ...Policy) Policy { return allOf(slices.Clone(policies)) }
 // [Thresholds] when the assessment measured any of them.
 func Default() Policy { return standard{} }
 
-// standard is Any(Done{}, Passing{}, HighConfidence{}, Thresholds{},
+// standard is Any(Done{}, Passing{}, HighConfidence{}, ThresholdsMet{},
 // Failures{}, NoProgress{}, IterationLimit{}) with static calls: the same
 // decisions, without seven dynamic dispatches per round.
 type standard struct{}
@@ -61,7 +61,7 @@ func (standard) Decide(h *History) Decision {
 	if d := (HighConfidence{}).Decide(h); d.Stop() {
 		return d
 	}
-	th := (Thresholds{}).Decide(h)
+	th := (ThresholdsMet{}).Decide(h)
 	if th.Stop() {
 		return th
 	}

@@ -246,6 +246,13 @@ type History struct {
 	MaxIterations int `json:"max_iterations,omitempty"`
 	// Window bounds Recent; 0 means DefaultWindow.
 	Window int `json:"window,omitempty"`
+	// Thresholds are the loop's thresholds, the same values its gap
+	// analysis used; the engine sets them from its configuration.
+	Thresholds gap.Thresholds `json:"-"`
+	// FailureThreshold is the number of consecutive failed iterations that
+	// aborts the loop ([Failures]); 0 means [DefaultFailureThreshold]. The
+	// engine sets it from its configuration.
+	FailureThreshold int `json:"-"`
 	// Recent holds the latest records, oldest first, at most Window of them.
 	Recent []Record `json:"recent,omitempty"`
 

@@ -9,32 +9,18 @@ import (
 )
 
 // Defaults of the policies. A zero field of a policy selects its default.
+// The thresholds' defaults are gap's (see [gap.Thresholds]).
 const (
-	// DefaultMinCoverage and DefaultMinConfidence are the required coverage
-	// and average confidence of [Thresholds].
-	DefaultMinCoverage   = gap.DefaultMinCoverage   // 0.70
-	DefaultMinConfidence = gap.DefaultMinConfidence // 0.80
-	// DefaultMaxConflicts is the number of unresolved conflicts
-	// [Thresholds] tolerates.
-	DefaultMaxConflicts = 2
-	// DefaultEarlyCoverage and DefaultEarlyConfidence are the levels from
-	// which [HighConfidence] stops: quality is exceptionally high.
-	DefaultEarlyCoverage   = 0.85
-	DefaultEarlyConfidence = 0.90
 	// DefaultStuckAfter is the number of consecutive unchanged assessments
 	// after which [NoProgress] halts.
 	DefaultStuckAfter = 2
 	// DefaultFailureThreshold is the number of consecutive failed
-	// iterations after which [Failures] aborts.
+	// iterations after which [Failures] aborts, unless the loop sets
+	// [History.FailureThreshold].
 	DefaultFailureThreshold = 3
 )
 
-// NoConflicts, as [Thresholds.MaxConflicts], tolerates no unresolved
-// conflict at all. (Zero selects [DefaultMaxConflicts]; any negative value
-// means none.)
-const NoConflicts = -1
-
-// Criterion names of [Thresholds] and [HighConfidence].
+// Criterion names of [ThresholdsMet] and [HighConfidence].
 const (
 	CriterionCoverage   = "coverage"
 	CriterionConfidence = "confidence"
@@ -47,17 +33,6 @@ const tolerance = gap.Tolerance
 
 func atLeast(v, min float64) bool { return v >= min-tolerance }
 
-// ratioOr returns v, def when v is zero, or 0 when v is negative (no minimum).
-func ratioOr(v, def float64) float64 {
-	switch {
-	case v == 0:
-		return def
-	case v < 0:
-		return 0
-	}
-	return v
-}
-
 func countOr(n, def int) int {
 	if n == 0 {
 		return def
@@ -65,8 +40,9 @@ func countOr(n, def int) int {
 	return n
 }
 
-// Thresholds is the required convergence check of research refinement: the
-// loop has converged when
+// ThresholdsMet is the required convergence check of research refinement:
+// the loop has converged when, by the loop's thresholds (h.Thresholds, the
+// same values its gap analysis used),
 //
 //  1. coverage ≥ MinCoverage (default 0.70),
 //  2. average confidence ≥ MinConfidence (default 0.80),
@@ -83,19 +59,8 @@ func countOr(n, def int) int {
 // judged: Decide returns Continue with no criteria, so that the reason of a
 // later stop does not list thresholds the loop never measured.
 //
-// A zero field selects its default, so the zero value is the default check.
-// A negative MinCoverage or MinConfidence requires nothing (a threshold of
-// 0); a negative MaxConflicts (see [NoConflicts]) tolerates no conflict.
-// Ratios are compared with a tolerance of 1e-9. Thresholds is a plain value,
-// safe for concurrent use.
-type Thresholds struct {
-	MinCoverage   float64 `json:"min_coverage,omitempty"`
-	MinConfidence float64 `json:"min_confidence,omitempty"`
-	MaxConflicts  int     `json:"max_conflicts,omitempty"`
-	// AllowUnanswered makes the questions criterion always met (it is still
-	// reported).
-	AllowUnanswered bool `json:"allow_unanswered,omitempty"`
-}
+// Ratios are compared with a tolerance of [gap.Tolerance].
+type ThresholdsMet struct{}
 
 // researchMeasured reports whether a measured anything the thresholds judge.
 func researchMeasured(a *gap.Assessment) bool {
@@ -103,33 +68,21 @@ func researchMeasured(a *gap.Assessment) bool {
 		len(a.Conflicts) > 0 || len(a.Questions) > 0
 }
 
-// limits returns the effective thresholds.
-func (t Thresholds) limits() (minCov, minConf float64, maxConflicts int) {
-	maxConflicts = countOr(t.MaxConflicts, DefaultMaxConflicts)
-	if maxConflicts < 0 {
-		maxConflicts = 0
-	}
-	return ratioOr(t.MinCoverage, DefaultMinCoverage), ratioOr(t.MinConfidence, DefaultMinConfidence), maxConflicts
-}
-
-// Validate returns a [*ConfigError] when MinCoverage or MinConfidence is NaN
-// or greater than 1, and nil otherwise.
-func (t Thresholds) Validate() error {
-	if err := checkRatio("Thresholds", "MinCoverage", t.MinCoverage); err != nil {
-		return err
-	}
-	return checkRatio("Thresholds", "MinConfidence", t.MinConfidence)
+// limits returns the effective limits of t.
+func limits(t gap.Thresholds) (minCov, minConf float64, maxConflicts int) {
+	t = t.Effective()
+	return max(t.MinCoverage, 0), max(t.MinConfidence, 0), max(t.MaxConflicts, 0)
 }
 
 // Evaluate returns the four criteria, in the order coverage, confidence,
 // conflicts, questions, evaluated against a (nil is an assessment that
-// measured nothing). The questions criterion has Value = answered and
-// Threshold = total critical questions. The slice is newly allocated.
-func (t Thresholds) Evaluate(a *gap.Assessment) []Criterion {
+// measured nothing) under t. The questions criterion has Value = answered
+// and Threshold = total critical questions. The slice is newly allocated.
+func Evaluate(a *gap.Assessment, t gap.Thresholds) []Criterion {
 	if a == nil {
 		a = &gap.Assessment{}
 	}
-	minCov, minConf, maxConflicts := t.limits()
+	minCov, minConf, maxConflicts := limits(t)
 	cov, conf := a.CoverageRatio(), a.AverageConfidence()
 	conflicts := a.UnresolvedConflicts()
 	answered, total := a.CriticalQuestions()
@@ -145,11 +98,11 @@ func (t Thresholds) Evaluate(a *gap.Assessment) []Criterion {
 
 // Decide returns Converged when every criterion is met by h.Current, and
 // Continue with the criteria otherwise. A nil h continues.
-func (t Thresholds) Decide(h *History) Decision {
+func (ThresholdsMet) Decide(h *History) Decision {
 	if h == nil || !researchMeasured(&h.Current) {
 		return Decision{}
 	}
-	crit := t.Evaluate(&h.Current)
+	crit := Evaluate(&h.Current, h.Thresholds)
 	for i := range crit {
 		if !crit[i].Met {
 			return Decision{Criteria: crit}
@@ -248,37 +201,26 @@ func joinCriteria(prefix string, crit []Criterion) string {
 }
 
 // HighConfidence stops a loop whose quality is exceptionally high: coverage ≥
-// MinCoverage (default 0.85) and average confidence ≥ MinConfidence (default
-// 0.90) in the latest assessment (h.Current). It then returns verdict EarlyExit with
-// the two criteria and a reason such as "high confidence reached: coverage
-// 0.88 ≥ 0.85, confidence 0.92 ≥ 0.90 (skipped 2 potential iterations)"; the
-// skipped iterations are mentioned when the loop has a limit and some remain.
-// Otherwise it returns Continue with no criteria (those of [Thresholds] say
-// what is missing).
-//
-// A zero field selects its default; a negative one requires nothing.
-// HighConfidence is a plain value, safe for concurrent use.
-type HighConfidence struct {
-	MinCoverage   float64 `json:"min_coverage,omitempty"`
-	MinConfidence float64 `json:"min_confidence,omitempty"`
-}
-
-// Validate returns a [*ConfigError] when MinCoverage or MinConfidence is NaN
-// or greater than 1, and nil otherwise.
-func (e HighConfidence) Validate() error {
-	if err := checkRatio("HighConfidence", "MinCoverage", e.MinCoverage); err != nil {
-		return err
-	}
-	return checkRatio("HighConfidence", "MinConfidence", e.MinConfidence)
-}
+// h.Thresholds.EarlyCoverage (default 0.85) and average confidence ≥
+// h.Thresholds.EarlyConfidence (default 0.90) in the latest assessment
+// (h.Current). It then returns verdict EarlyExit with the two criteria and a
+// reason such as "high confidence reached: coverage 0.88 ≥ 0.85, confidence
+// 0.92 ≥ 0.90 (skipped 2 potential iterations)"; the skipped iterations are
+// mentioned when the loop has a limit and some remain. Otherwise it returns
+// Continue with no criteria (those of [ThresholdsMet] say what is missing).
+// A negative level disables the early exit.
+type HighConfidence struct{}
 
 // Decide returns EarlyExit when both levels are reached, Continue otherwise.
-func (e HighConfidence) Decide(h *History) Decision {
+func (HighConfidence) Decide(h *History) Decision {
 	if h == nil {
 		return Decision{}
 	}
-	minCov := ratioOr(e.MinCoverage, DefaultEarlyCoverage)
-	minConf := ratioOr(e.MinConfidence, DefaultEarlyConfidence)
+	t := h.Thresholds.Effective()
+	minCov, minConf := t.EarlyCoverage, t.EarlyConfidence
+	if minCov < 0 || minConf < 0 {
+		return Decision{}
+	}
 	cov, conf := h.Current.CoverageRatio(), h.Current.AverageConfidence()
 	if !atLeast(cov, minCov) || !atLeast(conf, minConf) {
 		return Decision{}
@@ -353,24 +295,20 @@ func (s NoProgress) Decide(h *History) Decision {
 		plural(h.Unchanged, "iteration") + ": " + strings.Join(h.WorkRemaining, " ")}
 }
 
-// Failures aborts a loop after Threshold consecutive failed iterations
-// (h.ConsecutiveFailures ≥ Threshold; default 3): verdict Aborted, reason
-// e.g. "aborting after 3 consecutive failures". A successful iteration resets
-// the count ([History.Complete]).
-//
-// A zero Threshold selects the default. Failures is a plain value, safe for
-// concurrent use.
-type Failures struct {
-	Threshold int `json:"threshold,omitempty"`
-}
-
-// Validate returns a [*ConfigError] when Threshold is negative.
-func (f Failures) Validate() error { return checkCount("Failures", "Threshold", f.Threshold) }
+// Failures aborts a loop after h.FailureThreshold consecutive failed
+// iterations (h.ConsecutiveFailures ≥ the threshold; default 3, the engine
+// sets it from its failure threshold): verdict Aborted, reason e.g.
+// "aborting after 3 consecutive failures". A successful iteration resets the
+// count ([History.Complete]). A negative threshold never aborts.
+type Failures struct{}
 
 // Decide returns Aborted once the consecutive failures reach the threshold.
-func (f Failures) Decide(h *History) Decision {
-	threshold := countOr(f.Threshold, DefaultFailureThreshold)
-	if h == nil || h.ConsecutiveFailures < threshold || threshold < 0 {
+func (Failures) Decide(h *History) Decision {
+	if h == nil {
+		return Decision{}
+	}
+	threshold := countOr(h.FailureThreshold, DefaultFailureThreshold)
+	if h.ConsecutiveFailures < threshold || threshold < 0 {
 		return Decision{}
 	}
 	return Decision{Verdict: Aborted, Reason: "aborting after " + plural(h.ConsecutiveFailures, "consecutive failure")}

@@ -2,7 +2,9 @@ package gap
 
 import "context"
 
-// Analyzer finds the gaps of an assessment.
+// Analyzer finds the gaps of an assessment under the loop's thresholds: the
+// same [Thresholds] the convergence policy judges by, so that whatever keeps
+// a loop from converging is a gap the strategy can target.
 //
 // Analyze must not modify the assessment (its slices and maps are shared
 // with the caller). The returned slice belongs to the caller, which may
@@ -11,15 +13,15 @@ import "context"
 // Focus) with the assessment. An invalid assessment gives an error matching
 // [ErrInvalidAssessment].
 type Analyzer interface {
-	Analyze(ctx context.Context, a Assessment) ([]Gap, error)
+	Analyze(ctx context.Context, a Assessment, t Thresholds) ([]Gap, error)
 }
 
 // AnalyzerFunc adapts a function to [Analyzer].
-type AnalyzerFunc func(ctx context.Context, a Assessment) ([]Gap, error)
+type AnalyzerFunc func(ctx context.Context, a Assessment, t Thresholds) ([]Gap, error)
 
-// Analyze returns f(ctx, a).
-func (f AnalyzerFunc) Analyze(ctx context.Context, a Assessment) ([]Gap, error) {
-	return f(ctx, a)
+// Analyze returns f(ctx, a, t).
+func (f AnalyzerFunc) Analyze(ctx context.Context, a Assessment, t Thresholds) ([]Gap, error) {
+	return f(ctx, a, t)
 }
 
 var (
@@ -48,7 +50,7 @@ func Combine(analyzers ...Analyzer) Analyzer {
 
 type combined []Analyzer
 
-func (c combined) Analyze(ctx context.Context, a Assessment) ([]Gap, error) {
+func (c combined) Analyze(ctx context.Context, a Assessment, t Thresholds) ([]Gap, error) {
 	var out []Gap
 	for _, an := range c {
 		if ctx.Err() != nil {
@@ -59,11 +61,11 @@ func (c combined) Analyze(ctx context.Context, a Assessment) ([]Gap, error) {
 		var err error
 		switch an := an.(type) {
 		case Research:
-			out, err = an.appendGaps(out, &a)
+			out, err = an.appendGaps(out, &a, t)
 		case Quality:
-			out, err = an.appendGaps(out, &a)
+			out, err = an.appendGaps(out, &a, t)
 		default:
-			out, err = appendAnalyzed(ctx, out, an, a)
+			out, err = appendAnalyzed(ctx, out, an, a, t)
 		}
 		if err != nil {
 			return nil, err
@@ -73,8 +75,8 @@ func (c combined) Analyze(ctx context.Context, a Assessment) ([]Gap, error) {
 }
 
 // appendAnalyzed appends the gaps of an to out.
-func appendAnalyzed(ctx context.Context, out []Gap, an Analyzer, a Assessment) ([]Gap, error) {
-	gaps, err := an.Analyze(ctx, a)
+func appendAnalyzed(ctx context.Context, out []Gap, an Analyzer, a Assessment, t Thresholds) ([]Gap, error) {
+	gaps, err := an.Analyze(ctx, a, t)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +89,7 @@ func appendAnalyzed(ctx context.Context, out []Gap, an Analyzer, a Assessment) (
 }
 
 // Default returns the analyzer a loop uses when it is given none: the
-// [Research] and [Quality] analyzers with default [Thresholds], combined
+// [Research] and [Quality] analyzers, combined
 // (research gaps first), then ordered by [Prioritize]. It needs no
 // configuration, and an assessment that measured nothing has no gaps. It is
 // safe for concurrent use.
@@ -98,18 +100,18 @@ func Default() Analyzer { return defaultAnalyzer{} }
 // allocate, one copy of the assessment and one slice for all gaps.
 type defaultAnalyzer struct{}
 
-func (defaultAnalyzer) Analyze(ctx context.Context, a Assessment) ([]Gap, error) {
+func (defaultAnalyzer) Analyze(ctx context.Context, a Assessment, t Thresholds) ([]Gap, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
 	if a.measuredNothing() {
 		return nil, nil // the common case of loops that do not assess
 	}
-	rp, err := Research{}.plan(&a)
+	rp, err := Research{}.plan(&a, t)
 	if err != nil {
 		return nil, err
 	}
-	qp, err := Quality{}.plan(&a)
+	qp, err := Quality{}.plan(&a, t)
 	if err != nil {
 		return nil, err
 	}

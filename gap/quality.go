@@ -82,19 +82,16 @@ const MaxFeedbackLength = 500
 // Signals.Completeness or Signals.Quality is NaN or outside [0, 1], and an
 // [*InvalidThresholdError] for invalid thresholds. It does not consult ctx.
 //
-// The zero value uses the default thresholds. Quality is safe for concurrent
-// use.
-type Quality struct {
-	Thresholds
+// Quality is safe for concurrent use.
+type Quality struct{}
+
+// Analyze returns the quality gaps of a under t, unprioritised.
+func (q Quality) Analyze(_ context.Context, a Assessment, t Thresholds) ([]Gap, error) {
+	return q.appendGaps(nil, &a, t)
 }
 
-// Analyze returns the quality gaps of a, unprioritised.
-func (q Quality) Analyze(_ context.Context, a Assessment) ([]Gap, error) {
-	return q.appendGaps(nil, &a)
-}
-
-func (q Quality) appendGaps(dst []Gap, a *Assessment) ([]Gap, error) {
-	p, err := q.plan(a)
+func (q Quality) appendGaps(dst []Gap, a *Assessment, t Thresholds) ([]Gap, error) {
+	p, err := q.plan(a, t)
 	if err != nil || p.n == 0 {
 		return dst, err
 	}
@@ -112,15 +109,15 @@ type qualityPlan struct {
 }
 
 // plan validates the thresholds and the signals of *a, and counts the gaps.
-func (q Quality) plan(a *Assessment) (qualityPlan, error) {
-	if err := q.Validate(); err != nil {
+func (Quality) plan(a *Assessment, th Thresholds) (qualityPlan, error) {
+	if err := th.Validate(); err != nil {
 		return qualityPlan{}, err
 	}
 	s := &a.Signals
 	if err := validateSignals(s); err != nil {
 		return qualityPlan{}, err
 	}
-	p := qualityPlan{t: q.withDefaults()}
+	p := qualityPlan{t: th.withDefaults()}
 	t := &p.t
 	p.lowConfidence = s.Confidence != nil && below(*s.Confidence, t.MinSignalConfidence)
 	p.incomplete = s.Completeness != nil && below(*s.Completeness, t.MinCompleteness)

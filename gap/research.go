@@ -61,19 +61,16 @@ const (
 // [0, 1], or a negative FilesAnalyzed or EstimatedFiles. It returns an
 // [*InvalidThresholdError] for invalid thresholds. It does not consult ctx.
 //
-// The zero value uses the default thresholds. Research is safe for
-// concurrent use.
-type Research struct {
-	Thresholds
+// Research is safe for concurrent use.
+type Research struct{}
+
+// Analyze returns the research gaps of a under t, unprioritised.
+func (r Research) Analyze(_ context.Context, a Assessment, t Thresholds) ([]Gap, error) {
+	return r.appendGaps(nil, &a, t)
 }
 
-// Analyze returns the research gaps of a, unprioritised.
-func (r Research) Analyze(_ context.Context, a Assessment) ([]Gap, error) {
-	return r.appendGaps(nil, &a)
-}
-
-func (r Research) appendGaps(dst []Gap, a *Assessment) ([]Gap, error) {
-	p, err := r.plan(a)
+func (r Research) appendGaps(dst []Gap, a *Assessment, t Thresholds) ([]Gap, error) {
+	p, err := r.plan(a, t)
 	if err != nil || p.n == 0 {
 		return dst, err
 	}
@@ -91,14 +88,14 @@ type researchPlan struct {
 }
 
 // plan validates the thresholds and *a, and counts the gaps.
-func (r Research) plan(a *Assessment) (researchPlan, error) {
-	if err := r.Validate(); err != nil {
+func (Research) plan(a *Assessment, th Thresholds) (researchPlan, error) {
+	if err := th.Validate(); err != nil {
 		return researchPlan{}, err
 	}
 	if err := validateResearch(a); err != nil {
 		return researchPlan{}, err
 	}
-	p := researchPlan{t: r.withDefaults()}
+	p := researchPlan{t: th.withDefaults()}
 	t := &p.t
 	p.coverage = a.CoverageRatio()
 	p.coverageGap = coverageMeasured(a) && below(p.coverage, t.MinCoverage)

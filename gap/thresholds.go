@@ -1,22 +1,30 @@
 package gap
 
 // Default thresholds. The research thresholds come from the iteration rules
-// of research refinement (coverage 0.70, confidence 0.80); the others from
-// output quality detection.
+// of research refinement (coverage 0.70, confidence 0.80, at most 2
+// unresolved conflicts, early exit at coverage 0.85 and confidence 0.90);
+// the others from output quality detection.
 const (
 	DefaultMinCoverage     = 0.70
 	DefaultMinConfidence   = 0.80
+	DefaultMaxConflicts    = 2
+	DefaultEarlyCoverage   = 0.85
+	DefaultEarlyConfidence = 0.90
 	DefaultMinCompleteness = 0.90
 	DefaultMinQuality      = 0.70
 )
 
-// Thresholds are the limits below which a metric becomes a gap.
+// Thresholds are the one declaration of the levels a loop is judged by. The
+// gap analysis reports a gap for every metric below its threshold, and the
+// convergence policies of package converge decide by the same values (the
+// engine hands both the thresholds it was configured with), so whatever
+// keeps a loop from converging is a gap its strategy can target.
 //
-// A zero field selects its default; a negative field disables its check;
-// a field that is NaN or greater than 1 is invalid ([Thresholds.Validate]).
-// So the zero value is the default configuration. A threshold of exactly 0
-// cannot be expressed (it would mean "never a gap", which is what a negative
-// value does).
+// A zero field selects its default; a negative field disables its check
+// (no gap, and the convergence criterion requires nothing; a negative
+// MaxConflicts tolerates no conflict); a ratio that is NaN or greater than 1
+// is invalid ([Thresholds.Validate]). So the zero value is the default
+// configuration.
 //
 // MinSignalConfidence, when zero, takes the value of MinConfidence after that
 // one's default: disabling MinConfidence therefore also disables the signal
@@ -28,6 +36,16 @@ type Thresholds struct {
 	// MinConfidence is the average finding confidence below which a research
 	// assessment has confidence gaps (default 0.80).
 	MinConfidence float64 `json:"min_confidence,omitempty"`
+	// MaxConflicts is the number of unresolved conflicts a converged loop
+	// tolerates (default 2; negative: none).
+	MaxConflicts int `json:"max_conflicts,omitempty"`
+	// AllowUnanswered lets a loop converge with critical questions open.
+	AllowUnanswered bool `json:"allow_unanswered,omitempty"`
+	// EarlyCoverage and EarlyConfidence are the levels from which a loop
+	// exits early because quality is exceptionally high (defaults 0.85 and
+	// 0.90).
+	EarlyCoverage   float64 `json:"early_coverage,omitempty"`
+	EarlyConfidence float64 `json:"early_confidence,omitempty"`
 	// MinCompleteness is the output completeness below which
 	// [IncompleteOutput] is triggered (default 0.90).
 	MinCompleteness float64 `json:"min_completeness,omitempty"`
@@ -54,9 +72,17 @@ func (t Thresholds) Validate() error {
 		return &InvalidThresholdError{Field: "MinQuality", Value: t.MinQuality}
 	case !(t.MinSignalConfidence <= 1):
 		return &InvalidThresholdError{Field: "MinSignalConfidence", Value: t.MinSignalConfidence}
+	case !(t.EarlyCoverage <= 1):
+		return &InvalidThresholdError{Field: "EarlyCoverage", Value: t.EarlyCoverage}
+	case !(t.EarlyConfidence <= 1):
+		return &InvalidThresholdError{Field: "EarlyConfidence", Value: t.EarlyConfidence}
 	}
 	return nil
 }
+
+// Effective returns t with every zero field replaced by its default.
+// Negative (disabled) fields are kept.
+func (t Thresholds) Effective() Thresholds { return t.withDefaults() }
 
 // withDefaults returns t with every zero field replaced by its default.
 // Negative (disabled) fields are kept.
@@ -72,6 +98,15 @@ func (t Thresholds) withDefaults() Thresholds {
 	}
 	if t.MinQuality == 0 {
 		t.MinQuality = DefaultMinQuality
+	}
+	if t.MaxConflicts == 0 {
+		t.MaxConflicts = DefaultMaxConflicts
+	}
+	if t.EarlyCoverage == 0 {
+		t.EarlyCoverage = DefaultEarlyCoverage
+	}
+	if t.EarlyConfidence == 0 {
+		t.EarlyConfidence = DefaultEarlyConfidence
 	}
 	if t.MinSignalConfidence == 0 {
 		t.MinSignalConfidence = t.MinConfidence

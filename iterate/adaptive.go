@@ -106,11 +106,12 @@ var broadRole = Role{Name: RoleExplore, Agent: "ExploreAgent", Model: "haiku",
 //     with verification on hallucinations; escalate near the iteration limit
 //     (only with EscalateNearLimit); otherwise retry.
 //  4. A strategy that just failed on the same triggers is never repeated,
-//     and escalation comes by degrees: when the same triggers survive an
+//     and the response comes by degrees: when the same triggers survive an
 //     attempt the plan carries a warning and switches strategy (retry →
-//     refine → simplify → expand); when they survive EscalateAfter attempts
-//     it asks a human; when they survive that many attempts again after the
-//     human's answer, it stops.
+//     refine → simplify → expand); when they survive three attempts, or
+//     every strategy was tried, it stops (status Stuck, no error). With
+//     EscalateAfter set it asks a human after that many attempts instead,
+//     and stops when they survive that many again after the answer.
 //  5. Feedback for the tasks is synthesised from the gaps, most severe
 //     first, bounded to FeedbackLimit bytes (seed 002).
 //
@@ -130,7 +131,9 @@ type Adaptive struct {
 	// that the last allowed iteration is used.
 	EscalateNearLimit bool
 	// EscalateAfter is the number of consecutive attempts the same triggers
-	// may survive before a human is asked; 0 means 3.
+	// may survive before a human is asked. 0 means no human: the loop stops
+	// as stuck after three attempts. Escalating is for hosts that have a
+	// human to answer (see [EscalationError]).
 	EscalateAfter int
 }
 
@@ -164,7 +167,9 @@ func (s *Adaptive) feedbackLimit() int {
 	return DefaultFeedbackLimit
 }
 
-func (s *Adaptive) escalateAfter() int {
+// stuckAfter is how many attempts the same triggers survive before the
+// strategy escalates or stops.
+func (s *Adaptive) stuckAfter() int {
 	if s.EscalateAfter > 0 {
 		return s.EscalateAfter
 	}
@@ -299,11 +304,14 @@ var ladder = [...]Action{Retry, Refine, Simplify, Expand}
 // choose picks the action (seed 001's selectIterationStrategy with the
 // graduated escalation on top).
 func (s *Adaptive) choose(sit *Situation, persist int, tried actionSet) (Action, string, []string) {
-	if persist >= s.escalateAfter() {
-		if sit.AnsweredAt > 0 {
-			return Stop, fmt.Sprintf("stopped: the same problems persisted for %d attempts after the human's answer", persist), nil
+	if persist >= s.stuckAfter() {
+		switch {
+		case sit.AnsweredAt > 0:
+			return Stop, fmt.Sprintf("stuck: the same problems persisted for %d attempts after the human's answer", persist), nil
+		case s.EscalateAfter > 0:
+			return Escalate, fmt.Sprintf("the same problems persisted for %d attempts", persist), nil
 		}
-		return Escalate, fmt.Sprintf("the same problems persisted for %d attempts", persist), nil
+		return Stop, fmt.Sprintf("stuck: the same problems persisted for %d attempts", persist), nil
 	}
 	var last Action
 	if sit.Last != nil {
@@ -321,7 +329,10 @@ func (s *Adaptive) choose(sit *Situation, persist int, tried actionSet) (Action,
 				return a, fmt.Sprintf("the same triggers survived %s: switch to %s", last, a), guidanceFor(a)
 			}
 		}
-		return Escalate, fmt.Sprintf("every strategy failed on the same problems (%d attempts)", persist), nil
+		if s.EscalateAfter > 0 {
+			return Escalate, fmt.Sprintf("every strategy failed on the same problems (%d attempts)", persist), nil
+		}
+		return Stop, fmt.Sprintf("stuck: every strategy failed on the same problems (%d attempts)", persist), nil
 	}
 
 	kinds := kindsOf(sit.Gaps)

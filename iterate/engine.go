@@ -2,8 +2,6 @@ package iterate
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,7 +48,8 @@ func New[S any](w Worker[S], opts ...Option) Engine[S] {
 	e.concluder, _ = w.(Concluder[S])
 	e.err = cfg.finish()
 	e.cfg = cfg
-	e.fingerprint = fingerprint(&cfg)
+	e.settings = settingsOf(&e.cfg)
+	e.fingerprint = fingerprintOf(e.settings)
 	return e
 }
 
@@ -58,27 +57,29 @@ type engine[S any] struct {
 	w           Worker[S]
 	cfg         config
 	err         error
+	settings    []setting
 	fingerprint string
 	// The optional interfaces of w, found once.
 	stageEnder StageEnder[S]
 	concluder  Concluder[S]
 }
 
-// fingerprint identifies the settings that change what a loop does.
-func fingerprint(c *config) string {
-	h := sha256.New()
-	fmt.Fprintf(h, "v1|max=%d|fail=%d|session=%s|analyzer=%T|strategy=%T|policy=%T|limits=%+v|estimate=%+v|window=%d|extra=%s",
-		c.maxIterations, c.failureThreshold, c.session, c.analyzer, c.strategy, c.policy, c.limits, c.estimate, c.window, c.fingerprintExtra)
-	if s, ok := c.strategy.(*Adaptive); ok {
-		fmt.Fprintf(h, "|adaptive=%d,%d,%t,%d", s.MaxTasks, s.FeedbackLimit, s.EscalateNearLimit, s.EscalateAfter)
-	}
-	sum := h.Sum(nil)
-	return hex.EncodeToString(sum[:8])
-}
-
-// engineData is the engine's own part of a checkpoint.
+// engineData is the engine's resume record: everything a resumed run needs
+// beyond the checkpoint's envelope and state, encoded once per save into
+// Checkpoint.Engine. The run works on it directly, so a new resume field is
+// one line here.
 type engineData struct {
-	AnsweredAt int         `json:"answered_at,omitempty"`
+	Settings        []setting         `json:"settings"`
+	StartedAt       time.Time         `json:"started_at"`
+	LastIterationAt time.Time         `json:"last_iteration_at,omitzero"`
+	Elapsed         time.Duration     `json:"elapsed,omitempty"`
+	Durations       []time.Duration   `json:"durations,omitempty"`
+	Usage           budget.Usage      `json:"usage"`
+	History         *converge.History `json:"history,omitempty"`
+	Gaps            []gap.Gap         `json:"gaps,omitempty"`
+	Journal         []entry           `json:"journal,omitempty"`
+	Complete        bool              `json:"complete,omitempty"` // a task said the work is done
+	AnsweredAt      int               `json:"answered_at,omitempty"`
 	Answer     string      `json:"answer,omitempty"`
 	Escalation *Escalation `json:"escalation,omitempty"`
 	Unresolved []gap.Gap   `json:"unresolved,omitempty"`
@@ -125,9 +126,6 @@ type run[S any] struct {
 	hasLast    bool
 	decision   converge.Decision
 	data       engineData
-	startedAt  time.Time
-	lastIterAt time.Time
-	elapsed    time.Duration
 	durations  window[time.Duration]
 	generation uint64
 	metrics    window[IterationMetrics]
@@ -141,6 +139,9 @@ type run[S any] struct {
 	limited   bool         // the budget has limits (else Remaining is constant)
 	spent     budget.Usage // what an unlimited budget has spent: no lock needed
 	current   atomic.Int64 // the iteration under way, for warnings from host code
+	token     uint64       // the fencing token of the session lock (0: none)
+	// saveFailed is set when a save failed for good: nothing more is saved.
+	saveFailed bool
 	journal   journal      // finished tasks of the iteration in flight
 }
 
@@ -153,8 +154,7 @@ func (e *engine[S]) newRun() (*run[S], error) {
 		durations: newWindow[time.Duration](metricsWindow), metrics: newWindow[IterationMetrics](metricsWindow),
 		metricsEnc: newWindow[json.RawMessage](metricsWindow),
 		limited:    e.cfg.limits != (budget.Limits{})}
-	r.hist.Window = e.cfg.window
-	r.hist.MaxIterations = e.cfg.maxIterations
+	r.configureHistory()
 	return r, nil
 }
 
@@ -186,16 +186,22 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 	}
 	defer release()
 	r.state = initial
-	r.startedAt = time.Now()
-	latest := r.latest(ctx)
+	r.data.StartedAt = time.Now()
+	latest, err := r.latest(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return notStarted(initial, ctx)
+		}
+		return nil, err
+	}
 	if latest != nil {
 		r.generation = latest.Generation
 		if e.cfg.refuseResumable && !Status(latest.Status).Final() {
 			return nil, &ResumableError{Checkpoint: latest}
 		}
 	}
-	r.emit(LoopStarted{Session: e.cfg.session, MaxIterations: e.cfg.maxIterations, Time: r.startedAt,
-		StartedAt: r.startedAt, FailureThreshold: e.cfg.failureThreshold})
+	r.emit(LoopStarted{Session: e.cfg.session, MaxIterations: e.cfg.maxIterations, Time: r.data.StartedAt,
+		StartedAt: r.data.StartedAt, FailureThreshold: e.cfg.failureThreshold})
 	if ce := r.log.Check(zap.InfoLevel, "loop started"); ce != nil {
 		ce.Write(zap.String("session", e.cfg.session), zap.Int("max_iterations", e.cfg.maxIterations))
 	}
@@ -249,14 +255,12 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 		}
 		return nil, fmt.Errorf("iterate: resume session %q: %w", e.cfg.session, err)
 	}
-	for _, note := range c.Notes {
-		r.warn(0, note)
-	}
-	if c.Fingerprint != e.fingerprint && !e.cfg.allowChange {
-		return nil, &SettingsChangedError{Session: e.cfg.session, Saved: c.Fingerprint, Now: e.fingerprint}
-	}
+	r.recovered(c)
 	if err := r.restore(c); err != nil {
 		return nil, err
+	}
+	if c.Fingerprint != e.fingerprint && !e.cfg.allowChange {
+		return nil, &SettingsChangedError{Session: e.cfg.session, Changes: changes(r.data.Settings, e.settings)}
 	}
 	status := Status(c.Status)
 	if status.Final() {
@@ -276,9 +280,9 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	}
 	r.applyLimit()
 	r.emit(LoopStarted{it: it{r.hist.Iteration}, Session: e.cfg.session, MaxIterations: r.hist.MaxIterations,
-		Resumed: true, Completed: r.hist.Iteration, Elapsed: r.elapsed, Time: time.Now(), StartedAt: r.startedAt,
+		Resumed: true, Completed: r.hist.Iteration, Elapsed: r.data.Elapsed, Time: time.Now(), StartedAt: r.data.StartedAt,
 		ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: e.cfg.failureThreshold,
-		Durations: append([]time.Duration(nil), r.durations.values()...), LastIterationAt: r.lastIterAt})
+		Durations: append([]time.Duration(nil), r.durations.values()...), LastIterationAt: r.data.LastIterationAt})
 	if ce := r.log.Check(zap.InfoLevel, "loop resumed"); ce != nil {
 		ce.Write(zap.String("session", e.cfg.session), zap.Int("iteration", r.hist.Iteration), zap.String("from_status", c.Status))
 	}
@@ -315,10 +319,11 @@ func (r *run[S]) lock(ctx context.Context) (func(), error) {
 	if !ok {
 		return func() {}, nil
 	}
-	release, err := l.Lock(ctx, r.cfg.session)
+	token, release, err := l.Lock(ctx, r.cfg.session)
 	if err != nil {
 		return nil, fmt.Errorf("iterate: session %q: %w", r.cfg.session, err)
 	}
+	r.token = token
 	return func() {
 		if err := release(); err != nil {
 			r.log.Warn("releasing the session lock failed", zap.String("session", r.cfg.session), zap.Error(err))
@@ -328,67 +333,88 @@ func (r *run[S]) lock(ctx context.Context) (func(), error) {
 
 // latest loads the session's latest checkpoint, if any, so that a new run
 // continues its generation numbering and never overwrites an earlier run's
-// checkpoints. A damaged checkpoint is warned about and a fresh start made
-// (seed 004).
-func (r *run[S]) latest(ctx context.Context) *checkpoint.Checkpoint {
+// checkpoints. A session whose every checkpoint is damaged is warned about
+// and started afresh (seed 004); the damaged files stay, and the warning
+// with them, until the host removes the session. Any other failure to load
+// (a newer format, a permission, an I/O error) stops the run: starting over
+// would hide, and pruning could delete, checkpoints that may be good.
+func (r *run[S]) latest(ctx context.Context) (*checkpoint.Checkpoint, error) {
 	if r.cfg.checkpointer == nil {
-		return nil
+		return nil, nil
 	}
 	c, err := r.cfg.checkpointer.Load(ctx, r.cfg.session)
 	switch {
 	case err == nil:
-		for _, note := range c.Notes {
-			r.warn(0, note)
-		}
-		return c
+		r.recovered(c)
+		return c, nil
 	case errors.Is(err, checkpoint.ErrNotFound):
-		return nil
-	default:
+		return nil, nil
+	case errors.Is(err, checkpoint.ErrCorrupt):
 		r.warn(0, fmt.Sprintf("previous checkpoint of session %q unreadable, starting fresh: %v", r.cfg.session, err))
-		return nil
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("iterate: session %q: loading its latest checkpoint: %w", r.cfg.session, err)
 	}
 }
 
+// recovered reports a load that fell back past damaged generations.
+func (r *run[S]) recovered(c *checkpoint.Checkpoint) {
+	if len(c.Skipped) == 0 {
+		return
+	}
+	r.warn(0, fmt.Sprintf("checkpoint generations %v of session %q damaged; fell back to generation %d", c.Skipped, r.cfg.session, c.Generation))
+	r.emit(Recovered{Generation: c.Generation, Skipped: slices.Clone(c.Skipped)})
+}
+
 func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
+	corrupt := func(what string, err error) error {
+		return fmt.Errorf("iterate: resume session %q: decoding %s: %w", r.cfg.session, what,
+			&checkpoint.CorruptError{Generation: c.Generation, Err: err})
+	}
 	var s S
 	if err := r.cfg.codec.Unmarshal(c.State, &s); err != nil {
-		return fmt.Errorf("iterate: resume session %q: decoding state: %w", r.cfg.session, &checkpoint.CorruptError{Generation: c.Generation, Err: err})
+		return corrupt("state", err)
 	}
 	r.state = s
-	if c.History != nil {
-		r.hist = *c.History
+	if err := json.Unmarshal(c.Engine, &r.data); err != nil {
+		return corrupt("engine record", err)
 	}
-	r.hist.Gaps = c.Gaps // not part of the saved history: the checkpoint has them
-	r.hist.Window = r.cfg.window
-	if len(c.Engine) > 0 {
-		if err := json.Unmarshal(c.Engine, &r.data); err != nil {
-			return fmt.Errorf("iterate: resume session %q: decoding engine data: %w", r.cfg.session, &checkpoint.CorruptError{Generation: c.Generation, Err: err})
-		}
+	if r.data.History != nil {
+		r.hist = *r.data.History
 	}
-	r.budget.Restore(c.Usage)
-	r.spent = c.Usage
+	r.data.History = nil
+	r.hist.Gaps = r.data.Gaps // not part of the saved history: the record has them
+	r.configureHistory()
+	r.budget.Restore(r.data.Usage)
+	r.spent = r.data.Usage
 	r.generation = c.Generation
-	r.startedAt = c.StartedAt
-	r.lastIterAt = c.LastIterationAt
-	r.elapsed = c.Elapsed
-	r.durations.set(c.Durations)
+	r.durations.set(r.data.Durations)
 	r.decision = r.data.Decision
 	r.sit.Unresolved = r.data.Unresolved
 	for _, raw := range r.data.Metrics {
 		var m IterationMetrics
 		if err := json.Unmarshal(raw, &m); err != nil {
-			return fmt.Errorf("iterate: resume session %q: decoding metrics: %w", r.cfg.session, &checkpoint.CorruptError{Generation: c.Generation, Err: err})
+			return corrupt("metrics", err)
 		}
 		r.metrics.push(m)
 		r.metricsEnc.push(raw)
 	}
-	for _, e := range c.Journal {
+	for _, e := range r.data.Journal {
 		if e.Iteration == c.Iteration+1 {
 			r.journal.entries = append(r.journal.entries, e)
 		}
 	}
-	r.data.Metrics = nil
+	r.data.Metrics, r.data.Journal = nil, nil
 	return nil
+}
+
+// configureHistory hands the loop's settings to the convergence history,
+// where the policies read them.
+func (r *run[S]) configureHistory() {
+	r.hist.Window = r.cfg.window
+	r.hist.MaxIterations = r.cfg.maxIterations
+	r.hist.Thresholds = r.cfg.thresholds
+	r.hist.FailureThreshold = r.cfg.failureThreshold
 }
 
 // loop is the refinement loop proper; it runs in the caller's goroutine.
@@ -436,7 +462,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 				return r.stop(ctx, BudgetExhausted, "budget exhausted: "+ex.String()+" limit reached")
 			}
 			var warnings []budget.Warning
-			reservation, warnings, err = r.budget.Reserve(r.cfg.estimate)
+			reservation, warnings, err = r.budget.Reserve(r.estimate())
 			for _, w := range warnings {
 				r.warn(n, "budget: "+w.String())
 			}
@@ -461,20 +487,23 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 			reservation.Release()
 			reason := plan.Reason
 			if reason == "" {
-				reason = "the strategy stopped the loop"
+				reason = "stuck: the strategy sees no way forward"
 			}
-			return r.stop(ctx, Aborted, reason)
+			return r.stop(ctx, Stuck, reason)
 		}
 
 		if err := r.iterate(ctx, n, &plan, reservation); err != nil {
 			return r.fail(ctx, "iteration failed", err)
 		}
+		if err := r.journal.failure(); err != nil {
+			return r.storageFailed(ctx, err)
+		}
 		if ctx.Err() != nil {
 			return r.interrupt(ctx)
 		}
 		if r.cfg.checkpointer != nil {
-			if err := r.save(ctx, Running, ""); err != nil && r.cfg.strict {
-				return r.fail(ctx, "checkpoint failed", err)
+			if err := r.save(ctx, Running, ""); r.fatalSave(err) {
+				return r.storageFailed(ctx, err)
 			}
 		}
 	}
@@ -541,6 +570,11 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 	}
 	if integErr == nil {
 		r.state = next
+		for i := range outs {
+			if outs[i].Done && outs[i].Err == nil {
+				r.data.Complete = true
+			}
+		}
 	}
 	failed := integErr != nil || (len(outs) > 0 && failedTasks == len(outs))
 	iterErr := integErr
@@ -560,8 +594,8 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 	if r.cfg.journal {
 		r.journal.forget()
 	}
-	r.lastIterAt = end
-	r.elapsed += dur
+	r.data.LastIterationAt = end
+	r.data.Elapsed += dur
 	r.pushDuration(dur)
 
 	// Failed tasks leave their gaps unresolved for the next plan.
@@ -629,12 +663,16 @@ func (r *run[S]) fillMetrics(a *gap.Assessment) {
 
 func (r *run[S]) assess(ctx context.Context) (a gap.Assessment, err error) {
 	defer recoverInto(&err, "assess")
-	return r.e.w.Assess(ctx, r.state)
+	a, err = r.e.w.Assess(ctx, r.state)
+	if r.data.Complete {
+		a.Complete = true
+	}
+	return a, err
 }
 
 func (r *run[S]) analyze(ctx context.Context, a gap.Assessment) (gaps []gap.Gap, err error) {
 	defer recoverInto(&err, "analyze")
-	return r.cfg.analyzer.Analyze(ctx, a)
+	return r.cfg.analyzer.Analyze(ctx, a, r.cfg.thresholds)
 }
 
 func (r *run[S]) decide() (d converge.Decision, err error) {
@@ -723,6 +761,23 @@ func (r *run[S]) wallLeft() (time.Duration, bool) {
 	return max(l.Wall-r.usage().Wall, 0), true
 }
 
+// estimate returns what the next iteration is expected to spend: the
+// host's estimate, or the mean of the completed iterations' tokens, cost
+// and calls.
+func (r *run[S]) estimate() budget.Usage {
+	if r.cfg.estimated {
+		return r.cfg.estimate
+	}
+	est := budget.Usage{Iterations: 1}
+	spent := r.usage()
+	if n := int64(spent.Iterations); n > 0 {
+		est.Tokens = (spent.Tokens + n - 1) / n
+		est.Cost = spent.Cost / float64(n)
+		est.Calls = (spent.Calls + n - 1) / n
+	}
+	return est
+}
+
 // settle records what an iteration spent: against its reservation when the
 // budget has limits, in a plain sum otherwise.
 func (r *run[S]) settle(res budget.Reservation, u budget.Usage) {
@@ -777,7 +832,7 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 	}
 	r.conclude(saveCtx, status, reason)
 	var saveErr error
-	if r.cfg.checkpointer != nil {
+	if r.cfg.checkpointer != nil && !r.saveFailed {
 		saveErr = r.save(saveCtx, status, reason)
 		if saveErr == nil && r.cfg.cleanup && (status.Success() || status == MaxIterations) {
 			if rm, ok := r.cfg.checkpointer.(Remover); ok {
@@ -796,7 +851,7 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 	case Aborted, Failed:
 		err = &StopError{Status: status, Reason: reason, Err: r.lastErr}
 	}
-	if err == nil && saveErr != nil && r.cfg.strict {
+	if err == nil && r.fatalSave(saveErr) {
 		status, reason = Failed, "checkpoint failed: "+saveErr.Error()
 		err = &StopError{Status: Failed, Reason: reason, Err: saveErr}
 	}
@@ -804,16 +859,16 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 	if status == Escalated {
 		res.Escalation = r.data.Escalation
 	}
-	r.emit(LoopStopped{it: it{r.hist.Iteration}, Status: status, Reason: reason, Elapsed: r.elapsed, Time: time.Now(),
+	r.emit(LoopStopped{it: it{r.hist.Iteration}, Status: status, Reason: reason, Elapsed: r.data.Elapsed, Time: time.Now(),
 		ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: r.cfg.failureThreshold,
-		Saved: r.cfg.checkpointer != nil && saveErr == nil, SaveErr: saveErr})
+		Saved: r.cfg.checkpointer != nil && saveErr == nil && !r.saveFailed, SaveErr: saveErr})
 	level := zapcore.InfoLevel
 	if err != nil {
 		level = zapcore.WarnLevel
 	}
 	if ce := r.log.Check(level, "loop stopped"); ce != nil {
 		ce.Write(zap.String("session", r.cfg.session), zap.Int("iteration", r.hist.Iteration), zap.String("phase", "stop"),
-			zap.String("outcome", string(status)), zap.String("reason", reason), zap.Duration("duration", r.elapsed), zap.Error(err))
+			zap.String("outcome", string(status)), zap.String("reason", reason), zap.Duration("duration", r.data.Elapsed), zap.Error(err))
 	}
 	return res, err
 }
@@ -833,6 +888,17 @@ func (r *run[S]) conclude(ctx context.Context, status Status, reason string) {
 		return
 	}
 	r.state = next
+}
+
+// storageFailed ends the run because a checkpoint could not be saved (under
+// WithStrictCheckpoints, after retries) or the session's lock was lost. It
+// saves nothing more: the session's latest checkpoint stays the last good
+// one, so that Resume continues from it once the fault is gone, and a
+// writer that lost its lock leaves the session to its new holder.
+func (r *run[S]) storageFailed(ctx context.Context, err error) (*Result[S], error) {
+	r.saveFailed = true
+	r.lastErr = err
+	return r.stop(ctx, Failed, "checkpoint failed: "+err.Error())
 }
 
 func (r *run[S]) interrupt(ctx context.Context) (*Result[S], error) {
@@ -872,7 +938,7 @@ func (r *run[S]) result(status Status, reason string, err error) *Result[S] {
 
 // save writes a checkpoint; failures are warnings unless strict.
 func (r *run[S]) save(ctx context.Context, status Status, reason string) error {
-	err := r.trySave(ctx, status, reason, r.journal.entries)
+	err := r.saveRetrying(ctx, status, reason, r.journal.entries)
 	if err != nil {
 		r.warn(r.hist.Iteration, fmt.Sprintf("checkpoint of session %q not saved: %v", r.cfg.session, err))
 	}
@@ -882,39 +948,69 @@ func (r *run[S]) save(ctx context.Context, status Status, reason string) error {
 	return err
 }
 
-func (r *run[S]) trySave(ctx context.Context, status Status, reason string, journal []checkpoint.Entry) error {
+// Strict saves are retried this many times in all, waiting saveBackoff,
+// then twice as long, between attempts: a transient fault (a full disk
+// freed, a dropped connection) should not end a run.
+const (
+	saveAttempts = 3
+	saveBackoff  = 50 * time.Millisecond
+)
+
+// saveRetrying saves, retrying a strict save that failed for a reason other
+// than a lost lock or the context's end.
+func (r *run[S]) saveRetrying(ctx context.Context, status Status, reason string, journal []entry) error {
+	wait := saveBackoff
+	for attempt := 1; ; attempt++ {
+		err := r.trySave(ctx, status, reason, journal)
+		if err == nil || !r.cfg.strict || attempt == saveAttempts || errors.Is(err, checkpoint.ErrFenced) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
+// fatalSave reports whether a failed save must end the run: under
+// WithStrictCheckpoints, and always when the session's lock was lost.
+func (r *run[S]) fatalSave(err error) bool {
+	return err != nil && (r.cfg.strict || errors.Is(err, checkpoint.ErrFenced))
+}
+
+func (r *run[S]) trySave(ctx context.Context, status Status, reason string, journal []entry) error {
 	state, err := r.cfg.codec.Marshal(r.state)
 	if err != nil {
 		return fmt.Errorf("encoding state: %w", err)
 	}
-	r.data.Decision = r.decision
-	data, err := json.Marshal(&r.data)
+	d := r.data // a shallow copy: the saved-only fields are set on it
+	d.Settings = r.e.settings
+	d.Durations = r.durations.values()
+	d.Usage = r.usage()
+	d.History = &r.hist
+	d.Gaps = r.hist.Gaps
+	d.Journal = journal
+	d.Decision = r.decision
+	data, err := json.Marshal(&d)
 	if err != nil {
 		return fmt.Errorf("encoding engine data: %w", err)
 	}
 	data = appendMetrics(data, r.metricsEnc.values())
 	c := &checkpoint.Checkpoint{
-		Version:             checkpoint.Version,
-		Session:             r.cfg.session,
-		Generation:          r.generation + 1,
-		Iteration:           r.hist.Iteration,
-		MaxIterations:       r.hist.MaxIterations,
-		Status:              string(status),
-		Reason:              reason,
-		StartedAt:           r.startedAt,
-		UpdatedAt:           time.Now(),
-		LastIterationAt:     r.lastIterAt,
-		Elapsed:             r.elapsed,
-		Durations:           r.durations.values(),
-		ConsecutiveFailures: r.hist.ConsecutiveFailures,
-		FailureThreshold:    r.cfg.failureThreshold,
-		Usage:               r.usage(),
-		Gaps:                r.hist.Gaps,
-		History:             &r.hist,
-		Fingerprint:         r.e.fingerprint,
-		Journal:             journal,
-		Engine:              data,
-		State:               state,
+		Session:     r.cfg.session,
+		Generation:  r.generation + 1,
+		Token:       r.token,
+		Iteration:   r.hist.Iteration,
+		Status:      string(status),
+		Reason:      reason,
+		Time:        time.Now(),
+		Fingerprint: r.e.fingerprint,
+		Engine:      data,
+		State:       state,
 	}
 	if status == Escalated && r.data.Escalation != nil {
 		c.Question = r.data.Escalation.Question

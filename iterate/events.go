@@ -138,6 +138,15 @@ type CheckpointSaved struct {
 	Err        error
 }
 
+// Recovered is sent when the session's newest checkpoint generations were
+// damaged (Skipped, newest first) and the loop went on from an older one
+// (Generation). A Warned event says the same in words.
+type Recovered struct {
+	it
+	Generation uint64
+	Skipped    []uint64
+}
+
 // Warned is sent with a warning: a budget running low, a checkpoint that
 // could not be saved, a fallback to an older checkpoint, problems that
 // persist.

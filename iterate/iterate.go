@@ -3,6 +3,7 @@ package iterate
 import (
 	"context"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/refine-go/refine/budget"
@@ -69,6 +70,12 @@ type Outcome[S any] struct {
 	// panicking task. Integrate sees failed outcomes too, so the host can
 	// mark their gaps unresolved.
 	Err error
+	// Done reports that the task finished the whole work: once its outcome
+	// is integrated, the loop's next assessment is complete (converging
+	// with "work complete" under a policy with [converge.Done], as the
+	// default), whatever the worker's Assess says. The flag is saved with
+	// the loop, so a resumed loop honours it too.
+	Done bool
 }
 
 // Failed reports whether the task failed.
@@ -129,7 +136,7 @@ func (t *Task) Gap() gap.Gap {
 
 // GapAnalyzer finds the gaps of an assessment. [gap.Default] is the default.
 type GapAnalyzer interface {
-	Analyze(ctx context.Context, a gap.Assessment) ([]gap.Gap, error)
+	Analyze(ctx context.Context, a gap.Assessment, t gap.Thresholds) ([]gap.Gap, error)
 }
 
 // Strategy plans an iteration: the action to take and the tasks to run.
@@ -165,10 +172,14 @@ type Checkpointer interface {
 	Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error)
 }
 
-// Locker is implemented by a [Checkpointer] that can lock a session. Lock
-// returns an error matching checkpoint.ErrLocked when another run holds it.
+// Locker is implemented by a [Checkpointer] that can lock a session for one
+// writer. Lock returns an error matching checkpoint.ErrLocked when another
+// run holds it, and otherwise a fencing token that grows with every new
+// holder: the engine stamps it on every checkpoint it saves, and a store
+// refuses a save whose token is no longer current (checkpoint.ErrFenced),
+// which stops the loop.
 type Locker interface {
-	Lock(ctx context.Context, session string) (release func() error, err error)
+	Lock(ctx context.Context, session string) (token uint64, release func() error, err error)
 }
 
 // Remover is implemented by a [Checkpointer] that can delete a session.
@@ -204,6 +215,19 @@ type roundReport struct {
 	ctx      context.Context
 	usage    budget.Usage
 	warnings []string
+	done     bool
+}
+
+// reports recycles the reports of rounds, so that a Func step costs no
+// allocation.
+var reports = sync.Pool{New: func() any { return new(roundReport) }}
+
+// Done says that this round finished the work: the loop converges ("work
+// complete") after it instead of running more rounds (see Outcome.Done).
+func (r Round) Done() {
+	if r.report != nil {
+		r.report.done = true
+	}
 }
 
 // Charge adds usage (tokens, cost, external calls) the call spent; the engine charges it to
@@ -267,10 +291,16 @@ func (w *FuncWorker[S]) Assess(ctx context.Context, s S) (gap.Assessment, error)
 }
 
 // Work calls Do with the task's iteration.
+//
+// The Round is valid only during the call: Do must not keep it.
 func (w *FuncWorker[S]) Work(ctx context.Context, s S, t Task) (Outcome[S], error) {
-	rep := roundReport{ctx: ctx}
-	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: t, report: &rep})
-	return Outcome[S]{Part: next, Usage: rep.usage, Warnings: rep.warnings}, err
+	rep := reports.Get().(*roundReport)
+	rep.ctx = ctx
+	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: t, report: rep})
+	out := Outcome[S]{Part: next, Usage: rep.usage, Warnings: rep.warnings, Done: rep.done}
+	*rep = roundReport{}
+	reports.Put(rep)
+	return out, err
 }
 
 // Integrate returns the Part of the last successful outcome, or s when every

@@ -6,14 +6,39 @@ import (
 	"sync"
 
 	"github.com/refine-go/refine/budget"
-	"github.com/refine-go/refine/checkpoint"
 )
 
 // journal records the finished tasks of the iteration in flight (see
 // WithTaskJournal) and replays them after a resume.
 type journal struct {
 	mu      sync.Mutex
-	entries []checkpoint.Entry // of the iteration in flight
+	entries []entry // of the iteration in flight
+	err     error   // a save that must end the run (strict, or lock lost)
+}
+
+// failure returns the journal save failure that must end the run, if any.
+func (j *journal) failure() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.err
+}
+
+// entry is one finished task of the iteration in flight, journaled in the
+// engine's resume record.
+type entry struct {
+	// Iteration (1-indexed) and Index (0-indexed) place the task; Role and
+	// Key (the main gap's kind and target) identify it, so that a replanned
+	// iteration reuses the entry only for the same task.
+	Iteration int    `json:"iteration"`
+	Index     int    `json:"index"`
+	Role      string `json:"role,omitempty"`
+	Key       string `json:"key,omitempty"`
+	// Part is what the task found, encoded like the state.
+	Part []byte `json:"part,omitempty"`
+	// Usage is what the task spent.
+	Usage budget.Usage `json:"usage"`
+	// Done is the outcome's Done.
+	Done bool `json:"done,omitempty"`
 }
 
 // WithTaskJournal journals every task that finishes: a checkpoint holding
@@ -28,7 +53,7 @@ func WithTaskJournal() Option {
 }
 
 // entryFor returns the journaled entry of t, if any.
-func (j *journal) entryFor(t *Task) (checkpoint.Entry, bool) {
+func (j *journal) entryFor(t *Task) (entry, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	g := t.Gap()
@@ -41,7 +66,7 @@ func (j *journal) entryFor(t *Task) (checkpoint.Entry, bool) {
 			return e, true
 		}
 	}
-	return checkpoint.Entry{}, false
+	return entry{}, false
 }
 
 // usage returns what the journaled tasks of iteration n spent.
@@ -68,7 +93,7 @@ func (r *run[S]) replay(t *Task, out *Outcome[S]) bool {
 		r.hostWarn(fmt.Sprintf("journaled task %s unreadable, running it again: %v", t.ID(), err))
 		return false
 	}
-	*out = Outcome[S]{Part: part, Usage: e.Usage}
+	*out = Outcome[S]{Part: part, Usage: e.Usage, Done: e.Done}
 	return true
 }
 
@@ -83,15 +108,21 @@ func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
 		r.hostWarn(fmt.Sprintf("journaling task %s: encoding its outcome: %v", t.ID(), err))
 		return
 	}
-	e := checkpoint.Entry{Iteration: t.Iteration, Index: t.Index, Role: t.Role, Part: part, Usage: out.Usage}
+	e := entry{Iteration: t.Iteration, Index: t.Index, Role: t.Role, Part: part, Usage: out.Usage, Done: out.Done}
 	if len(t.Gaps) > 0 {
 		e.Key = t.Gaps[0].Key()
 	}
 	r.journal.mu.Lock()
 	defer r.journal.mu.Unlock()
 	r.journal.entries = append(r.journal.entries, e)
-	if err := r.trySave(context.WithoutCancel(ctx), Running, "", r.journal.entries); err != nil {
+	if r.journal.err != nil {
+		return // the run ends after this iteration; save nothing more
+	}
+	if err := r.saveRetrying(context.WithoutCancel(ctx), Running, "", r.journal.entries); err != nil {
 		r.hostWarn(fmt.Sprintf("journaling task %s: %v", t.ID(), err))
+		if r.fatalSave(err) {
+			r.journal.err = err
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
 )
@@ -20,9 +21,6 @@ const (
 	DefaultMaxIterations = 4
 	// DefaultMaxTasks is the number of tasks per iteration.
 	DefaultMaxTasks = 3
-	// DefaultFailureThreshold is the number of consecutive failed iterations
-	// that aborts the loop.
-	DefaultFailureThreshold = 3
 	// DefaultSession names the session of a loop configured without one.
 	DefaultSession = "default"
 	// DefaultGrace is how long the engine waits for a task that ignores its
@@ -56,6 +54,7 @@ var JSON Codec = jsonCodec{}
 type config struct {
 	maxIterations    int
 	failureThreshold int
+	thresholds       gap.Thresholds
 	analyzer         GapAnalyzer
 	strategy         Strategy
 	policy           ConvergencePolicy
@@ -63,6 +62,7 @@ type config struct {
 	session          string
 	limits           budget.Limits
 	estimate         budget.Usage
+	estimated        bool // estimate set by the host
 	parallelism      int
 	taskTimeout      time.Duration
 	grace            time.Duration
@@ -83,9 +83,8 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		maxIterations:    DefaultMaxIterations,
-		failureThreshold: DefaultFailureThreshold,
+		failureThreshold: converge.DefaultFailureThreshold,
 		session:          DefaultSession,
-		estimate:         budget.Usage{Iterations: 1},
 		grace:            DefaultGrace,
 		codec:            JSON,
 	}
@@ -134,8 +133,9 @@ func WithMaxIterations(n int) Option {
 }
 
 // WithFailureThreshold sets how many consecutive failed iterations abort the
-// loop in the default convergence policy (default 3). It has no effect with
-// [WithConvergence].
+// loop (default [converge.DefaultFailureThreshold]). The engine hands it to
+// the convergence policy as History.FailureThreshold, which
+// [converge.Failures] reads, so it holds with [WithConvergence] too.
 func WithFailureThreshold(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 1 {
@@ -143,6 +143,21 @@ func WithFailureThreshold(n int) Option {
 			return
 		}
 		c.failureThreshold = n
+	})
+}
+
+// WithThresholds sets the levels the loop is judged by (default: the zero
+// [gap.Thresholds], every level at its default). The engine hands the same
+// values to the gap analyzer and, as History.Thresholds, to the convergence
+// policy, so whatever keeps the loop from converging is a gap its strategy
+// targets.
+func WithThresholds(t gap.Thresholds) Option {
+	return optionFunc(func(c *config) {
+		if err := t.Validate(); err != nil {
+			c.errs = append(c.errs, &ConfigError{Option: "WithThresholds", Reason: "invalid thresholds", Err: err})
+			return
+		}
+		c.thresholds = t
 	})
 }
 
@@ -168,9 +183,10 @@ func WithStrategy(s Strategy) Option {
 	})
 }
 
-// WithConvergence sets the convergence policy (default [converge.Default]
-// with the failure threshold of [WithFailureThreshold]). A policy with a
-// Validate() error method is validated when the loop starts.
+// WithConvergence sets the convergence policy (default [converge.Default]).
+// The policy reads the loop's thresholds and failure threshold from the
+// History it is given. A policy with a Validate() error method is validated
+// when the loop starts.
 func WithConvergence(p ConvergencePolicy) Option {
 	return optionFunc(func(c *config) {
 		if p == nil {
@@ -197,8 +213,8 @@ func WithCheckpointer(cp Checkpointer) Option {
 // reads (default [DefaultSession]).
 func WithSession(name string) Option {
 	return optionFunc(func(c *config) {
-		if name == "" {
-			c.invalid("WithSession", "empty session name")
+		if err := checkpoint.ValidateSession(name); err != nil {
+			c.errs = append(c.errs, &ConfigError{Option: "WithSession", Reason: "invalid session name", Err: err})
 			return
 		}
 		c.session = name
@@ -219,9 +235,16 @@ func WithBudget(l budget.Limits) Option {
 	})
 }
 
-// WithEstimate sets the usage reserved from the budget before each iteration
-// (default: one iteration). An iteration whose estimate would exceed a hard
-// limit does not start.
+// WithEstimate sets the usage reserved from the budget before each iteration.
+// An iteration whose estimate would exceed a hard limit does not start. An
+// iteration is always one iteration: a zero u.Iterations counts as 1.
+//
+// By default the engine estimates each iteration from the ones before: the
+// mean tokens, cost and calls a completed iteration spent (nothing before
+// the first), so that a token limit of 1,000 at 400 tokens an iteration
+// stops after two iterations rather than after spending 1,200. Wall time is
+// not estimated: a hard wall-time limit bounds the iteration in flight
+// instead.
 func WithEstimate(u budget.Usage) Option {
 	return optionFunc(func(c *config) {
 		if err := u.Validate(); err != nil {
@@ -229,6 +252,8 @@ func WithEstimate(u budget.Usage) Option {
 			return
 		}
 		c.estimate = u
+		c.estimate.Iterations = max(u.Iterations, 1)
+		c.estimated = true
 	})
 }
 
@@ -383,13 +408,19 @@ func (c *config) finish() error {
 	if c.strategy == nil {
 		c.strategy = &Adaptive{}
 	}
-	if c.policy == nil && c.failureThreshold == DefaultFailureThreshold {
+	if c.policy == nil {
 		c.policy = converge.Default()
-	} else if c.policy == nil {
-		c.policy = converge.Any(
-			converge.Done{}, converge.Passing{}, converge.HighConfidence{}, converge.Thresholds{},
-			converge.Failures{Threshold: c.failureThreshold}, converge.NoProgress{}, converge.IterationLimit{},
-		)
+	}
+	if c.checkpointer == nil {
+		for _, o := range []struct {
+			set  bool
+			name string
+		}{{c.strict, "WithStrictCheckpoints"}, {c.cleanup, "WithCleanup"}, {c.allowChange, "WithAllowSettingsChange"},
+			{c.refuseResumable, "WithRefuseResumable"}, {c.journal, "WithTaskJournal"}, {c.codec != JSON, "WithCodec"}} {
+			if o.set {
+				c.invalid(o.name, "has no effect without WithCheckpointer")
+			}
+		}
 	}
 	if err := converge.Validate(c.policy); err != nil {
 		c.errs = append(c.errs, &ConfigError{Option: "WithConvergence", Reason: "invalid policy", Err: err})

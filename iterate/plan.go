@@ -26,7 +26,8 @@ const (
 	Simplify Action = "simplify"
 	// Escalate: stop and ask a human.
 	Escalate Action = "escalate"
-	// Stop: end the run (aborted) because iterating cannot help any more.
+	// Stop: end the run because iterating cannot help any more; the loop
+	// stops with status Stuck and no error.
 	Stop Action = "stop"
 )
 

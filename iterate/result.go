@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/refine-go/refine/budget"
@@ -233,13 +234,18 @@ var ErrSettingsChanged = errors.New("iterate: settings changed since the checkpo
 // SettingsChangedError refuses a resume under settings that differ from the
 // checkpoint's; [WithAllowSettingsChange] permits it.
 type SettingsChangedError struct {
-	Session     string
-	Saved, Now  string
-	SavedDetail string
+	Session string
+	// Changes names each setting that differs, with its saved and current
+	// value, e.g. "coverage threshold 0.30 → 0.90".
+	Changes []string
 }
 
 func (e *SettingsChangedError) Error() string {
-	return "iterate: session " + strconv.Quote(e.Session) + " was checkpointed under different settings (fingerprint " + e.Saved + ", now " + e.Now + "); use WithAllowSettingsChange to resume anyway"
+	what := "its settings changed"
+	if len(e.Changes) > 0 {
+		what = strings.Join(e.Changes, ", ")
+	}
+	return "iterate: session " + strconv.Quote(e.Session) + " was checkpointed under other settings: " + what + "; use WithAllowSettingsChange to resume anyway"
 }
 
 // Is reports whether target is ErrSettingsChanged.
