@@ -109,15 +109,35 @@ func TestSeed002Decisions(t *testing.T) {
 	})
 }
 
-// TestGraduatedEscalation: the same triggers surviving attempts lead to a
-// warning and a switch of strategy, then a question for a human, then a stop
-// if they survive the answer too.
+// TestDefaultStopsStuckWithoutEscalating: under the defaults, a loop whose
+// gaps stay the same switches strategy by degrees and then stops as stuck,
+// with no error: escalating to a human is for hosts that have one.
+func TestDefaultStopsStuckWithoutEscalating(t *testing.T) {
+	stuck := failing("TestX", "1", "2")
+	script := &iteratetest.Script{Steps: []iteratetest.Step{{Assessment: stuck}}}
+	rec := &iteratetest.Recorder{}
+	res, err := iterate.New(script, iterate.WithObserver(rec.Observe)).Run(context.Background(), iteratetest.State{})
+	if err != nil {
+		t.Fatalf("err = %v, want none", err)
+	}
+	if res.Status != iterate.Stuck || res.Iterations != 3 || !strings.HasPrefix(res.Reason, "stuck: ") {
+		t.Errorf("stopped %s after %d iterations (%s); want stuck after 3", res.Status, res.Iterations, res.Reason)
+	}
+	if p, ok := iteratetest.At[iterate.Planned](rec, 4); !ok || p.Plan.Action != iterate.Stop {
+		t.Errorf("plan of iteration 4: %+v (found %t), want stop", p.Plan, ok)
+	}
+}
+
+// TestGraduatedEscalation: with EscalateAfter, the same triggers surviving
+// attempts lead to a warning and a switch of strategy, then a question for a
+// human, then a stop if they survive the answer too.
 func TestGraduatedEscalation(t *testing.T) {
 	stuck := failing("TestX", "1", "2")
 	script := &iteratetest.Script{Steps: []iteratetest.Step{{Assessment: stuck}}}
 	rec := &iteratetest.Recorder{}
 	store := &checkpoint.Memory{}
-	eng := iterate.New(script, iterate.WithMaxIterations(0), iterate.WithCheckpointer(store), iterate.WithObserver(rec.Observe))
+	eng := iterate.New(script, iterate.WithMaxIterations(0), iterate.WithCheckpointer(store), iterate.WithObserver(rec.Observe),
+		iterate.WithStrategy(&iterate.Adaptive{EscalateAfter: 3}))
 	res, err := eng.Run(context.Background(), iteratetest.State{})
 	if !errors.Is(err, iterate.ErrEscalated) {
 		t.Fatalf("err = %v, want escalation", err)
@@ -138,7 +158,7 @@ func TestGraduatedEscalation(t *testing.T) {
 	}
 
 	res, err = eng.Resume(context.Background(), iterate.WithAnswer("try harder"))
-	if !errors.Is(err, iterate.ErrAborted) || res.Status != iterate.Aborted || !strings.Contains(res.Reason, "after the human's answer") {
-		t.Errorf("after the answer: %v, %s (%s); want a stop", err, res.Status, res.Reason)
+	if err != nil || res.Status != iterate.Stuck || !strings.Contains(res.Reason, "after the human's answer") {
+		t.Errorf("after the answer: %v, %s (%s); want a stop as stuck", err, res.Status, res.Reason)
 	}
 }

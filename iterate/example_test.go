@@ -113,11 +113,13 @@ func Example_customConvergence() {
 		}
 		return converge.Decision{}
 	})
-	eng := iterate.New(researcher{}, iterate.WithConvergence(converge.Any(
-		enoughFiles,
-		converge.Failures{Threshold: 2},
-		converge.IterationLimit{},
-	)))
+	eng := iterate.New(researcher{},
+		iterate.WithFailureThreshold(2), // read by converge.Failures
+		iterate.WithConvergence(converge.Any(
+			enoughFiles,
+			converge.Failures{},
+			converge.IterationLimit{},
+		)))
 	res, _ := eng.Run(context.Background(), notes{})
 	fmt.Println(res.Status, "after", res.Iterations, "iterations:", res.Reason)
 	// Output:

@@ -185,3 +185,20 @@ func Of[E iterate.Event](r *Recorder) []E {
 	}
 	return out
 }
+
+// At returns the first recorded event of type E that belongs to iteration n
+// (as its Iteration method reports), and whether there is one: the look-up
+// of "the plan of iteration 2" or "how iteration 3 ended".
+//
+//	plan, ok := iteratetest.At[iterate.Planned](rec, 2)
+func At[E iterate.Event](r *Recorder, n int) (E, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.events {
+		if v, ok := e.(E); ok && v.Iteration() == n {
+			return v, true
+		}
+	}
+	var zero E
+	return zero, false
+}
