@@ -1,60 +1,101 @@
 // Package checkpoint saves and restores the progress of a refinement loop.
 //
-// A [Checkpoint] is a versioned record of one loop session: the iteration
-// reached, the status, timings, failures, usage, open gaps, the convergence
-// history, the state as bytes, and a fingerprint of the loop's settings.
-// [Marshal] and [Unmarshal] give it a self-checking binary form (a checksum
-// over the whole record), so damage is detected and reported, never loaded.
+// A store moves bytes: this package imports nothing of the refine module
+// and knows neither the loop's state type nor the engine's records.
+//
+// # Checkpoints
+//
+// A [Checkpoint] is a small envelope a store and an operator can read (the
+// session, generation, fencing token, status, reason, iteration, time, open
+// question and settings fingerprint) plus two opaque byte slices: the
+// engine's resume record and the encoded loop state. [Marshal] and
+// [Unmarshal] give it a self-checking binary form (format [Version], a
+// CRC-32C over the whole record), so damage is detected and reported, never
+// loaded. An encoded checkpoint is at most 1 GiB; Marshal and the stores
+// refuse a larger one and Unmarshal treats a larger length as damage.
+//
+// # Stores
 //
 // [Memory] keeps checkpoints in memory; [Dir] keeps them in a directory,
-// writing each generation atomically (temp file, fsync, rename, fsync of the
-// directory), keeping the last few generations and falling back to the newest
-// good one when the latest is damaged. Both can lock a session so that two
-// runs never proceed at once.
+// writing each generation atomically, keeping the last few generations and
+// falling back to the newest good one when newer ones are damaged (Load
+// reports the generations it skipped in [Checkpoint.Skipped]). Both have the
+// same four methods: Save, Load, Lock and Remove.
+//
+// # Locks and fencing
+//
+// Lock takes a session's lock and returns a fencing token, a number that
+// grows with every new holder of the session. A checkpoint saved with a
+// non-zero [Checkpoint.Token] is refused with a *[FencedError] unless the
+// token is that of a lock the store still holds for the session: a run that
+// lost its lock (its directory deleted, a second run holding a new lock) can
+// no longer write. A checkpoint with Token 0 is saved without this check.
 package checkpoint
 
 import (
-	"bytes"
 	"errors"
-	"slices"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
-
 )
 
-// Version is the version of the checkpoint format written by this package.
+// Version is the version of the checkpoint format written and read by this
+// package. A record of any other version (version 1 included: there is no
+// migration) gives a *[VersionError].
 const Version = 2
 
-// Checkpoint is the saved progress of one loop session: a small envelope a
-// store and an operator can read, plus the engine's resume record and the
-// state as opaque bytes.
+// Checkpoint is the saved progress of one loop session. Stores treat it as a
+// value: they copy what they keep and never modify what they are given.
+//
+// The envelope fields are what a store or an operator may read; Engine and
+// State are opaque to both.
 type Checkpoint struct {
-	Session     string    `json:"session"`
-	Generation  uint64    `json:"generation"`
-	Token       uint64    `json:"token,omitempty"`
-	Status      string    `json:"status"`
-	Reason      string    `json:"reason,omitempty"`
-	Iteration   int       `json:"iteration"`
-	Time        time.Time `json:"time"`
-	Question    string    `json:"question,omitempty"`
-	Fingerprint string    `json:"fingerprint,omitempty"`
-	Engine      []byte    `json:"engine,omitempty"`
-	State       []byte    `json:"-"`
-	Skipped     []uint64  `json:"-"`
+	// Session names the loop session; see [ValidateSession].
+	Session string
+	// Generation increases with every save of a session. Stores write a save
+	// as generation max(Generation, newest+1), so the latest save wins.
+	Generation uint64
+	// Token is the fencing token of the writer's lock, as returned by Lock;
+	// 0 means the writer holds no lock and the save is not fenced.
+	Token uint64
+	// Status is the loop's status ("running", "interrupted", "converged",
+	// ... as the engine names them) and Reason explains it.
+	Status string
+	Reason string
+	// Iteration is the number of completed iterations.
+	Iteration int
+	// Time is when the checkpoint was saved. It round-trips as an instant
+	// (in UTC; no monotonic reading, no location).
+	Time time.Time
+	// Question is the open question put to a human, when escalated.
+	Question string
+	// Fingerprint identifies the loop's settings, so that a resume under
+	// different settings can be refused.
+	Fingerprint string
+	// Engine is the engine's resume record, opaque to stores.
+	Engine []byte
+	// State is the encoded loop state, opaque to stores.
+	State []byte
+
+	// Skipped is set by Load and never saved: the newer generations of the
+	// session that were damaged and skipped (newest first), so that a host
+	// can report the fallback to this older one.
+	Skipped []uint64
 }
 
-// Clone returns a deep copy of c. Clone of nil is nil.
+// Clone returns a deep copy of c that shares no memory with it; nil and
+// empty slices stay as they are. Clone of nil is nil.
 func (c *Checkpoint) Clone() *Checkpoint {
 	if c == nil {
 		return nil
 	}
 	d := *c
-	d.Engine = bytes.Clone(c.Engine)
-	d.State = bytes.Clone(c.State)
+	d.Engine = slices.Clone(c.Engine)
+	d.State = slices.Clone(c.State)
 	d.Skipped = slices.Clone(c.Skipped)
 	return &d
 }
@@ -65,13 +106,16 @@ var ErrNotFound = errors.New("checkpoint: not found")
 // ErrCorrupt is matched by every *CorruptError.
 var ErrCorrupt = errors.New("checkpoint: corrupt")
 
-// CorruptError reports a checkpoint that cannot be read: truncated, damaged
-// or failing its checksum.
+// CorruptError reports a checkpoint that cannot be read because it is
+// damaged: truncated, failing its checksum, of an absurd length, recording
+// another session; or, from [Dir.Load], a session whose only generations
+// were damaged and quarantined.
 type CorruptError struct {
 	// Path of the damaged file, if any, and its Generation.
 	Path       string
 	Generation uint64
-	Err        error
+	// Err says what is wrong.
+	Err error
 }
 
 func (e *CorruptError) Error() string {
@@ -102,8 +146,9 @@ func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
 // ErrVersion is matched by every *VersionError.
 var ErrVersion = errors.New("checkpoint: unsupported version")
 
-// VersionError reports a checkpoint written in a format version this package
-// cannot read.
+// VersionError reports an intact checkpoint written in a format version this
+// package does not read, such as version 1 or a newer one. It is not damage:
+// stores return it and leave the file alone.
 type VersionError struct{ Version int }
 
 func (e *VersionError) Error() string {
@@ -119,7 +164,7 @@ var ErrLocked = errors.New("checkpoint: session locked")
 // LockedError reports that another run holds the session's lock.
 type LockedError struct {
 	Session string
-	// Holder describes the holder when known, e.g. "pid 4242 on host a".
+	// Holder describes the holder when known, e.g. "pid 4242".
 	Holder string
 }
 
@@ -128,11 +173,36 @@ func (e *LockedError) Error() string {
 	if holder == "" {
 		holder = "another run"
 	}
-	return fmt.Sprintf("checkpoint: session %q is locked by %s", e.Session, holder)
+	return fmt.Sprintf("checkpoint: session %s is locked by %s", quoteSession(e.Session), holder)
 }
 
 // Is reports whether target is ErrLocked.
 func (e *LockedError) Is(target error) bool { return target == ErrLocked }
+
+// ErrFenced is matched by every *FencedError.
+var ErrFenced = errors.New("checkpoint: fenced")
+
+// FencedError reports a save by a writer whose lock is no longer current: a
+// checkpoint whose Token is not the token of a lock the store still holds
+// for the session (released, taken over by a newer holder, or its lock file
+// deleted). The writer must stop: another run may own the session.
+type FencedError struct {
+	Session string
+	// Token is the checkpoint's token; Current the newest token issued for
+	// the session, 0 when unknown.
+	Token, Current uint64
+}
+
+func (e *FencedError) Error() string {
+	s := fmt.Sprintf("checkpoint: save of session %s with fencing token %d refused: the writer no longer holds the session's lock", quoteSession(e.Session), e.Token)
+	if e.Current != 0 {
+		s += fmt.Sprintf(" (newest token %d)", e.Current)
+	}
+	return s
+}
+
+// Is reports whether target is ErrFenced.
+func (e *FencedError) Is(target error) bool { return target == ErrFenced }
 
 // ErrNilCheckpoint is returned when a nil *Checkpoint is saved or marshalled.
 var ErrNilCheckpoint = errors.New("checkpoint: nil checkpoint")
@@ -141,7 +211,8 @@ var ErrNilCheckpoint = errors.New("checkpoint: nil checkpoint")
 var ErrInvalidSession = errors.New("checkpoint: invalid session name")
 
 // SessionError reports a session name that a store cannot use. See
-// [ValidateSession] for the rules.
+// [ValidateSession] for the rules. Its message quotes at most the first 40
+// bytes of the name.
 type SessionError struct {
 	Session string
 	// Reason says which rule the name breaks.
@@ -149,11 +220,28 @@ type SessionError struct {
 }
 
 func (e *SessionError) Error() string {
-	return fmt.Sprintf("checkpoint: invalid session name %q: %s", e.Session, e.Reason)
+	return fmt.Sprintf("checkpoint: invalid session name %s: %s", quoteSession(e.Session), e.Reason)
 }
 
 // Is reports whether target is ErrInvalidSession.
 func (e *SessionError) Is(target error) bool { return target == ErrInvalidSession }
+
+// quotedMax is how much of a session name an error message quotes.
+const quotedMax = 40
+
+// quoteSession quotes a session name for an error message, cut to its first
+// quotedMax bytes (on a rune boundary when it is UTF-8) with "…" and its
+// length, so that a huge name is never echoed whole.
+func quoteSession(s string) string {
+	if len(s) <= quotedMax {
+		return strconv.Quote(s)
+	}
+	cut := quotedMax
+	for cut > quotedMax-utf8.UTFMax && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "… (" + strconv.Itoa(len(s)) + " bytes)"
+}
 
 // MaxSessionLen is the maximum length of a session name in bytes.
 const MaxSessionLen = 200
@@ -192,19 +280,3 @@ func ValidateSession(session string) error {
 	}
 	return &SessionError{Session: session, Reason: reason}
 }
-
-// ErrFenced is matched by every *FencedError.
-var ErrFenced = errors.New("checkpoint: fenced")
-
-// FencedError refuses a save by a writer whose lock is no longer current.
-type FencedError struct {
-	Session        string
-	Token, Current uint64
-}
-
-func (e *FencedError) Error() string {
-	return fmt.Sprintf("checkpoint: session %q: lock token %d is no longer current (now %d)", e.Session, e.Token, e.Current)
-}
-
-// Is reports whether target is ErrFenced.
-func (e *FencedError) Is(target error) bool { return target == ErrFenced }

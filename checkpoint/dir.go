@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Dir keeps checkpoints as files in a directory, one file per generation,
@@ -24,20 +27,26 @@ import (
 // Generation g of session s is the file "s.<g as 20 digits>.ckpt", for
 // example "build.00000000000000000007.ckpt", so that names sort by
 // generation. A damaged generation found by Load is renamed with a ".corrupt"
-// suffix (and ".corrupt.N" should that name be taken) and never deleted; its
-// generation is never used again. The lock of a session is "s.lock". A save
-// writes a temporary file ".s.<random>.tmp" first; one left behind by a crash
-// is ignored by Load and deleted by Remove. Files are created with mode 0600,
-// the directory (on first save or lock) with 0755.
+// suffix (and ".corrupt.N" should that name be taken) and never deleted by a
+// save; its generation is never used again. The lock of a session is
+// "s.lock". A save writes a temporary file ".s.<random>.tmp" first; one left
+// behind by a crash is ignored by Load and deleted when the session's lock
+// is next taken, and by Remove. Files are created with mode 0600 and the
+// directory (by a save without a fencing token, or by Lock) with mode 0700,
+// both before the umask; a host that wants other modes creates the
+// directory itself or changes them afterwards.
 //
 // # Saving
 //
 // Save encodes the checkpoint with the format of [Marshal] straight into a
 // temporary file in the directory, fsyncs it, renames it to its final name
 // (after checking that no file has that name: a generation is never
-// replaced), fsyncs the directory, and then deletes the generations beyond
-// the newest Keep. On any error the temporary file is removed and the
-// earlier generations are untouched.
+// replaced), fsyncs the directory, and then prunes: of the generations older
+// than the newest Keep, it deletes those whose header it can read as a
+// checkpoint of this format. A file it cannot read (a newer format version,
+// a permission error, a directory in its place) is left where it is, and so
+// is every quarantined file. On any error the temporary file is removed and
+// the earlier generations are untouched.
 //
 // A save is written as generation max(c.Generation, newest+1), where newest
 // is the highest generation of the session this Dir has seen on disk
@@ -45,15 +54,26 @@ import (
 // overwrites another. The record written, and hence the checkpoint loaded,
 // carries that generation; c itself is never modified.
 //
+// A checkpoint with a non-zero Token is saved only if this Dir holds the
+// session's lock with that token and the lock file at its path is still the
+// file it locked; otherwise Save returns a *[FencedError]. Such a save never
+// creates the directory: a holder whose directory was deleted is fenced
+// rather than re-creating it behind a new holder.
+//
 // Dir remembers the generations of each session it has listed, so a save
 // does not list the directory. It lists it again on every Load and whenever
 // the generation it chose turns out to exist (another writer), so files
-// removed or added behind its back are handled. Two runs writing the same
-// session at once are prevented with [Dir.Lock], not by Save.
+// removed or added behind its back are handled.
 //
 // Directory fsync makes the new name durable. On Unix its errors are
 // returned, except EINVAL and ENOTSUP, with which file systems that cannot
 // sync a directory answer; elsewhere (Windows) the directory is not synced.
+//
+// # Loading
+//
+// Load checks each file's size against the lengths in its header before
+// reading it, so a stray file, however large, costs a 20-byte read; an
+// encoding above 1 GiB is damage.
 type Dir struct {
 	path string
 	keep int
@@ -71,6 +91,21 @@ type dirSession struct {
 	scanned bool       // gens and newest reflect a listing
 	gens    []uint64   // generations on disk, ascending
 	newest  uint64     // highest generation seen, quarantined included; never decreases
+	corrupt []quarantined
+	lock    *heldLock // the session's lock, while this Dir holds it
+	token   uint64    // newest fencing token this Dir issued
+}
+
+// quarantined is a quarantined file of a session, as listed.
+type quarantined struct {
+	gen  uint64
+	name string
+}
+
+// heldLock is a session lock held by a Dir.
+type heldLock struct {
+	f     *os.File
+	token uint64
 }
 
 // DirOption configures a [Dir].
@@ -84,8 +119,8 @@ func (k keepOption) applyDir(d *Dir) { d.keep = max(int(k), 1) }
 // minimum 1).
 func Keep(n int) DirOption { return keepOption(n) }
 
-// NewDir returns a store for the directory path, created on first save.
-// A nil option is ignored.
+// NewDir returns a store for the directory path, created on first save or
+// lock. A nil option is ignored.
 func NewDir(path string, opts ...DirOption) *Dir {
 	d := &Dir{path: path, keep: DefaultKeep}
 	for _, o := range opts {
@@ -111,6 +146,10 @@ func (d *Dir) keepN() int {
 		return DefaultKeep
 	}
 	return d.keep
+}
+
+func (d *Dir) lockPath(session string) string {
+	return filepath.Join(d.dir(), session+".lock")
 }
 
 func (d *Dir) session(name string) *dirSession {
@@ -145,9 +184,15 @@ func (d *Dir) Save(ctx context.Context, c *Checkpoint) error {
 	if err := ValidateSession(c.Session); err != nil {
 		return err
 	}
+	if _, err := encodedSize(c); err != nil {
+		return err
+	}
 	s := d.session(c.Session)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := d.fence(c, s); err != nil {
+		return err
+	}
 	if !s.scanned {
 		if err := d.scan(c.Session, s); err != nil {
 			return err
@@ -155,22 +200,49 @@ func (d *Dir) Save(ctx context.Context, c *Checkpoint) error {
 	}
 	gen, err := d.write(c, s)
 	if err != nil {
-		return fmt.Errorf("checkpoint: saving session %q: %w", c.Session, err)
+		var fe *FencedError
+		if errors.As(err, &fe) {
+			return fe
+		}
+		return fmt.Errorf("checkpoint: saving session %s: %w", quoteSession(c.Session), err)
 	}
 	s.gens = append(s.gens, gen) // gen > every generation known: still ascending
 	s.newest = gen
 	if err := syncDir(d.dir()); err != nil {
-		return fmt.Errorf("checkpoint: saving session %q: syncing directory: %w", c.Session, err)
+		return fmt.Errorf("checkpoint: saving session %s: syncing directory: %w", quoteSession(c.Session), err)
 	}
 	d.prune(c.Session, s)
 	return nil
 }
 
+// fence returns a *FencedError if c has a token and this Dir does not hold
+// the session's lock with it, or the lock file at its path is no longer the
+// file locked (deleted, with or without its directory, and perhaps replaced
+// by another holder's). s.mu must be held.
+func (d *Dir) fence(c *Checkpoint, s *dirSession) error {
+	if c.Token == 0 {
+		return nil
+	}
+	path := d.lockPath(c.Session)
+	if h := s.lock; h != nil && h.token == c.Token {
+		held, herr := h.f.Stat()
+		onDisk, err := os.Lstat(path)
+		if err == nil && herr == nil && os.SameFile(held, onDisk) {
+			return nil
+		}
+	}
+	current, _ := readLockFile(path)
+	return &FencedError{Session: c.Session, Token: c.Token, Current: current}
+}
+
 // write writes c to a temporary file and publishes it as a new generation,
 // which it returns. On error the temporary file is gone.
 func (d *Dir) write(c *Checkpoint, s *dirSession) (gen uint64, err error) {
-	f, err := d.createTemp(c.Session)
+	f, err := d.createTemp(c.Session, c.Token == 0)
 	if err != nil {
+		if c.Token != 0 && errors.Is(err, fs.ErrNotExist) {
+			return 0, d.fence(c, s)
+		}
 		return 0, err
 	}
 	tmp := f.Name()
@@ -211,6 +283,11 @@ func (d *Dir) write(c *Checkpoint, s *dirSession) (gen uint64, err error) {
 		if err = d.fail("publish"); err != nil {
 			return 0, err
 		}
+		// Check the fence again just before the rename, so that a lock lost
+		// while the file was written is not published.
+		if err = d.fence(c, s); err != nil {
+			return 0, err
+		}
 		err = publish(tmp, filepath.Join(d.dir(), genName(c.Session, gen)))
 		if err == nil {
 			return gen, nil
@@ -225,13 +302,13 @@ func (d *Dir) write(c *Checkpoint, s *dirSession) (gen uint64, err error) {
 	}
 }
 
-// createTemp creates the temporary file of a save, and the directory if it
-// is missing.
-func (d *Dir) createTemp(session string) (*os.File, error) {
+// createTemp creates the temporary file of a save (mode 0600), and the
+// directory (mode 0700) if it is missing and mkdir is true.
+func (d *Dir) createTemp(session string, mkdir bool) (*os.File, error) {
 	pattern := "." + session + ".*.tmp"
 	f, err := os.CreateTemp(d.dir(), pattern)
-	if errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(d.dir(), 0o755); err != nil {
+	if mkdir && errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(d.dir(), 0o700); err != nil {
 			return nil, err
 		}
 		f, err = os.CreateTemp(d.dir(), pattern)
@@ -253,26 +330,56 @@ func publish(tmp, final string) error {
 	return os.Rename(tmp, final)
 }
 
-// prune deletes the oldest generations of the session beyond Keep. Failures
-// are left for a later prune: the save they follow has succeeded.
+// prune deletes the oldest generations of the session beyond Keep, those
+// whose header reads as a checkpoint of this format; the others stay (and
+// stay listed). Failures are left for a later prune: the save they follow
+// has succeeded.
 func (d *Dir) prune(session string, s *dirSession) {
 	n := len(s.gens) - d.keepN()
 	if n <= 0 {
 		return
 	}
-	for _, g := range s.gens[:n] {
-		os.Remove(filepath.Join(d.dir(), genName(session, g)))
+	kept := s.gens[:0]
+	for i, g := range s.gens {
+		if i < n {
+			path := filepath.Join(d.dir(), genName(session, g))
+			if intact(path) {
+				err := os.Remove(path)
+				if err == nil || errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+			}
+		}
+		kept = append(kept, g)
 	}
-	s.gens = append(s.gens[:0], s.gens[n:]...)
+	s.gens = kept
 }
 
-// scan lists the directory and records the session's generations.
+// intact reports whether the file at path is a regular file whose header is
+// that of a checkpoint of this format and of the file's size.
+func intact(path string) bool {
+	f, size, err := openGen(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var hdr [headerSize]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		return false
+	}
+	version, _, _, err := checkFrame(hdr[:], size)
+	return err == nil && version == Version
+}
+
+// scan lists the directory and records the session's generations and
+// quarantined files.
 func (d *Dir) scan(session string, s *dirSession) error {
 	names, err := readNames(d.dir())
 	if err != nil {
 		return fmt.Errorf("checkpoint: listing %s: %w", d.dir(), err)
 	}
 	s.gens = s.gens[:0]
+	s.corrupt = s.corrupt[:0]
 	for _, name := range names {
 		gen, kind := parseName(name, session)
 		switch kind {
@@ -280,6 +387,7 @@ func (d *Dir) scan(session string, s *dirSession) error {
 			s.gens = append(s.gens, gen)
 		case kindCorrupt:
 			s.newest = max(s.newest, gen)
+			s.corrupt = append(s.corrupt, quarantined{gen, name})
 		}
 	}
 	slices.Sort(s.gens)
@@ -303,16 +411,29 @@ func readNames(dir string) ([]string, error) {
 	return f.Readdirnames(-1)
 }
 
-// Load returns the newest readable generation of session. Damaged newer
-// generations are quarantined (renamed with a ".corrupt" suffix, never
-// deleted) and described in the result's Notes. With no readable generation
-// it returns a *CorruptError if a damaged one existed, else ErrNotFound.
+// errQuarantined is the reason of the *CorruptError of a session with
+// quarantined files and no readable generation.
+var errQuarantined = errors.New("no readable generation, and damaged generations remain quarantined until the session is removed")
+
+// Load returns the newest readable generation of session.
 //
-// A generation is damaged when it fails [Unmarshal] with a *CorruptError or
-// records another session. A generation in a format version this package
-// cannot read (written by a newer one) is not damage: Load returns its
-// *VersionError and leaves the files as they are. So does any error reading
-// a file, such as a permission error.
+// Damaged newer generations are quarantined (renamed with a ".corrupt"
+// suffix, never deleted) and skipped: the result's Skipped lists every
+// quarantined generation newer than the one returned, newest first, on this
+// Load and on later ones until a newer generation is saved or the session is
+// removed. A generation is damaged when it fails [Unmarshal] with a
+// *CorruptError (its size disagreeing with its header included) or records
+// another session.
+//
+// Anything else that keeps a generation from being read is returned, with
+// nothing skipped and no file touched: a *VersionError for a file of another
+// format version, an *fs.PathError for a permission error, a directory in
+// the file's place (matching syscall.EISDIR) or another file that is not a
+// regular one.
+//
+// With no readable generation, Load returns a *CorruptError if the session
+// has quarantined files (found now or earlier: the damage stays visible
+// until [Dir.Remove]), else an error matching ErrNotFound.
 func (d *Dir) Load(ctx context.Context, session string) (*Checkpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -326,11 +447,7 @@ func (d *Dir) Load(ctx context.Context, session string) (*Checkpoint, error) {
 	if err := d.scan(session, s); err != nil {
 		return nil, err
 	}
-	type damage struct {
-		err *CorruptError
-		msg string
-	}
-	var damaged []damage
+	var damaged []*CorruptError
 	gone := 0 // generations no longer in s.gens, at its end
 	defer func() {
 		s.gens = s.gens[:len(s.gens)-gone]
@@ -338,57 +455,146 @@ func (d *Dir) Load(ctx context.Context, session string) (*Checkpoint, error) {
 	for i := len(s.gens) - 1; i >= 0; i-- {
 		gen := s.gens[i]
 		path := filepath.Join(d.dir(), genName(session, gen))
-		c, err := readFile(path, session)
+		c, err := readGen(path, session)
 		var ce *CorruptError
 		switch {
 		case err == nil:
-			for _, dm := range damaged {
-				c.Skipped = append(c.Skipped, dm.err.Generation)
-			}
+			c.Skipped = s.skipped(gen)
 			return c, nil
 		case errors.Is(err, fs.ErrNotExist):
 			// Removed since the listing (pruned by another writer).
 		case errors.As(err, &ce):
 			ce.Path, ce.Generation = path, gen
-			msg := fmt.Sprintf("generation %d damaged (%v)", gen, ce.Err)
 			if q, qerr := quarantine(path); qerr != nil {
-				msg += fmt.Sprintf(", could not quarantine it: %v", qerr)
+				ce.Err = fmt.Errorf("%w (could not quarantine it: %v)", ce.Err, qerr)
 			} else {
 				ce.Path = q
-				msg += ", quarantined as " + filepath.Base(q)
+				s.corrupt = append(s.corrupt, quarantined{gen, filepath.Base(q)})
 			}
-			damaged = append(damaged, damage{ce, msg})
+			damaged = append(damaged, ce)
 		default:
-			return nil, fmt.Errorf("checkpoint: loading session %q from %s: %w", session, path, err)
+			return nil, fmt.Errorf("checkpoint: loading session %s: %w", quoteSession(session), err)
 		}
 		// Only the newest generations are dropped: an older one returned
 		// above stays.
 		gone++
 	}
-	if len(damaged) == 0 {
-		return nil, fmt.Errorf("%w: session %q in %s", ErrNotFound, session, d.dir())
+	if len(damaged) > 0 {
+		ce := damaged[0]
+		if len(damaged) > 1 {
+			ce.Err = fmt.Errorf("%w; and %d older generations damaged, all quarantined", ce.Err, len(damaged)-1)
+		}
+		return nil, ce
 	}
-	ce := damaged[0].err
-	if len(damaged) > 1 {
-		ce.Err = fmt.Errorf("%w; and %d older generations damaged, all quarantined", ce.Err, len(damaged)-1)
+	if len(s.corrupt) > 0 {
+		q := slices.MaxFunc(s.corrupt, func(a, b quarantined) int {
+			if a.gen != b.gen {
+				return compareUint(a.gen, b.gen)
+			}
+			return strings.Compare(a.name, b.name)
+		})
+		return nil, &CorruptError{Path: filepath.Join(d.dir(), q.name), Generation: q.gen, Err: errQuarantined}
 	}
-	return nil, ce
+	return nil, fmt.Errorf("%w: session %s in %s", ErrNotFound, quoteSession(session), d.dir())
 }
 
-// readFile reads and decodes one generation, checking its session.
-func readFile(path, session string) (*Checkpoint, error) {
-	data, err := os.ReadFile(path)
+func compareUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// skipped returns the quarantined generations above gen, newest first,
+// each once; nil if there are none.
+func (s *dirSession) skipped(gen uint64) []uint64 {
+	var out []uint64
+	for _, q := range s.corrupt {
+		if q.gen > gen {
+			out = append(out, q.gen)
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	slices.Reverse(out)
+	return out
+}
+
+// errNotRegular is the cause of an *fs.PathError for a file that is neither
+// a regular file nor a directory where one is expected.
+var errNotRegular = errors.New("not a regular file")
+
+// openGen opens a file to read as a generation, without following a
+// symbolic link, and returns it with its size if it is a regular file. A
+// directory gives an *fs.PathError matching syscall.EISDIR, anything else
+// that is not a regular file one with errNotRegular.
+func openGen(path string) (*os.File, int64, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|readFlags, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+	case fi.IsDir():
+		err = &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+	case !fi.Mode().IsRegular():
+		err = &fs.PathError{Op: "read", Path: path, Err: errNotRegular}
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
+
+// readGen reads and decodes one generation, checking its session. It reads
+// the header first and the rest only if the file's size agrees with it.
+func readGen(path, session string) (*Checkpoint, error) {
+	f, size, err := openGen(path)
 	if err != nil {
 		return nil, err
 	}
-	c, err := unmarshal(data, false) // data is ours: State may alias it
+	defer f.Close()
+	if size > maxEncoded {
+		return nil, &CorruptError{Err: errTooLarge}
+	}
+	var hdr [headerSize]byte
+	n, err := io.ReadFull(f, hdr[:min(size, headerSize)])
+	if err != nil {
+		return nil, readErr(err)
+	}
+	if _, _, _, err := checkFrame(hdr[:n], size); err != nil {
+		return nil, err
+	}
+	data := make([]byte, size)
+	copy(data, hdr[:])
+	if _, err := io.ReadFull(f, data[headerSize:]); err != nil {
+		return nil, readErr(err)
+	}
+	c, err := unmarshal(data, false) // data is ours: Engine and State may alias it
 	if err != nil {
 		return nil, err
 	}
 	if c.Session != session {
-		return nil, &CorruptError{Err: fmt.Errorf("records session %q, not %q", c.Session, session)}
+		return nil, &CorruptError{Err: fmt.Errorf("records session %s, not %s", quoteSession(c.Session), quoteSession(session))}
 	}
 	return c, nil
+}
+
+// readErr turns a short read (the file shrank after its size was taken) into
+// damage.
+func readErr(err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return &CorruptError{Err: errTruncated}
+	}
+	return err
 }
 
 // quarantine renames a damaged file out of the way, never replacing another
@@ -414,17 +620,29 @@ func quarantine(path string) (string, error) {
 	return q, nil
 }
 
-// Lock takes an exclusive lock on the session through the operating system
-// (flock on Unix), released by the kernel if the process dies. A held lock
-// gives a *LockedError naming the holder's pid.
+// Lock takes an exclusive lock on the session and returns its fencing token.
+// A held lock gives a *LockedError naming the holder's pid.
 //
-// The lock is the file "<session>.lock" in the directory (created with the
-// directory if need be), holding "pid N" of its holder while held; the file
-// stays when the lock is released. On Unix, a second Lock of the same session
-// fails even within one process. Elsewhere the lock is the existence of the
-// file itself (created exclusively, removed on release), which a crashed
-// process leaves behind: delete it by hand once sure no run is alive.
-// release gives the lock back; calling it twice is harmless.
+// The lock is the file "<session>.lock" in the directory (created, with the
+// directory, if need be), opened without following a symbolic link and
+// refused unless it is a regular file: a link planted there is never
+// followed, so no file outside the directory is created or changed. On Unix
+// the lock is an flock on it, released by the kernel if the process dies;
+// a second Lock of the same session fails even within one process. The
+// file holds "pid N" of its holder while held and the session's newest
+// token always, and stays when the lock is released. Elsewhere the lock is
+// the existence of the file itself (created exclusively, removed on
+// release), which a crashed process leaves behind: delete it by hand once
+// sure no run is alive.
+//
+// The token is one above the highest of: the token in the lock file, the
+// tokens recorded in the session's generations, and the last token this Dir
+// issued. Taking the lock also deletes the temporary files that crashed
+// saves of the session left behind.
+//
+// release gives the lock back; calling it twice is harmless. Saves with the
+// token fail with a *FencedError once it is released, or once the lock file
+// is no longer the one locked.
 func (d *Dir) Lock(ctx context.Context, session string) (token uint64, release func() error, err error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, err
@@ -432,42 +650,183 @@ func (d *Dir) Lock(ctx context.Context, session string) (token uint64, release f
 	if err := ValidateSession(session); err != nil {
 		return 0, nil, err
 	}
-	if err := os.MkdirAll(d.dir(), 0o755); err != nil {
-		return 0, nil, fmt.Errorf("checkpoint: locking session %q: %w", session, err)
+	s := d.session(session)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := os.MkdirAll(d.dir(), 0o700); err != nil {
+		return 0, nil, fmt.Errorf("checkpoint: locking session %s: %w", quoteSession(session), err)
 	}
-	release, err = lockFile(filepath.Join(d.dir(), session+".lock"), session)
+	path := d.lockPath(session)
+	f, err := takeLock(path, session)
 	if err != nil {
 		var le *LockedError
 		if errors.As(err, &le) {
-			return 0, nil, err
+			return 0, nil, le
 		}
-		return 0, nil, fmt.Errorf("checkpoint: locking session %q: %w", session, err)
+		return 0, nil, fmt.Errorf("checkpoint: locking session %s: %w", quoteSession(session), err)
 	}
-	return 1, release, nil
+	token, err = d.nextToken(f, session, s)
+	if err == nil {
+		err = writeLock(f, "pid "+strconv.Itoa(os.Getpid())+"\ntoken "+strconv.FormatUint(token, 10)+"\n")
+	}
+	if err != nil {
+		unlockFile(f, path)
+		return 0, nil, fmt.Errorf("checkpoint: locking session %s: %w", quoteSession(session), err)
+	}
+	s.token = token
+	h := &heldLock{f: f, token: token}
+	s.lock = h
+	d.removeTemps(session)
+	var once sync.Once
+	var rerr error
+	return token, func() error {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.lock == h {
+				s.lock = nil
+			}
+			// No holder any more; the token stays for the next one.
+			writeLock(f, "token "+strconv.FormatUint(token, 10)+"\n")
+			rerr = unlockFile(f, path)
+		})
+		return rerr
+	}, nil
 }
 
-// holderOf describes the holder of a lock from the contents of its file.
-func holderOf(data []byte) string {
-	line, _, _ := strings.Cut(string(data), "\n")
-	line = strings.TrimSpace(line)
-	if pid, ok := strings.CutPrefix(line, "pid "); ok {
-		if _, err := strconv.Atoi(pid); err == nil {
-			return line
+// takeLock locks the file at path and checks that the file locked is still
+// the one at path (a Remove or a deleted directory may have unlinked it
+// between the open and the lock), trying again if not.
+func takeLock(path, session string) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		f, err := lockFile(path, session)
+		if err != nil {
+			return nil, err
+		}
+		held, herr := f.Stat()
+		onDisk, err := os.Lstat(path)
+		if herr == nil && err == nil && os.SameFile(held, onDisk) {
+			return f, nil
+		}
+		f.Close()
+		if attempt == 2 {
+			return nil, fmt.Errorf("the lock file %s was replaced while being locked", path)
 		}
 	}
-	return ""
 }
 
-// lockContents is what a lock file holds while held.
-func lockContents() []byte {
-	return []byte("pid " + strconv.Itoa(os.Getpid()) + "\n")
+// nextToken returns the token for a new holder of the session's lock,
+// locked in f.
+func (d *Dir) nextToken(f *os.File, session string, s *dirSession) (uint64, error) {
+	top := s.token
+	if data, err := readSmall(f); err == nil {
+		_, t := parseLock(data)
+		top = max(top, t)
+	}
+	names, _ := readNames(d.dir())
+	for _, name := range names {
+		if gen, kind := parseName(name, session); kind == kindGeneration {
+			top = max(top, genToken(filepath.Join(d.dir(), genName(session, gen))))
+		}
+	}
+	if top == math.MaxUint64 {
+		return 0, errors.New("fencing tokens exhausted")
+	}
+	return top + 1, nil
 }
 
-// Remove deletes every generation of session (not quarantined files).
+// genToken returns the token recorded in the generation file at path, 0 if
+// its header does not read as one of this format.
+func genToken(path string) uint64 {
+	f, size, err := openGen(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	var head [headerSize + 16]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil {
+		return 0
+	}
+	t, _ := peekToken(head[:], size)
+	return t
+}
+
+// removeTemps deletes the session's temporary files. Its lock must be held.
+func (d *Dir) removeTemps(session string) {
+	names, _ := readNames(d.dir())
+	for _, name := range names {
+		if _, kind := parseName(name, session); kind == kindTemp {
+			os.Remove(filepath.Join(d.dir(), name))
+		}
+	}
+}
+
+// lockFileMax bounds what is read of a lock file.
+const lockFileMax = 512
+
+// readSmall reads at most lockFileMax bytes from the start of f.
+func readSmall(f *os.File) ([]byte, error) {
+	buf := make([]byte, lockFileMax)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// readLockFile returns the token and holder in the lock file at path,
+// opened as a generation is (no link followed, regular files only).
+func readLockFile(path string) (uint64, string) {
+	f, _, err := openGen(path)
+	if err != nil {
+		return 0, ""
+	}
+	defer f.Close()
+	data, err := readSmall(f)
+	if err != nil {
+		return 0, ""
+	}
+	holder, token := parseLock(data)
+	return token, holder
+}
+
+// writeLock replaces the contents of the lock file f, which is ours (a
+// regular file, locked), and syncs it so that the token survives a crash.
+func writeLock(f *os.File, contents string) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := f.WriteAt([]byte(contents), 0); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// parseLock reads a lock file: lines "pid N" (while held) and "token N".
+func parseLock(data []byte) (holder string, token uint64) {
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "pid "); ok {
+			if _, err := strconv.Atoi(v); err == nil {
+				holder = line
+			}
+		} else if v, ok := strings.CutPrefix(line, "token "); ok {
+			if t, err := strconv.ParseUint(v, 10, 64); err == nil {
+				token = t
+			}
+		}
+	}
+	return holder, token
+}
+
+// Remove deletes every file of session: its generations, quarantined files,
+// temporary files, and its lock file unless the lock is held (by this Dir
+// or anyone else). Afterwards Load returns ErrNotFound, and a new lock's
+// token may start again from 1 (no checkpoint carries an older one).
+// Removing a session without files is not an error.
 //
-// It also deletes temporary files of the session left behind by crashed
-// saves; a save of the session in flight in another process, which should
-// hold the session's lock and so not coexist with Remove, would fail.
+// A save of the session in flight in another process, which should hold the
+// session's lock and so not coexist with Remove, would fail.
 func (d *Dir) Remove(ctx context.Context, session string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -480,22 +839,48 @@ func (d *Dir) Remove(ctx context.Context, session string) error {
 	defer s.mu.Unlock()
 	names, err := readNames(d.dir())
 	if err != nil {
-		return fmt.Errorf("checkpoint: removing session %q: %w", session, err)
+		return fmt.Errorf("checkpoint: removing session %s: %w", quoteSession(session), err)
 	}
 	var errs []error
 	for _, name := range names {
-		if _, kind := parseName(name, session); kind == kindGeneration || kind == kindTemp {
+		if _, kind := parseName(name, session); kind != kindOther {
 			if err := os.Remove(filepath.Join(d.dir(), name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}
 		}
 	}
+	if err := d.removeLock(session, s); err != nil {
+		errs = append(errs, err)
+	}
 	s.gens = s.gens[:0]
-	s.scanned = false // the next save lists again, for the quarantined generations
+	s.corrupt = s.corrupt[:0]
+	s.scanned = false
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("checkpoint: removing session %q: %w", session, err)
+		return fmt.Errorf("checkpoint: removing session %s: %w", quoteSession(session), err)
 	}
 	return nil
+}
+
+// removeLock deletes the session's lock file if it is a regular file that
+// nobody holds: it takes the lock, unlinks the file and lets go.
+func (d *Dir) removeLock(session string, s *dirSession) error {
+	if s.lock != nil {
+		return nil
+	}
+	path := d.lockPath(session)
+	if fi, err := os.Lstat(path); err != nil || !fi.Mode().IsRegular() {
+		return nil
+	}
+	f, err := takeLock(path, session)
+	if err != nil {
+		return nil // held, or not ours to remove
+	}
+	err = os.Remove(path)
+	f.Close()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
 }
 
 // Kinds of file names in a Dir, as parseName classifies them for a session.

@@ -3,15 +3,16 @@ package checkpoint
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"sync"
+	"time"
 )
 
-// The checkpoint format. Every version shares the same envelope, so that a
+// The checkpoint format. Every version shares the same frame, so that a
 // damaged record is always told apart from a record of another version:
 //
 //	offset  size  field
@@ -19,17 +20,36 @@ import (
 //	4       4     format version, little endian
 //	8       4     length M of the record, little endian
 //	12      8     length S of the state, little endian
-//	20      M     the record: the Checkpoint without State and Notes, as JSON
+//	20      M     the record (below)
 //	20+M    S     the state bytes, as given
 //	20+M+S  4     CRC-32C (Castagnoli) of bytes [0, 20+M+S), little endian
 //
 // The checksum is verified before the version is looked at: a flipped bit in
 // the version field is damage (*CorruptError), and only an intact record of
-// another version gives a *VersionError.
+// another version gives a *VersionError. The lengths are checked against
+// the size of the data (or file) before anything else is read, and a total
+// above maxEncoded is damage: a reader never allocates what a header claims
+// without the bytes being there.
+//
+// The record of version 2, all integers little endian:
+//
+//	0    8  Generation
+//	8    8  Token
+//	16   8  Iteration (signed)
+//	24   8  Time: seconds since 1970-01-01 UTC (signed)
+//	32   4  Time: nanoseconds, below 1e9
+//	36      Session, Status, Reason, Question, Fingerprint and Engine,
+//	        each as a 4-byte length and that many bytes
+//
+// and nothing after them. Version 1 framed a JSON record of 23 fields; it is
+// recognised, by its version, and refused.
 const (
-	magic      = "RFCK"
-	headerSize = 20
-	crcSize    = 4
+	magic       = "RFCK"
+	headerSize  = 20
+	crcSize     = 4
+	recordFixed = 36
+	// maxEncoded bounds the size of an encoded checkpoint.
+	maxEncoded = 1 << 30
 	// inlineState is the largest state copied into the header buffer so
 	// that a small checkpoint is written with a single write call; larger
 	// states are written directly from the caller's slice, never copied.
@@ -46,6 +66,8 @@ var (
 	errMagic     = errors.New("bad magic number, not a checkpoint")
 	errTrailing  = errors.New("trailing data after the checksum")
 	errChecksum  = errors.New("checksum mismatch")
+	errTooLarge  = errors.New("lengths beyond the 1 GiB limit")
+	errRecord    = errors.New("malformed record")
 )
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
@@ -62,24 +84,54 @@ func putBuf(b *bytes.Buffer) {
 	}
 }
 
-// encodeHead writes the header and the record of c into buf, with the
-// record's Version set to [Version] and its Generation to gen (c itself is
-// not modified), and returns the CRC-32C of what it wrote.
-func encodeHead(buf *bytes.Buffer, c *Checkpoint, gen uint64) (uint32, error) {
-	rec := *c // shallow: only the Generation differs
-	rec.Generation = gen
-	var hdr [headerSize]byte
-	buf.Write(hdr[:])
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&rec); err != nil {
-		return 0, fmt.Errorf("checkpoint: encoding the record of session %q: %w", c.Session, err)
+// strings of the record, in order.
+func recordStrings(c *Checkpoint) [5]string {
+	return [5]string{c.Session, c.Status, c.Reason, c.Question, c.Fingerprint}
+}
+
+// encodedSize returns the size of c encoded, or an error if it is above
+// maxEncoded. Stores call it before saving, so that what one store accepts
+// every store accepts.
+func encodedSize(c *Checkpoint) (int64, error) {
+	n := int64(headerSize + recordFixed + crcSize + 6*4)
+	for _, s := range recordStrings(c) {
+		n += int64(len(s))
 	}
+	n += int64(len(c.Engine)) + int64(len(c.State))
+	if n > maxEncoded {
+		return n, fmt.Errorf("checkpoint: session %s encodes to %d bytes, above the limit of 1 GiB", quoteSession(c.Session), n)
+	}
+	return n, nil
+}
+
+// encodeHead writes the header and the record of c into buf, recording gen
+// as its generation (c itself is not modified), and returns the CRC-32C of
+// what it wrote.
+func encodeHead(buf *bytes.Buffer, c *Checkpoint, gen uint64) (uint32, error) {
+	if _, err := encodedSize(c); err != nil {
+		return 0, err
+	}
+	var fixed [headerSize + recordFixed]byte
+	buf.Write(fixed[:])
+	for _, s := range recordStrings(c) {
+		buf.Write(binary.LittleEndian.AppendUint32(fixed[:0], uint32(len(s))))
+		buf.WriteString(s)
+	}
+	buf.Write(binary.LittleEndian.AppendUint32(fixed[:0], uint32(len(c.Engine))))
+	buf.Write(c.Engine)
+
 	b := buf.Bytes()
 	copy(b[0:4], magic)
-	binary.LittleEndian.PutUint32(b[4:8], Version)
-	binary.LittleEndian.PutUint32(b[8:12], uint32(len(b)-headerSize))
-	binary.LittleEndian.PutUint64(b[12:20], uint64(len(c.State)))
+	le := binary.LittleEndian
+	le.PutUint32(b[4:8], Version)
+	le.PutUint32(b[8:12], uint32(len(b)-headerSize))
+	le.PutUint64(b[12:20], uint64(len(c.State)))
+	r := b[headerSize:]
+	le.PutUint64(r[0:8], gen)
+	le.PutUint64(r[8:16], c.Token)
+	le.PutUint64(r[16:24], uint64(int64(c.Iteration)))
+	le.PutUint64(r[24:32], uint64(c.Time.Unix()))
+	le.PutUint32(r[32:36], uint32(c.Time.Nanosecond()))
 	return crc32.Update(0, castagnoli, b), nil
 }
 
@@ -119,11 +171,10 @@ func (c *Checkpoint) writeTo(w io.Writer, gen uint64) error {
 	return err
 }
 
-// Marshal encodes c in the checkpoint format: a header, the record as JSON,
-// the state bytes, and a CRC-32C checksum over all of it. The encoded
-// Version is always [Version]; c is not modified. A nil c gives
-// ErrNilCheckpoint; a record JSON cannot encode (a NaN score, say) gives an
-// error wrapping the encoder's.
+// Marshal encodes c in the checkpoint format: a header, the record, the
+// state bytes, and a CRC-32C checksum over all of it, in format [Version].
+// Skipped is not encoded; c is not modified. A nil c gives ErrNilCheckpoint,
+// a checkpoint that would encode to more than 1 GiB an error.
 func Marshal(c *Checkpoint) ([]byte, error) {
 	if c == nil {
 		return nil, ErrNilCheckpoint
@@ -143,51 +194,144 @@ func Marshal(c *Checkpoint) ([]byte, error) {
 }
 
 // Unmarshal decodes data written by [Marshal]. A truncated or damaged record
-// gives a *CorruptError, an unknown version a *VersionError. It never panics,
-// whatever data holds, and the result does not share memory with data.
+// gives a *CorruptError, an intact record of another format version a
+// *VersionError. It never panics, whatever data holds, and the result does
+// not share memory with data. The Time is in UTC.
 func Unmarshal(data []byte) (*Checkpoint, error) {
 	return unmarshal(data, true)
 }
 
-// unmarshal is Unmarshal; with copyState false the result's State aliases
-// data, which the caller then must not reuse.
-func unmarshal(data []byte, copyState bool) (*Checkpoint, error) {
-	if len(data) < len(magic) {
-		return nil, &CorruptError{Err: errTruncated}
+// checkFrame checks the header of an encoding of size bytes (hdr holds at
+// least its first headerSize bytes, or all of it if shorter) and returns its
+// version and the lengths of its record and state. Only the header is read:
+// a file can be checked before it is read whole.
+func checkFrame(hdr []byte, size int64) (version uint32, recLen, stateLen int, err error) {
+	if size < int64(len(magic)) {
+		return 0, 0, 0, &CorruptError{Err: errTruncated}
 	}
-	if string(data[:len(magic)]) != magic {
-		return nil, &CorruptError{Err: errMagic}
+	if string(hdr[:len(magic)]) != magic {
+		return 0, 0, 0, &CorruptError{Err: errMagic}
 	}
-	if len(data) < headerSize+crcSize {
-		return nil, &CorruptError{Err: errTruncated}
+	if size < headerSize+crcSize {
+		return 0, 0, 0, &CorruptError{Err: errTruncated}
 	}
-	version := binary.LittleEndian.Uint32(data[4:8])
-	metaLen := uint64(binary.LittleEndian.Uint32(data[8:12]))
-	stateLen := binary.LittleEndian.Uint64(data[12:20])
-	avail := uint64(len(data) - headerSize - crcSize)
-	if metaLen > avail || stateLen > avail-metaLen {
-		return nil, &CorruptError{Err: errTruncated}
+	version = binary.LittleEndian.Uint32(hdr[4:8])
+	m := uint64(binary.LittleEndian.Uint32(hdr[8:12]))
+	s := binary.LittleEndian.Uint64(hdr[12:20])
+	if s > maxEncoded || headerSize+m+s+crcSize > maxEncoded {
+		return 0, 0, 0, &CorruptError{Err: errTooLarge}
 	}
-	if metaLen+stateLen != avail {
-		return nil, &CorruptError{Err: errTrailing}
+	switch total := int64(headerSize + m + s + crcSize); {
+	case total > size:
+		return 0, 0, 0, &CorruptError{Err: errTruncated}
+	case total < size:
+		return 0, 0, 0, &CorruptError{Err: errTrailing}
 	}
-	end := headerSize + int(metaLen) + int(stateLen)
+	return version, int(m), int(s), nil
+}
+
+// unmarshal is Unmarshal; with copyBytes false the result's Engine and State
+// alias data, which the caller then must not reuse.
+func unmarshal(data []byte, copyBytes bool) (*Checkpoint, error) {
+	if int64(len(data)) > maxEncoded {
+		return nil, &CorruptError{Err: errTooLarge}
+	}
+	version, recLen, stateLen, err := checkFrame(data, int64(len(data)))
+	if err != nil {
+		return nil, err
+	}
+	end := headerSize + recLen + stateLen
 	if crc32.Checksum(data[:end], castagnoli) != binary.LittleEndian.Uint32(data[end:]) {
 		return nil, &CorruptError{Err: errChecksum}
 	}
 	if version != Version {
 		return nil, &VersionError{Version: int(version)}
 	}
-	c := new(Checkpoint)
-	if err := json.Unmarshal(data[headerSize:headerSize+int(metaLen)], c); err != nil {
-		return nil, &CorruptError{Err: fmt.Errorf("unreadable record: %w", err)}
+	c, err := decodeRecord(data[headerSize:headerSize+recLen], copyBytes)
+	if err != nil {
+		return nil, err
 	}
 	if stateLen > 0 {
-		state := data[headerSize+int(metaLen) : end : end]
-		if copyState {
+		state := data[headerSize+recLen : end : end]
+		if copyBytes {
 			state = bytes.Clone(state)
 		}
 		c.State = state
 	}
 	return c, nil
+}
+
+// decodeRecord decodes a record of the current version.
+func decodeRecord(r []byte, copyBytes bool) (*Checkpoint, error) {
+	bad := func(what string) error {
+		return &CorruptError{Err: fmt.Errorf("%w: %s", errRecord, what)}
+	}
+	if len(r) < recordFixed {
+		return nil, bad("shorter than its fixed fields")
+	}
+	le := binary.LittleEndian
+	c := &Checkpoint{
+		Generation: le.Uint64(r[0:8]),
+		Token:      le.Uint64(r[8:16]),
+	}
+	it := int64(le.Uint64(r[16:24]))
+	if it < math.MinInt || it > math.MaxInt {
+		return nil, bad("iteration out of range")
+	}
+	c.Iteration = int(it)
+	sec, nsec := int64(le.Uint64(r[24:32])), le.Uint32(r[32:36])
+	if nsec >= 1e9 {
+		return nil, bad("nanoseconds out of range")
+	}
+	c.Time = time.Unix(sec, int64(nsec)).UTC()
+	r = r[recordFixed:]
+	next := func() ([]byte, bool) {
+		if len(r) < 4 {
+			return nil, false
+		}
+		n := le.Uint32(r)
+		if uint64(n) > uint64(len(r)-4) {
+			return nil, false
+		}
+		b := r[4 : 4+n : 4+n]
+		r = r[4+n:]
+		return b, true
+	}
+	fields := [...]*string{&c.Session, &c.Status, &c.Reason, &c.Question, &c.Fingerprint}
+	for _, f := range fields {
+		b, ok := next()
+		if !ok {
+			return nil, bad("a length beyond its end")
+		}
+		*f = string(b)
+	}
+	engine, ok := next()
+	if !ok {
+		return nil, bad("a length beyond its end")
+	}
+	if len(r) != 0 {
+		return nil, bad("trailing bytes")
+	}
+	if len(engine) > 0 {
+		if copyBytes {
+			engine = bytes.Clone(engine)
+		}
+		c.Engine = engine
+	}
+	return c, nil
+}
+
+// peekToken returns the generation and token recorded in the first bytes of
+// an encoding (at least headerSize+16), if its header is that of a record of
+// the current version and of size bytes. The checksum is not verified: the
+// result serves only as a lower bound for new fencing tokens.
+func peekToken(head []byte, size int64) (uint64, bool) {
+	if len(head) < headerSize+16 {
+		return 0, false
+	}
+	version, _, _, err := checkFrame(head, size)
+	if err != nil || version != Version {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(head[headerSize+8:]), true
 }

@@ -4,47 +4,59 @@ package checkpoint
 
 import (
 	"errors"
+	"io/fs"
 	"os"
-	"sync"
 	"syscall"
 )
 
-// lockFile takes an exclusive flock on the file at path, creating it if need
-// be, and writes the holder's pid into it. The kernel releases the lock when
-// the process dies. flock locks belong to the open file description, so a
-// second lockFile of the same path fails even within one process.
-func lockFile(path, session string) (func() error, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+// readFlags are added to the flags of every file Dir opens that may have
+// been planted: a symbolic link is not followed, and a FIFO does not block
+// the open.
+const readFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+
+// errSymlink is the cause of the error for a lock file that is a symbolic
+// link.
+var errSymlink = errors.New("is a symbolic link, not followed")
+
+// lockFile takes an exclusive flock on the file at path, creating it (mode
+// 0600) if need be. It never follows a symbolic link, never truncates, and
+// refuses a file that is not a regular one. The kernel releases the lock
+// when the process dies. flock locks belong to the open file description,
+// so a second lockFile of the same path fails even within one process.
+func lockFile(path, session string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|readFlags, 0o600)
 	if err != nil {
+		// O_NOFOLLOW fails with ELOOP on Linux, other errors elsewhere.
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, &fs.PathError{Op: "lock", Path: path, Err: errSymlink}
+		}
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = &fs.PathError{Op: "lock", Path: path, Err: errNotRegular}
+		}
 		return nil, err
 	}
 	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		var holder string
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			buf := make([]byte, 64)
-			n, _ := f.ReadAt(buf, 0)
-			holder = holderOf(buf[:n])
+			if data, rerr := readSmall(f); rerr == nil {
+				holder, _ = parseLock(data)
+			}
 		}
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, &LockedError{Session: session, Holder: holder}
 		}
-		return nil, &os.PathError{Op: "flock", Path: path, Err: err}
+		return nil, &fs.PathError{Op: "flock", Path: path, Err: err}
 	}
-	// For diagnostics only: the flock, not the contents, is the lock.
-	if err := f.Truncate(0); err == nil {
-		f.WriteAt(lockContents(), 0)
-	}
-	var once sync.Once
-	var cerr error
-	return func() error {
-		once.Do(func() {
-			f.Truncate(0) // no holder any more; the file stays (see Dir.Lock)
-			cerr = f.Close()
-		})
-		return cerr
-	}, nil
+	return f, nil
 }
+
+// unlockFile releases the lock held through f: closing the file does.
+func unlockFile(f *os.File, path string) error { return f.Close() }
 
 func flock(f *os.File, how int) error {
 	rc, err := f.SyscallConn()

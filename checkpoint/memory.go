@@ -15,24 +15,26 @@ const DefaultKeep = 3
 // use.
 //
 // Memory behaves like a store that persists: it keeps what [Marshal] would
-// save (not the Notes, nor the History's unsaved Current assessment and
-// Gaps), deep-copied, so a checkpoint loaded from Memory equals one loaded
-// from a [Dir]. Like [Dir], it gives each save the generation
-// max(c.Generation, newest+1), so the latest save of a session is always the
-// one loaded and a generation is never reused. Session names are checked with
-// [ValidateSession].
+// save (not Skipped), copied, so a checkpoint loaded from Memory equals one
+// loaded from a [Dir], and it refuses what a Dir refuses (an invalid session
+// name, a checkpoint above the size limit, a stale fencing token). Like Dir,
+// it gives each save the generation max(c.Generation, newest+1), so the
+// latest save of a session is always the one loaded and a generation is
+// never reused. Nothing in Memory is ever damaged, so Skipped is always
+// empty.
 type Memory struct {
 	// Keep is the number of generations kept per session; 0 means 3.
 	Keep int
 
 	mu       sync.Mutex
 	sessions map[string]*memSession
-	locks    map[string]struct{}
 }
 
 type memSession struct {
 	gens   []*Checkpoint // oldest first, at most keep
-	newest uint64
+	newest uint64        // highest generation given; never decreases
+	token  uint64        // newest fencing token issued; never decreases
+	held   uint64        // token of the current holder of the lock, 0 if none
 }
 
 func (m *Memory) keep() int {
@@ -42,7 +44,21 @@ func (m *Memory) keep() int {
 	return m.Keep
 }
 
-// Save stores a deep copy of c.
+// session returns the session's record, creating it. m.mu must be held.
+func (m *Memory) session(name string) *memSession {
+	if m.sessions == nil {
+		m.sessions = make(map[string]*memSession)
+	}
+	s := m.sessions[name]
+	if s == nil {
+		s = new(memSession)
+		m.sessions[name] = s
+	}
+	return s
+}
+
+// Save stores a copy of c. A c with a non-zero Token is refused with a
+// *FencedError unless Token is that of the session's lock, held.
 func (m *Memory) Save(ctx context.Context, c *Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -53,15 +69,14 @@ func (m *Memory) Save(ctx context.Context, c *Checkpoint) error {
 	if err := ValidateSession(c.Session); err != nil {
 		return err
 	}
+	if _, err := encodedSize(c); err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.sessions == nil {
-		m.sessions = make(map[string]*memSession)
-	}
-	s := m.sessions[c.Session]
-	if s == nil {
-		s = new(memSession)
-		m.sessions[c.Session] = s
+	s := m.session(c.Session)
+	if c.Token != 0 && c.Token != s.held {
+		return &FencedError{Session: c.Session, Token: c.Token, Current: s.token}
 	}
 	// Recycle the generation about to be evicted: it was never handed out
 	// (Load returns copies), so its storage is free.
@@ -74,7 +89,10 @@ func (m *Memory) Save(ctx context.Context, c *Checkpoint) error {
 	} else {
 		dst = new(Checkpoint)
 	}
-	*dst = *c.Clone()
+	engine, state := dst.Engine, dst.State
+	*dst = *c
+	dst.Engine = copyInto(engine, c.Engine)
+	dst.State = copyInto(state, c.State)
 	dst.Skipped = nil
 	dst.Generation = max(c.Generation, s.newest+1)
 	s.newest = dst.Generation
@@ -82,8 +100,17 @@ func (m *Memory) Save(ctx context.Context, c *Checkpoint) error {
 	return nil
 }
 
-// Load returns a deep copy of the newest checkpoint of session, or
-// ErrNotFound.
+// copyInto returns a copy of src, in buf when it is large enough. It keeps
+// the difference between nil and empty.
+func copyInto(buf, src []byte) []byte {
+	if src == nil {
+		return nil
+	}
+	return append(buf[:0], src...)
+}
+
+// Load returns a copy of the newest checkpoint of session, or an error
+// matching ErrNotFound.
 func (m *Memory) Load(ctx context.Context, session string) (*Checkpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -95,13 +122,15 @@ func (m *Memory) Load(ctx context.Context, session string) (*Checkpoint, error) 
 	defer m.mu.Unlock()
 	s := m.sessions[session]
 	if s == nil || len(s.gens) == 0 {
-		return nil, fmt.Errorf("%w: session %q (in memory)", ErrNotFound, session)
+		return nil, fmt.Errorf("%w: session %s (in memory)", ErrNotFound, quoteSession(session))
 	}
 	return s.gens[len(s.gens)-1].Clone(), nil
 }
 
-// Lock takes the session's lock, or returns a *LockedError when it is held.
-// release gives it back; calling it twice is harmless.
+// Lock takes the session's lock and returns its fencing token, one above
+// the previous token of the session (the first is 1), or returns a
+// *LockedError when the lock is held. release gives the lock back; calling
+// it twice is harmless.
 //
 // The lock lives in this Memory value, so it excludes runs in this process
 // that share it; nothing outside the process can see it.
@@ -114,18 +143,20 @@ func (m *Memory) Lock(ctx context.Context, session string) (token uint64, releas
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, held := m.locks[session]; held {
+	s := m.session(session)
+	if s.held != 0 {
 		return 0, nil, &LockedError{Session: session, Holder: "another run in this process"}
 	}
-	if m.locks == nil {
-		m.locks = make(map[string]struct{})
-	}
-	m.locks[session] = struct{}{}
+	s.token++
+	s.held = s.token
+	token = s.token
 	var once sync.Once
-	return 1, func() error {
+	return token, func() error {
 		once.Do(func() {
 			m.mu.Lock()
-			delete(m.locks, session)
+			if s.held == token {
+				s.held = 0
+			}
 			m.mu.Unlock()
 		})
 		return nil
@@ -133,9 +164,9 @@ func (m *Memory) Lock(ctx context.Context, session string) (token uint64, releas
 }
 
 // Remove deletes every checkpoint of session. Removing a session without
-// checkpoints is not an error. The session's generation counter is kept, so a
-// later save still gets a generation above every earlier one. A lock on the
-// session is not affected.
+// checkpoints is not an error. The session's generation and token counters
+// are kept, so later saves and locks still number above every earlier one,
+// and a lock on the session is not affected.
 func (m *Memory) Remove(ctx context.Context, session string) error {
 	if err := ctx.Err(); err != nil {
 		return err

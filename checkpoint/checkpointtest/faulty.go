@@ -10,11 +10,12 @@ import (
 // Faulty wraps a Store and injects failures at the persist boundaries: the
 // saves and loads its functions select fail with their error without
 // reaching the store, as a full disk or a vanished volume would. It lets a
-// test check how a loop copes (best effort or strict checkpoints, a damaged
-// store on resume). Lock and Remove pass through to the store when it has
-// them; otherwise Lock always succeeds and Remove does nothing.
+// test check how a loop copes (a transient save failure, a damaged store on
+// resume). Lock and Remove pass through to the store when it has them;
+// otherwise Lock always succeeds with token 0 (unfenced) and excludes
+// nothing, and Remove does nothing.
 //
-// A Faulty is safe for concurrent use if its functions are.
+// A Faulty is safe for concurrent use if its functions and its store are.
 type Faulty struct {
 	Store Store
 	// FailSave, when set, is asked before the n-th save (1-based); a non-nil
@@ -56,19 +57,22 @@ func (f *Faulty) Load(ctx context.Context, session string) (*checkpoint.Checkpoi
 }
 
 // Lock locks the session through the store, if it can.
-func (f *Faulty) Lock(ctx context.Context, session string) (func() error, error) {
-	if l, ok := f.Store.(Locker); ok {
+func (f *Faulty) Lock(ctx context.Context, session string) (uint64, func() error, error) {
+	if l, ok := f.Store.(locker); ok {
 		return l.Lock(ctx, session)
 	}
-	return func() error { return nil }, nil
+	if err := ctx.Err(); err != nil {
+		return 0, nil, err
+	}
+	return 0, func() error { return nil }, nil
 }
 
 // Remove removes the session through the store, if it can.
 func (f *Faulty) Remove(ctx context.Context, session string) error {
-	if r, ok := f.Store.(Remover); ok {
+	if r, ok := f.Store.(remover); ok {
 		return r.Remove(ctx, session)
 	}
-	return nil
+	return ctx.Err()
 }
 
 // Calls returns how many saves and loads were asked of f.
@@ -80,6 +84,6 @@ func (f *Faulty) Calls() (saves, loads int) {
 
 var (
 	_ Store   = (*Faulty)(nil)
-	_ Locker  = (*Faulty)(nil)
-	_ Remover = (*Faulty)(nil)
+	_ locker  = (*Faulty)(nil)
+	_ remover = (*Faulty)(nil)
 )
