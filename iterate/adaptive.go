@@ -2,7 +2,6 @@ package iterate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,23 +10,10 @@ import (
 	"github.com/refine-go/refine/gap"
 )
 
-// Worker roles of the default role table (seed 000's agents).
-const (
-	RoleExplore     = "explore"     // ExploreAgent: files, directories, flows
-	RoleCitation    = "citation"    // CitationAgent: evidence for a finding
-	RolePattern     = "pattern"     // PatternAgent: examples of a pattern
-	RoleVerify      = "verify"      // verification (Plan) agent: resolve conflicts
-	RoleSecurity    = "security"    // SecurityAgent
-	RolePerformance = "performance" // PerformanceAgent
-	RoleImplement   = "implement"   // implementer: fix the output (seeds 001, 002)
-)
-
 // Role describes the worker that should close a kind of gap.
 type Role struct {
-	// Name is the role, e.g. RoleExplore.
+	// Name is the role, e.g. "explore"; it becomes Task.Role.
 	Name string
-	// Agent and Model describe the agent for hosts that drive one.
-	Agent, Model string
 	// Prompt is the instruction template. {target}, {detail} and {focus}
 	// are replaced by the gap's Target, Detail and Focus (comma-separated).
 	Prompt string
@@ -40,56 +26,34 @@ type Role struct {
 // Roles maps gap kinds to worker roles.
 type Roles map[gap.Kind]Role
 
-// DefaultRoles returns seed 000's gap-kind → agent table, extended with the
-// implementer for the quality triggers of seeds 001 and 002. The result is a
-// fresh map the caller may modify.
-//
-// The citation and pattern roles, like the implementer, are grouped: one
-// agent takes every low-confidence finding of the iteration, so that twenty
-// weak findings do not need seven iterations of three agents each. The
-// explorer, verifier, security and performance roles get one agent per gap.
-func DefaultRoles() Roles {
-	explore := Role{Name: RoleExplore, Agent: "ExploreAgent", Model: "haiku",
-		Prompt: "Analyze ONLY these files: {focus}. Provide patterns and connections to previously analyzed code."}
-	citation := Role{Name: RoleCitation, Agent: "CitationAgent", Model: "haiku", Group: true,
-		Prompt: "For finding '{target}', locate exact code implementation with file:line citations and code snippets."}
-	implement := Role{Name: RoleImplement, Agent: "Implementer", Model: "sonnet", Group: true,
-		Prompt: "Address the identified issues: {detail}"}
-	return Roles{
-		gap.Coverage:   explore,
-		gap.Confidence: citation,
-		gap.Evidence:   citation,
-		gap.Pattern: {Name: RolePattern, Agent: "PatternAgent", Model: "haiku", Group: true,
-			Prompt: "Deep dive into '{target}' pattern. Find 3+ concrete examples with similarities and variations."},
-		gap.ConflictingFindings: {Name: RoleVerify, Agent: "PlanAgent", Model: "sonnet",
-			Prompt: "Resolve conflict: {detail}. Analyze all relevant sources and provide ground truth with comprehensive citations."},
-		gap.MissingContext: {Name: RoleExplore, Agent: "ExploreAgent", Model: "haiku",
-			Prompt: "Trace {target}. Map the complete flow with file:line references."},
-		gap.UnansweredQuestion: {Name: RoleExplore, Agent: "ExploreAgent", Model: "haiku",
-			Prompt: "Answer the critical question '{target}' with file:line evidence."},
-		gap.Security: {Name: RoleSecurity, Agent: "SecurityAgent", Model: "sonnet",
-			Prompt: "Analyze security implications of '{target}'. Check for vulnerabilities, best practices, and provide security recommendations."},
-		gap.Performance: {Name: RolePerformance, Agent: "PerformanceAgent", Model: "sonnet",
-			Prompt: "Analyze performance characteristics of '{target}'. Identify bottlenecks, inefficiencies, and optimization opportunities."},
-		gap.ValidationFailure: implement,
-		gap.LowConfidence:     implement,
-		gap.IncompleteOutput:  implement,
-		gap.ExplicitFeedback:  implement,
-		gap.Hallucination:     implement,
-		gap.RequirementUnmet:  implement,
-		gap.QualityThreshold:  implement,
-		gap.UserRejection:     implement,
-		gap.TestFailure:       implement,
-		gap.ReviewRejected:    implement,
+// defaultRoles names the worker of each kind of gap after seed 000's agents,
+// with the implementer for the quality triggers of seeds 001 and 002:
+// "explore" (files, flows, context, questions), "citation" (evidence for a
+// finding), "pattern", "verify" (conflicts), "security", "performance" and
+// "implement". The citation, pattern and implement roles are grouped: one
+// task takes every such gap of the iteration, so that twenty weak findings
+// do not need seven iterations of three tasks each. Prompts, agents and
+// models are the host's (see examples/research for seed 000's).
+var defaultRoles = func() Roles {
+	explore, citation, implement := Role{Name: "explore"}, Role{Name: "citation", Group: true}, Role{Name: "implement", Group: true}
+	roles := Roles{
+		gap.Coverage: explore, gap.MissingContext: explore, gap.UnansweredQuestion: explore,
+		gap.Confidence: citation, gap.Evidence: citation,
+		gap.Pattern:             {Name: "pattern", Group: true},
+		gap.ConflictingFindings: {Name: "verify"},
+		gap.Security:            {Name: "security"},
+		gap.Performance:         {Name: "performance"},
 	}
-}
-
-var defaultRoles = DefaultRoles()
+	for _, k := range []gap.Kind{gap.ValidationFailure, gap.LowConfidence, gap.IncompleteOutput, gap.ExplicitFeedback,
+		gap.Hallucination, gap.RequirementUnmet, gap.QualityThreshold, gap.UserRejection, gap.TestFailure, gap.ReviewRejected} {
+		roles[k] = implement
+	}
+	return roles
+}()
 
 // broadRole is used when a gap's kind has no role, and for the broad task of
 // an iteration without actionable gaps.
-var broadRole = Role{Name: RoleExplore, Agent: "ExploreAgent", Model: "haiku",
-	Prompt: "Explore broadly for anything the previous iterations missed."}
+var broadRole = Role{Name: "explore"}
 
 // Adaptive is the default [Strategy]. It chooses an action from the gaps and
 // the history, and turns the highest-priority gaps into tasks:
@@ -119,12 +83,16 @@ var broadRole = Role{Name: RoleExplore, Agent: "ExploreAgent", Model: "haiku",
 // everything it needs is in the [Situation] and its history, so a resumed
 // loop plans exactly as an uninterrupted one. Safe for concurrent use.
 type Adaptive struct {
-	// Roles maps gap kinds to worker roles; nil means [DefaultRoles].
+	// Roles maps gap kinds to worker roles; a kind it lacks gets the
+	// default role ("explore", "citation", "pattern", "verify", "security",
+	// "performance" or "implement", without a prompt). The role of the
+	// kind "" takes the broad task of an iteration without actionable gaps
+	// and the kinds no role names (default "explore").
 	Roles Roles
-	// MaxTasks bounds the tasks per iteration; 0 means [DefaultMaxTasks].
+	// MaxTasks bounds the tasks per iteration; 0 means 3.
 	MaxTasks int
 	// FeedbackLimit bounds the synthesised feedback in bytes; 0 means
-	// [DefaultFeedbackLimit].
+	// [gap.MaxFeedbackLength] (seed 002's 500).
 	FeedbackLimit int
 	// EscalateNearLimit escalates when one iteration is left and problems
 	// remain (seed 001's "previous attempts ≥ max − 1"). Off by default, so
@@ -137,18 +105,15 @@ type Adaptive struct {
 	EscalateAfter int
 }
 
-// ErrInvalidStrategy is matched by the errors of [Adaptive.Validate].
-var ErrInvalidStrategy = errors.New("iterate: invalid strategy")
-
 // Validate reports negative settings.
 func (s *Adaptive) Validate() error {
 	switch {
 	case s.MaxTasks < 0:
-		return fmt.Errorf("%w: MaxTasks %d < 0", ErrInvalidStrategy, s.MaxTasks)
+		return fmt.Errorf("Adaptive: MaxTasks %d < 0", s.MaxTasks)
 	case s.FeedbackLimit < 0:
-		return fmt.Errorf("%w: FeedbackLimit %d < 0", ErrInvalidStrategy, s.FeedbackLimit)
+		return fmt.Errorf("Adaptive: FeedbackLimit %d < 0", s.FeedbackLimit)
 	case s.EscalateAfter < 0:
-		return fmt.Errorf("%w: EscalateAfter %d < 0", ErrInvalidStrategy, s.EscalateAfter)
+		return fmt.Errorf("Adaptive: EscalateAfter %d < 0", s.EscalateAfter)
 	}
 	return nil
 }
@@ -157,14 +122,14 @@ func (s *Adaptive) maxTasks() int {
 	if s.MaxTasks > 0 {
 		return s.MaxTasks
 	}
-	return DefaultMaxTasks
+	return defaultMaxTasks
 }
 
 func (s *Adaptive) feedbackLimit() int {
 	if s.FeedbackLimit > 0 {
 		return s.FeedbackLimit
 	}
-	return DefaultFeedbackLimit
+	return gap.MaxFeedbackLength
 }
 
 // stuckAfter is how many attempts the same triggers survive before the
@@ -177,11 +142,13 @@ func (s *Adaptive) stuckAfter() int {
 }
 
 func (s *Adaptive) role(k gap.Kind) Role {
-	roles := s.Roles
-	if roles == nil {
-		roles = defaultRoles
+	if r, ok := s.Roles[k]; ok {
+		return r
 	}
-	if r, ok := roles[k]; ok {
+	if r, ok := defaultRoles[k]; ok {
+		return r
+	}
+	if r, ok := s.Roles[""]; ok {
 		return r
 	}
 	return broadRole
@@ -196,7 +163,7 @@ func (s *Adaptive) Plan(_ context.Context, sit *Situation) (Plan, error) {
 	if len(gaps) == 0 {
 		// Seed 000: no actionable gaps but not converged: force a broad
 		// refinement.
-		return Plan{Action: Refine, Tasks: append(sit.tasks, s.task(broadRole, nil, Refine)),
+		return Plan{Action: Refine, Tasks: append(sit.tasks, s.task(s.role(""), nil, Refine)),
 			Reason: "no actionable gaps: broad refinement"}, nil
 	}
 
@@ -221,7 +188,7 @@ func (s *Adaptive) Plan(_ context.Context, sit *Situation) (Plan, error) {
 		// the most important gap rather than idling.
 		selected, deferred = gaps[:1:1], gaps[1:]
 	}
-	plan.Feedback = SynthesizeFeedback(selected, s.feedbackLimit())
+	plan.Feedback = synthesizeFeedback(selected, s.feedbackLimit()).String()
 	plan.Tasks, deferred = s.tasks(sit.tasks, selected, deferred, action, plan.Feedback, guidance)
 	plan.Deferred = deferred
 	return plan, nil
@@ -229,7 +196,7 @@ func (s *Adaptive) Plan(_ context.Context, sit *Situation) (Plan, error) {
 
 // tasks turns selected gaps into at most MaxTasks tasks, in order; grouped
 // roles collect all their gaps into their first task.
-func (s *Adaptive) tasks(dst []Task, selected, deferred []gap.Gap, action Action, fb Feedback, guidance []string) ([]Task, []gap.Gap) {
+func (s *Adaptive) tasks(dst []Task, selected, deferred []gap.Gap, action Action, fb string, guidance []string) ([]Task, []gap.Gap) {
 	max := s.maxTasks()
 	var overflow []gap.Gap
 	for i := range selected {
@@ -268,7 +235,7 @@ func findRole(ts []Task, name string) int {
 }
 
 func (s *Adaptive) task(role Role, gaps []gap.Gap, action Action) Task {
-	t := Task{Action: action, Role: role.Name, Agent: role.Agent, Model: role.Model, Gaps: gaps}
+	t := Task{Action: action, Role: role.Name, Gaps: gaps}
 	if len(gaps) == 0 {
 		t.Prompt = role.Prompt
 	}
@@ -425,15 +392,15 @@ func (k kindSet) has(kind gap.Kind) bool {
 
 // escalation builds the escalate plan.
 func (s *Adaptive) escalation(sit *Situation, reason string) Plan {
-	esc := BuildEscalation(sit.History, reason, s.feedbackLimit())
+	esc := buildEscalation(sit.History, reason, s.feedbackLimit())
 	return Plan{Action: Escalate, Reason: reason, Escalation: esc, Feedback: esc.Feedback}
 }
 
-// BuildEscalation assembles seed 002's escalation from a history: a summary
+// buildEscalation assembles seed 002's escalation from a history: a summary
 // of every attempt in the history window, the pattern detected (the problem
 // found most often across the attempts), the consolidated feedback of the
 // open gaps, and the question for the human.
-func BuildEscalation(h *converge.History, reason string, feedbackLimit int) *Escalation {
+func buildEscalation(h *converge.History, reason string, feedbackLimit int) *Escalation {
 	esc := &Escalation{Iteration: h.Iteration, Reason: reason}
 	counts := map[string]int{}
 	for i := range h.Recent {
@@ -469,7 +436,7 @@ func BuildEscalation(h *converge.History, reason string, feedbackLimit int) *Esc
 	if esc.Pattern == "" && len(h.Gaps) > 0 {
 		esc.Pattern = actionable(h.Gaps[0])
 	}
-	esc.Feedback = SynthesizeFeedback(h.Gaps, feedbackLimit)
+	esc.Feedback = synthesizeFeedback(h.Gaps, feedbackLimit).String()
 	var q strings.Builder
 	fmt.Fprintf(&q, "After %d attempt(s), ", h.Iteration)
 	if esc.Pattern != "" {

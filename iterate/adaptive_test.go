@@ -85,10 +85,10 @@ func TestAdaptiveSeed001StrategySelection(t *testing.T) {
 	}
 }
 
-// TestAdaptiveSeed000RoleTable: each gap kind goes to the agent of seed
-// 000's table, with the prompt modifier filled in; quality triggers share
-// one implementer task.
-func TestAdaptiveSeed000RoleTable(t *testing.T) {
+// TestAdaptiveRoles: each gap kind goes to its worker role, seed 000's
+// agents named after their job; quality triggers share one implementer
+// task; a host's role table fills in prompt templates.
+func TestAdaptiveRoles(t *testing.T) {
 	cov := gap.Gap{Kind: gap.Coverage, Target: "coverage", Focus: []string{"jwt.go", "middleware.go"}, Priority: gap.P1}
 	evid := gap.Gap{Kind: gap.Evidence, Target: "finding-003", Priority: gap.P2}
 	pat := gap.Gap{Kind: gap.Pattern, Target: "error handling", Priority: gap.P2}
@@ -97,38 +97,50 @@ func TestAdaptiveSeed000RoleTable(t *testing.T) {
 	perf := gap.Gap{Kind: gap.Performance, Target: "cache", Priority: gap.P2}
 	t1 := gap.Gap{Kind: gap.TestFailure, Target: "TestA", Detail: "expected 1, received 2", Priority: gap.P1, Severity: 0.9}
 	t2 := gap.Gap{Kind: gap.ReviewRejected, Target: "review", Detail: "missing doc comment", Priority: gap.P1, Severity: 0.7}
+	host := iterate.Roles{
+		gap.Coverage:            {Name: "explore", Prompt: "Analyze ONLY these files: {focus}."},
+		gap.ConflictingFindings: {Name: "verify", Prompt: "Resolve conflict: {detail}."},
+		gap.TestFailure:         {Name: "implement", Group: true, Prompt: "Address the identified issues: {detail}"},
+		gap.ReviewRejected:      {Name: "implement", Group: true, Prompt: "Address the identified issues: {detail}"},
+	}
 	tests := []struct {
 		gaps      []gap.Gap
 		wantRoles []string
 		prompt    string
 	}{
-		{[]gap.Gap{cov}, []string{iterate.RoleExplore}, "Analyze ONLY these files: jwt.go, middleware.go."},
-		{[]gap.Gap{evid}, []string{iterate.RoleCitation}, "For finding 'finding-003', locate exact code implementation"},
-		{[]gap.Gap{pat}, []string{iterate.RolePattern}, "Find 3+ concrete examples"},
-		{[]gap.Gap{conf}, []string{iterate.RoleVerify}, "Resolve conflict: SQL Server vs PostgreSQL."},
-		{[]gap.Gap{sec}, []string{iterate.RoleSecurity}, "security implications of 'token storage'"},
-		{[]gap.Gap{perf}, []string{iterate.RolePerformance}, "performance characteristics of 'cache'"},
-		{[]gap.Gap{t1, t2}, []string{iterate.RoleImplement}, "expected 1, received 2; missing doc comment"},
+		{[]gap.Gap{cov}, []string{"explore"}, "Analyze ONLY these files: jwt.go, middleware.go."},
+		{[]gap.Gap{evid}, []string{"citation"}, ""},
+		{[]gap.Gap{pat}, []string{"pattern"}, ""},
+		{[]gap.Gap{conf}, []string{"verify"}, "Resolve conflict: SQL Server vs PostgreSQL."},
+		{[]gap.Gap{sec}, []string{"security"}, ""},
+		{[]gap.Gap{perf}, []string{"performance"}, ""},
+		{[]gap.Gap{t1, t2}, []string{"implement"}, "expected 1, received 2; missing doc comment"},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.gaps[0].Kind), func(t *testing.T) {
-			p, err := (&iterate.Adaptive{}).Plan(context.Background(), situation(4, nil, tt.gaps))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var roles []string
-			for _, tk := range p.Tasks {
-				roles = append(roles, tk.Role)
-			}
-			if diff := cmp.Diff(tt.wantRoles, roles); diff != "" {
-				t.Errorf("roles (-want +got):\n%s", diff)
-			}
-			if !strings.Contains(p.Tasks[0].Prompt, tt.prompt) {
-				t.Errorf("prompt %q lacks %q", p.Tasks[0].Prompt, tt.prompt)
+			for _, s := range []*iterate.Adaptive{{}, {Roles: host}} {
+				p, err := s.Plan(context.Background(), situation(4, nil, tt.gaps))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var roles []string
+				for _, tk := range p.Tasks {
+					roles = append(roles, tk.Role)
+				}
+				if diff := cmp.Diff(tt.wantRoles, roles); diff != "" {
+					t.Errorf("roles (-want +got):\n%s", diff)
+				}
+				if s.Roles != nil && !strings.Contains(p.Tasks[0].Prompt, tt.prompt) {
+					t.Errorf("prompt %q lacks %q", p.Tasks[0].Prompt, tt.prompt)
+				}
+				if s.Roles == nil && p.Tasks[0].Prompt != "" {
+					t.Errorf("default roles gave the prompt %q; prompts are the host's", p.Tasks[0].Prompt)
+				}
 			}
 		})
 	}
 }
+
 
 // TestAdaptiveSeed000Selection: P1+P2 with two or more iterations left, P1
 // only on the last; at most MaxTasks tasks.
@@ -186,56 +198,3 @@ func TestAdaptiveValidate(t *testing.T) {
 	}
 }
 
-// TestSynthesizeFeedbackSeed002 names seed 002's feedback rules.
-func TestSynthesizeFeedbackSeed002(t *testing.T) {
-	long := strings.Repeat("x", 300)
-	tests := []struct {
-		name  string
-		gaps  []gap.Gap
-		limit int
-		want  iterate.Feedback
-	}{
-		{"seed002/extract_actionable_items_from_tests", []gap.Gap{
-			{Kind: gap.TestFailure, Target: "TestLogin", Detail: "Expected: token to contain userId, Received: undefined", Severity: 0.9},
-		}, 0, iterate.Feedback{
-			Summary:  "Test failed: Expected: token to contain userId, Received: undefined",
-			Items:    []string{"TestLogin: Expected: token to contain userId, Received: undefined"},
-			Priority: "high",
-		}},
-		{"seed002/prioritize_by_severity", []gap.Gap{
-			{Kind: gap.ReviewRejected, Target: "review", Detail: "name the error", Severity: 0.7},
-			{Kind: gap.TestFailure, Target: "TestB", Detail: "got 1 want 2", Severity: 0.9},
-		}, 0, iterate.Feedback{
-			Summary:  "Test failed: got 1 want 2 (2 issues)",
-			Items:    []string{"TestB: got 1 want 2", "name the error"},
-			Priority: "high",
-		}},
-		{"seed002/feedback_max_length_500", []gap.Gap{
-			{Kind: gap.TestFailure, Target: "T1", Detail: long, Severity: 0.9},
-			{Kind: gap.TestFailure, Target: "T2", Detail: long, Severity: 0.8},
-		}, 500, iterate.Feedback{Priority: "high"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := iterate.SynthesizeFeedback(tt.gaps, tt.limit)
-			limit := tt.limit
-			if limit == 0 {
-				limit = iterate.DefaultFeedbackLimit
-			}
-			if n := len(got.String()); n > limit {
-				t.Fatalf("feedback is %d bytes, limit %d", n, limit)
-			}
-			if tt.want.Summary == "" {
-				// The summary is cut short; the most severe item fits, the
-				// other does not.
-				if len(got.Items) != 1 || !strings.HasPrefix(got.Items[0], "T1: ") || !strings.Contains(got.Summary, "…") {
-					t.Errorf("over-long feedback not bounded as expected: %+v", got)
-				}
-				return
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
-	}
-}

@@ -97,14 +97,13 @@ type engineData struct {
 
 // snapshot is what the metrics compare between assessments.
 type snapshot struct {
-	Files, Findings, Citations int
-	Coverage, Confidence       float64
+	Coverage, Confidence float64
 }
 
-// snapshotOf takes the counts from the assessment and the ratios from its
-// record in the history, which computed them already.
-func snapshotOf(a *gap.Assessment, r *converge.Record) snapshot {
-	return snapshot{a.FilesAnalyzed, len(a.Findings), a.Citations, r.Coverage, r.Confidence}
+// snapshotOf takes the ratios from the assessment's record in the history,
+// which computed them already.
+func snapshotOf(r *converge.Record) snapshot {
+	return snapshot{r.Coverage, r.Confidence}
 }
 
 const metricsWindow = 32
@@ -436,7 +435,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 			return r.fail(ctx, "gap analysis failed", err)
 		}
 		r.hist.Observe(a, gaps)
-		r.fillMetrics(&r.hist.Current)
+		r.fillMetrics()
 		if r.observing {
 			r.emit(GapsFound{it: it{n}, Assessment: r.hist.Current, Gaps: gaps})
 		}
@@ -638,13 +637,10 @@ func (r *run[S]) pushDuration(d time.Duration) {
 
 // fillMetrics completes the pending iteration's metrics with the gains the
 // new assessment shows.
-func (r *run[S]) fillMetrics(a *gap.Assessment) {
-	now := snapshotOf(a, r.hist.Last())
+func (r *run[S]) fillMetrics() {
+	now := snapshotOf(r.hist.Last())
 	if p := &r.data.Pending; p.Iteration > 0 {
 		prev := r.data.Prev
-		p.NewFiles = now.Files - prev.Files
-		p.NewFindings = now.Findings - prev.Findings
-		p.NewCitations = now.Citations - prev.Citations
 		p.Coverage, p.Confidence = now.Coverage, now.Confidence
 		p.CoverageGain = now.Coverage - prev.Coverage
 		p.ConfidenceGain = now.Confidence - prev.Confidence
@@ -657,8 +653,6 @@ func (r *run[S]) fillMetrics(a *gap.Assessment) {
 		r.data.Pending = IterationMetrics{}
 	}
 	r.data.Prev = now
-	r.data.Totals.Files = now.Files
-	r.data.Totals.Findings = now.Findings
 }
 
 func (r *run[S]) assess(ctx context.Context) (a gap.Assessment, err error) {
@@ -699,7 +693,7 @@ func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision) (p Plan, 
 		p.Action = Refine
 	}
 	if len(p.Tasks) == 0 && p.Action != Escalate && p.Action != Stop {
-		p.Tasks = append(p.Tasks, Task{Action: p.Action, Role: RoleExplore, Feedback: p.Feedback, Guidance: p.Guidance})
+		p.Tasks = append(p.Tasks, Task{Action: p.Action, Role: broadRole.Name, Feedback: p.Feedback, Guidance: p.Guidance})
 	}
 	for i := range p.Tasks {
 		t := &p.Tasks[i]
@@ -814,7 +808,7 @@ func (r *run[S]) escalate(ctx context.Context, d converge.Decision, plan *Plan) 
 		if err == nil && p.Escalation != nil {
 			esc = p.Escalation
 		} else {
-			esc = BuildEscalation(&r.hist, d.Reason, DefaultFeedbackLimit)
+			esc = buildEscalation(&r.hist, d.Reason, 0)
 		}
 	}
 	if esc.Iteration == 0 {

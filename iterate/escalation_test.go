@@ -55,11 +55,11 @@ func TestSeed002Decisions(t *testing.T) {
 			t.Fatalf("got %d attempts, want 3", len(tasks))
 		}
 		fb := tasks[1].Feedback
-		if !strings.Contains(fb.String(), "TestLogin") || !strings.Contains(fb.String(), "undefined") {
-			t.Errorf("retry feedback %q lacks the test name and received value", fb.String())
+		if !strings.Contains(fb, "TestLogin") || !strings.Contains(fb, "undefined") {
+			t.Errorf("retry feedback %q lacks the test name and received value", fb)
 		}
-		if len(fb.String()) > iterate.DefaultFeedbackLimit {
-			t.Errorf("feedback is %d bytes, over the 500 limit", len(fb.String()))
+		if len(fb) > gap.MaxFeedbackLength {
+			t.Errorf("feedback is %d bytes, over the 500 limit", len(fb))
 		}
 		if got := []iterate.Action{tasks[0].Action, tasks[1].Action}; got[0] != iterate.Retry || got[1] != iterate.Refine {
 			t.Errorf("actions %v; want retry, then refine once the same failure survived the retry", got)

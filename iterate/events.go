@@ -225,7 +225,7 @@ func (p *progress) observe(e Event) {
 				limit = fmt.Sprintf("max %d", e.MaxIterations)
 			}
 			line = fmt.Sprintf("Resuming %s: %s from iteration %d (%s)", p.noun, e.Session, e.Completed, limit)
-			line += fmt.Sprintf("\n[%s] Previous session: %s completed in %s", clock(at), plural(e.Completed, "iteration"), FormatDuration(e.Elapsed))
+			line += fmt.Sprintf("\n[%s] Previous session: %s completed in %s", clock(at), plural(e.Completed, "iteration"), formatDuration(e.Elapsed))
 		} else {
 			line = fmt.Sprintf("Starting %s: %s (%s)", p.noun, e.Session, limitLabel(e.MaxIterations))
 		}
@@ -240,7 +240,7 @@ func (p *progress) observe(e Event) {
 		if e.Failed && e.FailureThreshold > 0 && e.ConsecutiveFailures >= e.FailureThreshold {
 			return // the abort line follows
 		}
-		line = fmt.Sprintf("%s completed in %s", iterLabel(e.N, e.MaxIterations), FormatSeconds(e.Duration))
+		line = fmt.Sprintf("%s completed in %s", iterLabel(e.N, e.MaxIterations), formatSeconds(e.Duration))
 	case Warned:
 		at = time.Now()
 		line = "WARNING: " + e.Message
@@ -254,7 +254,7 @@ func (p *progress) observe(e Event) {
 }
 
 func (p *progress) stopLine(e LoopStopped) string {
-	total := FormatDuration(e.Elapsed)
+	total := formatDuration(e.Elapsed)
 	switch e.Status {
 	case MaxIterations:
 		return fmt.Sprintf("Reached max iterations: %d (total: %s)", e.N, total)
@@ -306,13 +306,13 @@ func (p *progress) print(at time.Time, line string) {
 
 func clock(t time.Time) string { return t.Format("15:04:05") }
 
-// FormatSeconds formats d as seconds with one decimal, e.g. "45.2s".
-func FormatSeconds(d time.Duration) string {
+// formatSeconds formats d as seconds with one decimal, e.g. "45.2s".
+func formatSeconds(d time.Duration) string {
 	return fmt.Sprintf("%.1fs", d.Seconds())
 }
 
-// FormatDuration formats d compactly in whole seconds: "2m16s", "45s",
+// formatDuration formats d compactly in whole seconds: "2m16s", "45s",
 // "1h2m3s"; durations under a second print as "0s".
-func FormatDuration(d time.Duration) string {
+func formatDuration(d time.Duration) string {
 	return d.Round(time.Second).String()
 }

@@ -92,17 +92,16 @@ type Task struct {
 	// Action is the strategy the task follows.
 	Action Action
 	// Role names the worker role, e.g. "explore", "citation", "verify",
-	// "implement" (see [DefaultRoles]).
+	// "implement" (see [Adaptive]).
 	Role string
-	// Agent and Model describe the role for hosts that drive agents.
-	Agent, Model string
 	// Gaps are the gaps the task addresses; the first is the main one. A
 	// broad task (no actionable gap) has none.
 	Gaps []gap.Gap
 	// Prompt is the role's instruction for this gap.
 	Prompt string
-	// Feedback is the synthesised feedback of the previous attempts.
-	Feedback Feedback
+	// Feedback is the synthesised feedback of the previous attempts (see
+	// Plan.Feedback).
+	Feedback string
 	// Guidance lists the strategy's adjustments, e.g. "Verify all factual
 	// claims before including".
 	Guidance []string

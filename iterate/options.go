@@ -19,13 +19,16 @@ import (
 const (
 	// DefaultMaxIterations is the iteration limit (seed 000's default).
 	DefaultMaxIterations = 4
-	// DefaultMaxTasks is the number of tasks per iteration.
-	DefaultMaxTasks = 3
 	// DefaultSession names the session of a loop configured without one.
 	DefaultSession = "default"
-	// DefaultGrace is how long the engine waits for a task that ignores its
-	// cancelled context before abandoning it.
-	DefaultGrace = 5 * time.Second
+)
+
+// defaultMaxTasks is the number of tasks per iteration of [Adaptive];
+// defaultGrace is how long the engine waits for a task that ignores its
+// cancelled context before abandoning it.
+const (
+	defaultMaxTasks = 3
+	defaultGrace    = 5 * time.Second
 )
 
 // Option configures an [Engine]. Options are plain values, independent of
@@ -85,7 +88,7 @@ func defaultConfig() config {
 		maxIterations:    DefaultMaxIterations,
 		failureThreshold: converge.DefaultFailureThreshold,
 		session:          DefaultSession,
-		grace:            DefaultGrace,
+		grace:            defaultGrace,
 		codec:            JSON,
 	}
 }
@@ -282,7 +285,7 @@ func WithTaskTimeout(d time.Duration) Option {
 }
 
 // WithGrace sets how long a task that ignores its cancelled context is
-// waited for before it is abandoned with an error (default [DefaultGrace]).
+// waited for before it is abandoned with an error (default 5s).
 func WithGrace(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d <= 0 {

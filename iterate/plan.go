@@ -72,8 +72,9 @@ type Plan struct {
 	Tasks []Task
 	// Deferred lists gaps left for a later iteration.
 	Deferred []gap.Gap
-	// Feedback is the synthesised feedback passed to the tasks.
-	Feedback Feedback
+	// Feedback is the synthesised feedback passed to the tasks: a summary
+	// line, then one "- item" line per actionable item, most severe first.
+	Feedback string
 	// Guidance lists adjustments for the tasks.
 	Guidance []string
 	// Reason explains the choice.
@@ -98,53 +99,47 @@ type Escalation struct {
 	Pattern string `json:"pattern,omitempty"`
 	// Question is the decision needed from the human.
 	Question string `json:"question"`
-	// Feedback consolidates the open issues.
-	Feedback Feedback `json:"feedback,omitempty"`
+	// Feedback consolidates the open issues, as Plan.Feedback.
+	Feedback string `json:"feedback,omitempty"`
 }
 
-// Feedback is synthesised, prioritised, length-bounded feedback for the next
-// attempt (see [SynthesizeFeedback]).
-type Feedback struct {
-	Summary string   `json:"summary,omitempty"`
-	Items   []string `json:"items,omitempty"`
-	// Priority is "critical", "high", "medium" or "low".
-	Priority string `json:"priority,omitempty"`
+// feedback is synthesised, prioritised, length-bounded feedback for the next
+// attempt (see synthesizeFeedback).
+type feedback struct {
+	summary string
+	items   []string
+	// priority is "critical", "high", "medium" or "low".
+	priority string
 }
-
-// IsZero reports whether f holds nothing.
-func (f Feedback) IsZero() bool { return f.Summary == "" && len(f.Items) == 0 }
 
 // String renders the feedback as a summary line followed by one "- item"
 // line per actionable item.
-func (f Feedback) String() string {
-	if f.IsZero() {
+func (f feedback) String() string {
+	if f.summary == "" && len(f.items) == 0 {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString(f.Summary)
-	for _, it := range f.Items {
+	b.WriteString(f.summary)
+	for _, it := range f.items {
 		b.WriteString("\n- ")
 		b.WriteString(it)
 	}
 	return b.String()
 }
 
-// DefaultFeedbackLimit bounds synthesised feedback (seed 002's
-// feedback_max_length).
-const DefaultFeedbackLimit = 500
-
-// SynthesizeFeedback turns gaps into feedback for the next attempt: the
+// synthesizeFeedback turns gaps into feedback for the next attempt: the
 // actionable items of failed tests ("TestX: expected A, received B"), review
 // issues and every other gap, most severe first, with a one-line summary and
-// a priority. The rendered feedback ([Feedback.String]) is at most limit
-// bytes (DefaultFeedbackLimit when limit <= 0): items that do not fit are
-// dropped, and a summary that alone is too long is cut with "…".
-func SynthesizeFeedback(gaps []gap.Gap, limit int) Feedback {
+// a priority. The rendered feedback is at most limit bytes
+// (gap.MaxFeedbackLength, seed 002's feedback_max_length, when limit <= 0):
+// items that do not fit are dropped, and a summary that alone is too long is
+// cut with "…".
+func synthesizeFeedback(gaps []gap.Gap, limit int) feedback {
 	if len(gaps) == 0 {
-		return Feedback{}
+		return feedback{}
 	}
 	if limit <= 0 {
-		limit = DefaultFeedbackLimit
+		limit = gap.MaxFeedbackLength
 	}
 	order := make([]int, len(gaps))
 	for i := range order {
@@ -157,13 +152,13 @@ func SynthesizeFeedback(gaps []gap.Gap, limit int) Feedback {
 		}
 	}
 	top := gaps[order[0]]
-	f := Feedback{Priority: severityPriority(top.Severity)}
-	f.Summary = summaryOf(top, len(gaps))
-	if len(f.Summary) > limit {
-		f.Summary = truncate(f.Summary, limit)
+	f := feedback{priority: severityPriority(top.Severity)}
+	f.summary = summaryOf(top, len(gaps))
+	if len(f.summary) > limit {
+		f.summary = truncate(f.summary, limit)
 		return f
 	}
-	used := len(f.Summary)
+	used := len(f.summary)
 	seen := make(map[string]bool, len(gaps))
 	for _, i := range order {
 		item := actionable(gaps[i])
@@ -175,7 +170,7 @@ func SynthesizeFeedback(gaps []gap.Gap, limit int) Feedback {
 		}
 		seen[item] = true
 		used += 3 + len(item)
-		f.Items = append(f.Items, item)
+		f.items = append(f.items, item)
 	}
 	return f
 }

@@ -122,8 +122,6 @@ type IterationMetrics struct {
 	Iteration int
 	// Tasks spawned and how many failed.
 	Tasks, FailedTasks int
-	// NewFiles, NewFindings and NewCitations grew by this much.
-	NewFiles, NewFindings, NewCitations int
 	// Coverage and Confidence are the values after the iteration, and
 	// CoverageGain and ConfidenceGain their change during it.
 	Coverage, Confidence         float64
@@ -139,11 +137,7 @@ type Totals struct {
 	Iterations  int
 	Tasks       int
 	FailedTasks int
-	// Files and Findings are the latest counts (unique files analyzed,
-	// deduplicated findings) as the assessment reports them.
-	Files    int
-	Findings int
-	Duration time.Duration
+	Duration    time.Duration
 }
 
 // ErrEscalated is matched by every *EscalationError.
@@ -169,7 +163,7 @@ var ErrAborted = errors.New("iterate: aborted")
 var ErrFailed = errors.New("iterate: failed")
 
 // StopError is returned when the loop stops on failures: Aborted after
-// consecutive failures or by the strategy, or Failed. Err is the last error
+// consecutive failures, or Failed. Err is the last error
 // of the work, if any.
 type StopError struct {
 	Status Status

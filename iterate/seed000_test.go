@@ -61,7 +61,7 @@ func TestSeed000Scenarios(t *testing.T) {
 		{
 			name:       "test2_two_iterations_coverage_gap",
 			steps:      steps(nothing, research(0.60, 0.85, 0, 0), research(0.75, 0.85, 0, 0)),
-			wantStatus: iterate.Converged, wantIters: 2, wantRole: iterate.RoleExplore,
+			wantStatus: iterate.Converged, wantIters: 2, wantRole: "explore",
 		},
 		{
 			name: "test3_max_iterations_partial_convergence",
@@ -73,7 +73,7 @@ func TestSeed000Scenarios(t *testing.T) {
 		{
 			name:       "test4_conflicting_findings_resolved",
 			steps:      steps(nothing, research(0.80, 0.85, 3, 0), research(0.80, 0.85, 0, 0)),
-			wantStatus: iterate.Converged, wantIters: 2, wantRole: iterate.RoleVerify,
+			wantStatus: iterate.Converged, wantIters: 2, wantRole: "verify",
 		},
 		{
 			name:       "test5_early_termination",
