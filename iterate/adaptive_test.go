@@ -141,7 +141,6 @@ func TestAdaptiveRoles(t *testing.T) {
 	}
 }
 
-
 // TestAdaptiveSeed000Selection: P1+P2 with two or more iterations left, P1
 // only on the last; at most MaxTasks tasks.
 func TestAdaptiveSeed000Selection(t *testing.T) {
@@ -197,4 +196,3 @@ func TestAdaptiveValidate(t *testing.T) {
 		t.Errorf("Run with an invalid strategy: %v", err)
 	}
 }
-

@@ -80,11 +80,11 @@ type engineData struct {
 	Journal         []entry           `json:"journal,omitempty"`
 	Complete        bool              `json:"complete,omitempty"` // a task said the work is done
 	AnsweredAt      int               `json:"answered_at,omitempty"`
-	Answer     string      `json:"answer,omitempty"`
-	Escalation *Escalation `json:"escalation,omitempty"`
-	Unresolved []gap.Gap   `json:"unresolved,omitempty"`
-	Totals     Totals      `json:"totals"`
-	Prev       snapshot    `json:"prev"`
+	Answer          string            `json:"answer,omitempty"`
+	Escalation      *Escalation       `json:"escalation,omitempty"`
+	Unresolved      []gap.Gap         `json:"unresolved,omitempty"`
+	Totals          Totals            `json:"totals"`
+	Prev            snapshot          `json:"prev"`
 	// Pending is the last iteration's metrics until the next assessment
 	// fills in its gains (Iteration 0: none).
 	Pending  IterationMetrics  `json:"pending,omitzero"`
@@ -141,7 +141,7 @@ type run[S any] struct {
 	token     uint64       // the fencing token of the session lock (0: none)
 	// saveFailed is set when a save failed for good: nothing more is saved.
 	saveFailed bool
-	journal   journal      // finished tasks of the iteration in flight
+	journal    journal // finished tasks of the iteration in flight
 }
 
 func (e *engine[S]) newRun() (*run[S], error) {
