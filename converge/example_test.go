@@ -45,7 +45,7 @@ func ExampleDefault() {
 // A loop that runs out of iterations converges only partially; the reason
 // lists what is still unmet.
 func ExampleAny() {
-	policy := converge.Any(converge.Thresholds{}, converge.IterationLimit{})
+	policy := converge.Any(converge.ThresholdsMet{}, converge.IterationLimit{})
 	h := &converge.History{MaxIterations: 2}
 	h.Observe(gap.Assessment{Coverage: 0.5, Confidence: 0.6}, nil)
 	for range 2 {
