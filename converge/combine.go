@@ -43,7 +43,9 @@ func All(policies ...Policy) Policy { return allOf(slices.Clone(policies)) }
 // not a stop at the limit; then the failure threshold (3), stuck detection
 // (2 unchanged assessments) and the iteration limit (partial convergence,
 // listing the unmet thresholds). A Continue carries the four criteria of
-// [Thresholds] when the assessment measured any of them.
+// [ThresholdsMet] when the assessment measured any of them. The thresholds
+// and the failure threshold are the loop's: [History.Thresholds] and
+// [History.FailureThreshold].
 func Default() Policy { return standard{} }
 
 // standard is Any(Done{}, Passing{}, HighConfidence{}, ThresholdsMet{},

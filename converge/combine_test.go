@@ -2,7 +2,6 @@ package converge
 
 import (
 	"errors"
-	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -34,15 +33,15 @@ func TestAny(t *testing.T) {
 	}{
 		{
 			name: "seed000/partial_at_max_lists_unmet",
-			p:    Any(Thresholds{}, IterationLimit{}),
+			p:    Any(ThresholdsMet{}, IterationLimit{}),
 			h:    at(4, 4, research(0.9, 0.72)),
 			want: Decision{Verdict: MaxIterations, Reason: "max iterations reached: 4 of 4, unmet: confidence 0.72 < 0.80",
 				Criteria: fourCriteria(0.9, 0.72, true, false, "0.90 ≥ 0.70", "0.72 < 0.80")},
 		},
 		{
 			name: "first_stop_wins",
-			p:    Any(Failures{Threshold: 1}, IterationLimit{}),
-			h:    run(1, 0, step{}, step{failed: true}),
+			p:    Any(Failures{}, IterationLimit{}),
+			h:    failingAfter(1, run(1, 0, step{}, step{failed: true})),
 			want: Decision{Verdict: Aborted, Reason: "aborting after 1 consecutive failure"},
 		},
 		{
@@ -131,7 +130,7 @@ func TestAll(t *testing.T) {
 		{name: "one_continues", p: All(IterationLimit{}, Failures{}), h: at(4, 4, gap.Assessment{}), want: Decision{}},
 		{
 			name: "criteria_merged_when_all_stop",
-			p:    All(Thresholds{}, IterationLimit{}),
+			p:    All(ThresholdsMet{}, IterationLimit{}),
 			h:    at(4, 4, research(0.75, 0.85)),
 			want: Decision{Verdict: Converged,
 				Reason:   "converged: coverage 0.75 ≥ 0.70, confidence 0.85 ≥ 0.80, conflicts 0 ≤ 2, questions 0/0 answered; max iterations reached: 4 of 4",
@@ -139,7 +138,7 @@ func TestAll(t *testing.T) {
 		},
 		{
 			name: "continue_carries_criteria",
-			p:    All(IterationLimit{}, Thresholds{}),
+			p:    All(IterationLimit{}, ThresholdsMet{}),
 			h:    at(4, 4, research(0.5, 0.85)),
 			want: Decision{Criteria: fourCriteria(0.5, 0.85, false, true, "0.50 < 0.70", "0.85 ≥ 0.80")},
 		},
@@ -265,9 +264,6 @@ func configErrors(err error) []*ConfigError {
 }
 
 func TestValidate(t *testing.T) {
-	ratio := func(policy, field, got string) *ConfigError {
-		return &ConfigError{Policy: policy, Field: field, Reason: "must be a ratio of at most 1 (0 for the default, negative for none), got " + got}
-	}
 	tests := []struct {
 		name string
 		p    Policy
@@ -275,16 +271,13 @@ func TestValidate(t *testing.T) {
 	}{
 		{name: "default_valid", p: Default()},
 		{name: "policy_func_valid", p: PolicyFunc(func(*History) Decision { return Decision{} })},
-		{name: "negative_thresholds_valid", p: Thresholds{MinCoverage: -1, MinConfidence: -1, MaxConflicts: NoConflicts}},
+		// The thresholds and the failure threshold are the loop's (History),
+		// validated by gap.Thresholds.Validate and the engine: the policies
+		// that read them have nothing to validate.
+		{name: "field_less_policies_valid", p: Any(ThresholdsMet{}, HighConfidence{}, Failures{})},
 		{name: "nil_policy", p: nil, want: []*ConfigError{{Policy: "Policy", Field: "policy", Reason: "must not be nil"}}},
-		{name: "thresholds_coverage_above_1", p: Thresholds{MinCoverage: 1.5}, want: []*ConfigError{ratio("Thresholds", "MinCoverage", "1.5")}},
-		{name: "thresholds_confidence_nan", p: Thresholds{MinConfidence: math.NaN()}, want: []*ConfigError{ratio("Thresholds", "MinConfidence", "NaN")}},
-		{name: "high_confidence_above_1", p: HighConfidence{MinConfidence: 2}, want: []*ConfigError{ratio("HighConfidence", "MinConfidence", "2")}},
-		{name: "high_confidence_coverage_nan", p: HighConfidence{MinCoverage: math.NaN()}, want: []*ConfigError{ratio("HighConfidence", "MinCoverage", "NaN")}},
 		{name: "no_progress_negative", p: NoProgress{After: -1},
 			want: []*ConfigError{{Policy: "NoProgress", Field: "After", Reason: "must not be negative, got -1"}}},
-		{name: "failures_negative", p: Failures{Threshold: -3},
-			want: []*ConfigError{{Policy: "Failures", Field: "Threshold", Reason: "must not be negative, got -3"}}},
 		{
 			name: "any_validates_children_through_all",
 			p:    Any(nil, EarlyStopping{Patience: -1}, Done{}, All(Failures{}, NoProgress{After: -1}, nil)),
@@ -355,7 +348,7 @@ func BenchmarkEarlyStoppingDecide(b *testing.B) {
 
 // TestDefaultEqualsAny: Default decides exactly as the Any of its policies.
 func TestDefaultEqualsAny(t *testing.T) {
-	anyOfThem := Any(Done{}, Passing{}, HighConfidence{}, Thresholds{}, Failures{}, NoProgress{}, IterationLimit{})
+	anyOfThem := Any(Done{}, Passing{}, HighConfidence{}, ThresholdsMet{}, Failures{}, NoProgress{}, IterationLimit{})
 	histories := map[string]*History{
 		"empty":          {},
 		"research_low":   at(1, 4, research(0.5, 0.6)),
@@ -367,6 +360,12 @@ func TestDefaultEqualsAny(t *testing.T) {
 		"failures_res":   run(10, 0, step{a: research(0.5, 0.5)}, step{a: research(0.5, 0.5), failed: true}, step{a: research(0.5, 0.5), failed: true}, step{a: research(0.5, 0.5), failed: true}),
 		"stuck":          run(9, 0, step{a: gap.Assessment{WorkRemaining: []string{"x"}}}, step{a: gap.Assessment{WorkRemaining: []string{"x"}}}, step{a: gap.Assessment{WorkRemaining: []string{"x"}}}),
 		"unmeasured_max": at(3, 3, gap.Assessment{}),
+		"custom_met":     under(gap.Thresholds{MinCoverage: 0.4, MinConfidence: 0.5}, at(1, 4, research(0.5, 0.6))),
+		"custom_unmet":   under(gap.Thresholds{MinCoverage: 0.9, MaxConflicts: -1}, at(4, 4, research(0.8, 0.85))),
+		"early_disabled": under(gap.Thresholds{EarlyCoverage: -1}, at(2, 4, research(0.9, 0.95))),
+		"early_custom":   under(gap.Thresholds{EarlyCoverage: 0.6, EarlyConfidence: 0.6}, at(1, 4, research(0.65, 0.65))),
+		"failures_1":     failingAfter(1, run(10, 0, step{}, step{failed: true})),
+		"failures_never": failingAfter(-1, run(10, 0, step{}, step{failed: true}, step{failed: true}, step{failed: true})),
 	}
 	for name, h := range histories {
 		t.Run(name, func(t *testing.T) {

@@ -8,7 +8,7 @@
 //
 // # Policies
 //
-//   - [Thresholds]: full convergence (coverage, confidence, conflicts,
+//   - [ThresholdsMet]: full convergence (coverage, confidence, conflicts,
 //     critical questions) → Converged.
 //   - [HighConfidence]: exceptionally high quality → EarlyExit.
 //   - [IterationLimit]: the iteration limit → MaxIterations (partial
@@ -20,6 +20,12 @@
 //   - [Failures]: consecutive failed iterations → Aborted.
 //   - [Done] and [Passing]: the host reports completion, or the tests pass
 //     and the review approves → Converged.
+//
+// The thresholds are not fields of the policies: they are declared once, in
+// [gap.Thresholds], and the engine sets them as [History.Thresholds] (and
+// the failure threshold as [History.FailureThreshold]), so that
+// [ThresholdsMet], [HighConfidence] and [Evaluate] judge by the same values
+// as the loop's gap analysis.
 //
 // Policies are plain values; a zero field selects its documented default.
 // Configurable policies have a Validate method returning a [*ConfigError]

@@ -9,7 +9,8 @@ import (
 var ErrInvalidPolicy = errors.New("converge: invalid policy")
 
 // ConfigError reports a policy setting that cannot work, such as a negative
-// patience or a threshold above 1. The Validate methods of the policies
+// patience or a NaN minimum delta. (The thresholds are validated by
+// [gap.Thresholds.Validate].) The Validate methods of the policies
 // return it; Decide never does (an invalid policy decides as best it can and
 // never panics).
 type ConfigError struct {
@@ -41,16 +42,6 @@ func Validate(p Policy) error {
 	}
 	if v, ok := p.(interface{ Validate() error }); ok {
 		return v.Validate()
-	}
-	return nil
-}
-
-// checkRatio returns a *ConfigError when v is NaN or above 1. Zero (the
-// default) and negative values (no minimum) are valid.
-func checkRatio(policy, field string, v float64) error {
-	if v != v || v > 1 {
-		return &ConfigError{Policy: policy, Field: field,
-			Reason: "must be a ratio of at most 1 (0 for the default, negative for none), got " + formatFloat(v)}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package converge_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/refine-go/refine/converge"
@@ -45,7 +46,7 @@ func ExampleDefault() {
 // A loop that runs out of iterations converges only partially; the reason
 // lists what is still unmet.
 func ExampleAny() {
-	policy := converge.Any(converge.Thresholds{}, converge.IterationLimit{})
+	policy := converge.Any(converge.ThresholdsMet{}, converge.IterationLimit{})
 	h := &converge.History{MaxIterations: 2}
 	h.Observe(gap.Assessment{Coverage: 0.5, Confidence: 0.6}, nil)
 	for range 2 {
@@ -58,6 +59,29 @@ func ExampleAny() {
 	// Output:
 	// max_iterations
 	// max iterations reached: 2 of 2, unmet: confidence 0.72 < 0.80
+}
+
+// The thresholds are declared once: the engine hands the same values to the
+// gap analysis and, as History.Thresholds, to the policies. What blocks
+// convergence is a gap.
+func ExampleThresholdsMet() {
+	th := gap.Thresholds{MinCoverage: 0.9}
+	h := &converge.History{MaxIterations: 4, Thresholds: th}
+	h.Observe(gap.Assessment{Coverage: 0.80, Confidence: 0.85}, nil)
+
+	gaps, _ := gap.Default().Analyze(context.Background(), h.Current, h.Thresholds)
+	for _, g := range gaps {
+		fmt.Println("gap:", g)
+	}
+	d := converge.ThresholdsMet{}.Decide(h)
+	fmt.Println(d.Verdict)
+	for _, c := range d.Unmet() {
+		fmt.Println("unmet:", c)
+	}
+	// Output:
+	// gap: P3 coverage [coverage]: coverage 0.80 below 0.90
+	// continue
+	// unmet: coverage 0.80 < 0.90
 }
 
 func ExampleEarlyStopping() {

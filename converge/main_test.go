@@ -55,3 +55,16 @@ func at(iteration, max int, a gap.Assessment) *History {
 }
 
 func ptr(v float64) *float64 { return &v }
+
+// under sets the loop's thresholds of h, as the engine does, and returns h.
+func under(th gap.Thresholds, h *History) *History {
+	h.Thresholds = th
+	return h
+}
+
+// failingAfter sets the failure threshold of h, as the engine does, and
+// returns h.
+func failingAfter(n int, h *History) *History {
+	h.FailureThreshold = n
+	return h
+}

@@ -20,14 +20,14 @@ var described = cmp.Transformer("Describe", func(c Criterion) Criterion {
 	return c
 })
 
-func TestThresholds(t *testing.T) {
+func TestThresholdsMet(t *testing.T) {
 	answered := []gap.Question{{Text: "a", Critical: true, Answered: true}, {Text: "b", Critical: true, Answered: true}}
 	good := func() gap.Assessment {
 		return gap.Assessment{Coverage: 0.88, Confidence: 0.91, Questions: answered}
 	}
 	tests := []struct {
 		name string
-		th   Thresholds
+		th   gap.Thresholds
 		a    gap.Assessment
 		want Decision
 	}{
@@ -132,7 +132,7 @@ func TestThresholds(t *testing.T) {
 		},
 		{
 			name: "custom_thresholds_no_conflicts_allowed",
-			th:   Thresholds{MinCoverage: 0.5, MinConfidence: 0.6, MaxConflicts: NoConflicts},
+			th:   gap.Thresholds{MinCoverage: 0.5, MinConfidence: 0.6, MaxConflicts: -1},
 			a: func() gap.Assessment {
 				a := research(0.5, 0.6)
 				a.Conflicts = []gap.Conflict{{ID: "1"}}
@@ -147,7 +147,7 @@ func TestThresholds(t *testing.T) {
 		},
 		{
 			name: "allow_unanswered_and_negative_minimums",
-			th:   Thresholds{MinCoverage: -1, MinConfidence: -1, MaxConflicts: 5, AllowUnanswered: true},
+			th:   gap.Thresholds{MinCoverage: -1, MinConfidence: -1, MaxConflicts: 5, AllowUnanswered: true},
 			a:    gap.Assessment{Questions: []gap.Question{{Critical: true}}},
 			want: Decision{Verdict: Converged,
 				Reason: "converged: coverage 0.00 ≥ 0.00, confidence 0.00 ≥ 0.00, conflicts 0 ≤ 5, questions 0/1 answered (not required)",
@@ -161,26 +161,26 @@ func TestThresholds(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.th.Decide(at(1, 4, tt.a))
+			got := ThresholdsMet{}.Decide(under(tt.th, at(1, 4, tt.a)))
 			if diff := cmp.Diff(tt.want, got, described); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 			if tt.want.Criteria == nil {
 				return // not judged: Evaluate still reports, Decide does not
 			}
-			if diff := cmp.Diff(tt.want.Criteria, tt.th.Evaluate(&tt.a), described); diff != "" {
+			if diff := cmp.Diff(tt.want.Criteria, Evaluate(&tt.a, tt.th), described); diff != "" {
 				t.Errorf("Evaluate (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-func TestThresholdsNil(t *testing.T) {
-	if diff := cmp.Diff(Decision{}, (Thresholds{}).Decide(nil)); diff != "" {
+func TestThresholdsMetNil(t *testing.T) {
+	if diff := cmp.Diff(Decision{}, (ThresholdsMet{}).Decide(nil)); diff != "" {
 		t.Errorf("Decide(nil) (-want +got):\n%s", diff)
 	}
-	want := (Thresholds{}).Evaluate(&gap.Assessment{})
-	if diff := cmp.Diff(want, (Thresholds{}).Evaluate(nil)); diff != "" {
+	want := Evaluate(&gap.Assessment{}, gap.Thresholds{})
+	if diff := cmp.Diff(want, Evaluate(nil, gap.Thresholds{})); diff != "" {
 		t.Errorf("Evaluate(nil) (-want +got):\n%s", diff)
 	}
 }
@@ -188,7 +188,7 @@ func TestThresholdsNil(t *testing.T) {
 func TestHighConfidence(t *testing.T) {
 	tests := []struct {
 		name           string
-		p              HighConfidence
+		th             gap.Thresholds
 		iteration, max int
 		a              gap.Assessment
 		want           Decision
@@ -223,7 +223,7 @@ func TestHighConfidence(t *testing.T) {
 		{name: "seed000/early_exit_needs_confidence_0.90", iteration: 2, max: 4, a: research(0.95, 0.89), want: Decision{}},
 		{name: "seed000/early_exit_needs_coverage_0.85", iteration: 2, max: 4, a: research(0.84, 0.99), want: Decision{}},
 		{
-			name: "custom_levels", p: HighConfidence{MinCoverage: 0.5, MinConfidence: 0.5}, iteration: 4, max: 4, a: research(0.5, 0.5),
+			name: "custom_levels", th: gap.Thresholds{EarlyCoverage: 0.5, EarlyConfidence: 0.5}, iteration: 4, max: 4, a: research(0.5, 0.5),
 			want: Decision{Verdict: EarlyExit,
 				Reason: "high confidence reached: coverage 0.50 ≥ 0.50, confidence 0.50 ≥ 0.50",
 				Criteria: []Criterion{
@@ -231,10 +231,16 @@ func TestHighConfidence(t *testing.T) {
 					crit("confidence", 0.5, 0.5, true, "0.50 ≥ 0.50"),
 				}},
 		},
+		{
+			name: "convergence_thresholds_do_not_move_early_levels", th: gap.Thresholds{MinCoverage: 0.5, MinConfidence: 0.5},
+			iteration: 2, max: 4, a: research(0.84, 0.99), want: Decision{},
+		},
+		{name: "negative_early_coverage_disables", th: gap.Thresholds{EarlyCoverage: -1}, iteration: 1, max: 4, a: research(1, 1), want: Decision{}},
+		{name: "negative_early_confidence_disables", th: gap.Thresholds{EarlyConfidence: -0.5}, iteration: 1, max: 4, a: research(1, 1), want: Decision{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.p.Decide(at(tt.iteration, tt.max, tt.a))
+			got := HighConfidence{}.Decide(under(tt.th, at(tt.iteration, tt.max, tt.a)))
 			if diff := cmp.Diff(tt.want, got, described); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
@@ -323,21 +329,22 @@ func TestFailures(t *testing.T) {
 		return steps
 	}
 	tests := []struct {
-		name  string
-		p     Failures
-		steps []step
-		want  Decision
+		name      string
+		threshold int // History.FailureThreshold
+		steps     []step
+		want      Decision
 	}{
 		{name: "seed004/abort_after_3_consecutive_failures", steps: outcomes(false, false, false, true, true, true),
 			want: Decision{Verdict: Aborted, Reason: "aborting after 3 consecutive failures"}},
 		{name: "seed004/2_failures_continue", steps: outcomes(true, true), want: Decision{}},
 		{name: "seed004/failures_reset_on_success", steps: outcomes(true, true, false, true, true), want: Decision{}},
-		{name: "custom_threshold_1", p: Failures{Threshold: 1}, steps: outcomes(true),
+		{name: "custom_threshold_1", threshold: 1, steps: outcomes(true),
 			want: Decision{Verdict: Aborted, Reason: "aborting after 1 consecutive failure"}},
+		{name: "negative_threshold_never_aborts", threshold: -1, steps: outcomes(true, true, true, true), want: Decision{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, tt.p.Decide(run(0, 0, tt.steps...))); diff != "" {
+			if diff := cmp.Diff(tt.want, Failures{}.Decide(failingAfter(tt.threshold, run(0, 0, tt.steps...)))); diff != "" {
 				t.Errorf("Decide (-want +got):\n%s", diff)
 			}
 		})
@@ -382,7 +389,7 @@ func TestDoneAndPassing(t *testing.T) {
 
 func TestNilHistoryContinues(t *testing.T) {
 	policies := map[string]Policy{
-		"Thresholds": Thresholds{}, "HighConfidence": HighConfidence{}, "IterationLimit": IterationLimit{},
+		"ThresholdsMet": ThresholdsMet{}, "HighConfidence": HighConfidence{}, "IterationLimit": IterationLimit{},
 		"NoProgress": NoProgress{}, "Failures": Failures{}, "Done": Done{}, "Passing": Passing{},
 		"EarlyStopping": EarlyStopping{}, "Diminishing": Diminishing{}, "Default": Default(),
 		"All": All(Done{}, Passing{}),

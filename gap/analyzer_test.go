@@ -9,7 +9,7 @@ import (
 )
 
 func fixed(gaps ...Gap) Analyzer {
-	return AnalyzerFunc(func(context.Context, Assessment) ([]Gap, error) {
+	return AnalyzerFunc(func(context.Context, Assessment, Thresholds) ([]Gap, error) {
 		return append([]Gap(nil), gaps...), nil
 	})
 }
@@ -17,11 +17,11 @@ func fixed(gaps ...Gap) Analyzer {
 func TestCombine(t *testing.T) {
 	errBoom := errors.New("boom")
 	calls := 0
-	counting := AnalyzerFunc(func(context.Context, Assessment) ([]Gap, error) {
+	counting := AnalyzerFunc(func(context.Context, Assessment, Thresholds) ([]Gap, error) {
 		calls++
 		return nil, nil
 	})
-	failing := AnalyzerFunc(func(context.Context, Assessment) ([]Gap, error) {
+	failing := AnalyzerFunc(func(context.Context, Assessment, Thresholds) ([]Gap, error) {
 		return []Gap{{Target: "partial"}}, errBoom
 	})
 	tests := []struct {
@@ -49,7 +49,7 @@ func TestCombine(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			calls = 0
-			got, err := tt.an.Analyze(context.Background(), tt.a)
+			got, err := tt.an.Analyze(context.Background(), tt.a, Thresholds{})
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
@@ -66,8 +66,8 @@ func TestCombine(t *testing.T) {
 func TestCombineDoesNotWriteIntoAnalyzerSlice(t *testing.T) {
 	backing := make([]Gap, 1, 8)
 	backing[0] = Gap{Target: "own"}
-	first := AnalyzerFunc(func(context.Context, Assessment) ([]Gap, error) { return backing[:1], nil })
-	got, err := Combine(first, fixed(Gap{Target: "second"})).Analyze(context.Background(), Assessment{})
+	first := AnalyzerFunc(func(context.Context, Assessment, Thresholds) ([]Gap, error) { return backing[:1], nil })
+	got, err := Combine(first, fixed(Gap{Target: "second"})).Analyze(context.Background(), Assessment{}, Thresholds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,18 +84,18 @@ func TestCombineContext(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	cancel(cause)
 	called := false
-	an := Combine(AnalyzerFunc(func(context.Context, Assessment) ([]Gap, error) {
+	an := Combine(AnalyzerFunc(func(context.Context, Assessment, Thresholds) ([]Gap, error) {
 		called = true
 		return nil, nil
 	}))
-	gaps, err := an.Analyze(ctx, Assessment{})
+	gaps, err := an.Analyze(ctx, Assessment{}, Thresholds{})
 	if gaps != nil || !errors.Is(err, cause) {
 		t.Errorf("Analyze = %v, %v; want nil, %v", gaps, err, cause)
 	}
 	if called {
 		t.Error("analyzer ran after cancellation")
 	}
-	if _, err := Default().Analyze(ctx, Assessment{}); !errors.Is(err, cause) {
+	if _, err := Default().Analyze(ctx, Assessment{}, Thresholds{}); !errors.Is(err, cause) {
 		t.Errorf("Default().Analyze err = %v, want %v", err, cause)
 	}
 }
@@ -114,7 +114,7 @@ func TestDefault(t *testing.T) {
 			Tests:      &TestResult{Failures: []TestCaseFailure{{Name: "TestLogin", Message: "nil token"}}},
 		},
 	}
-	got, err := Default().Analyze(context.Background(), a)
+	got, err := Default().Analyze(context.Background(), a, Thresholds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestDefault(t *testing.T) {
 }
 
 func TestDefaultEmptyAssessmentNoGaps(t *testing.T) {
-	got, err := Default().Analyze(context.Background(), Assessment{})
+	got, err := Default().Analyze(context.Background(), Assessment{}, Thresholds{})
 	if err != nil || got != nil {
 		t.Errorf("Analyze(empty) = %v, %v; want nil, nil", got, err)
 	}
@@ -155,7 +155,7 @@ func TestAnalyzeEmptyNoAllocs(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			allocs := testing.AllocsPerRun(100, func() {
-				if _, err := tt.an.Analyze(ctx, Assessment{}); err != nil {
+				if _, err := tt.an.Analyze(ctx, Assessment{}, Thresholds{}); err != nil {
 					t.Fatal(err)
 				}
 			})

@@ -42,7 +42,7 @@ func BenchmarkDefaultAnalyze(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := an.Analyze(ctx, bc.a); err != nil {
+				if _, err := an.Analyze(ctx, bc.a, Thresholds{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -51,7 +51,7 @@ func BenchmarkDefaultAnalyze(b *testing.B) {
 }
 
 func BenchmarkSelect(b *testing.B) {
-	gaps, err := Default().Analyze(context.Background(), typicalAssessment())
+	gaps, err := Default().Analyze(context.Background(), typicalAssessment(), Thresholds{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func ExampleDefault() {
 			}},
 		},
 	}
-	gaps, err := gap.Default().Analyze(context.Background(), a)
+	gaps, err := gap.Default().Analyze(context.Background(), a, gap.Thresholds{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -72,11 +72,11 @@ func ExampleSelect() {
 }
 
 func ExampleQuality() {
-	q := gap.Quality{Thresholds: gap.Thresholds{MinSignalConfidence: 0.75}}
-	gaps, _ := q.Analyze(context.Background(), gap.Assessment{Signals: gap.Signals{
+	th := gap.Thresholds{MinSignalConfidence: 0.75}
+	gaps, _ := gap.Quality{}.Analyze(context.Background(), gap.Assessment{Signals: gap.Signals{
 		Validation: []gap.ValidationError{{Path: "$.analysis.security", Message: "Required field 'security' is missing"}},
 		Confidence: gap.Float(0.62),
-	}})
+	}}, th)
 	for _, g := range gaps {
 		fmt.Printf("%s %.2f fixable=%t %s\n", g.Kind, g.Severity, g.Fixable, g.Detail)
 	}

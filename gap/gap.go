@@ -6,7 +6,9 @@
 // signals of its checks (validation, tests, review, feedback) and the work
 // that remains. An [Analyzer] turns an assessment into [Gap] values, each with
 // a [Kind], a [Priority], a severity and whether it can be fixed by another
-// iteration. [Prioritize] orders gaps and [Select] chooses which of them an
+// iteration, under the loop's [Thresholds]: the one declaration of the levels
+// that the convergence policies of package converge decide by as well, so
+// that whatever keeps a loop from converging is a gap. [Prioritize] orders gaps and [Select] chooses which of them an
 // iteration should address.
 package gap
 

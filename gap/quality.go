@@ -27,7 +27,8 @@ const (
 const MaxFeedbackLength = 500
 
 // Quality is the [Analyzer] of output quality: it turns the [Signals] of an
-// assessment into iteration triggers, in this order.
+// assessment into iteration triggers under the [Thresholds] given to Analyze,
+// in this order.
 //
 //	Kind               Condition                     Severity             Fixable
 //	ValidationFailure  each validation error         1.0 if Critical,     unless Code is

@@ -253,7 +253,7 @@ func TestQuality(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Quality{tt.th}.Analyze(context.Background(), Assessment{Signals: tt.s})
+			got, err := Quality{}.Analyze(context.Background(), Assessment{Signals: tt.s}, tt.th)
 			if err != nil {
 				t.Fatalf("Analyze: %v", err)
 			}
@@ -277,7 +277,7 @@ func TestQualityOrder(t *testing.T) {
 		Tests:          &TestResult{},
 		Review:         &Review{Status: ReviewReject},
 	}
-	got, err := Quality{}.Analyze(context.Background(), Assessment{Signals: s})
+	got, err := Quality{}.Analyze(context.Background(), Assessment{Signals: s}, Thresholds{})
 	if err != nil {
 		t.Fatal(err)
 	}

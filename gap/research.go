@@ -18,7 +18,8 @@ const (
 )
 
 // Research is the [Analyzer] of research refinement: it finds the five gap
-// types of an [Assessment], in this order.
+// types of an [Assessment] under the [Thresholds] given to Analyze, in this
+// order.
 //
 //   - [Coverage]: one gap when coverage was measured and
 //     [Assessment.CoverageRatio] is below MinCoverage. Coverage counts as

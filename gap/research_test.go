@@ -239,7 +239,7 @@ func TestResearch(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Research{tt.th}.Analyze(context.Background(), tt.a)
+			got, err := Research{}.Analyze(context.Background(), tt.a, tt.th)
 			if err != nil {
 				t.Fatalf("Analyze: %v", err)
 			}
@@ -258,7 +258,7 @@ func TestResearchOrder(t *testing.T) {
 		Context:   []string{"flow"},
 		Questions: []Question{{Text: "q", Critical: true}},
 	}
-	got, err := Research{}.Analyze(context.Background(), a)
+	got, err := Research{}.Analyze(context.Background(), a, Thresholds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +278,7 @@ func TestResearchOrder(t *testing.T) {
 func TestResearchFocusClipped(t *testing.T) {
 	missing := make([]string, 1, 4)
 	missing[0] = "a.go"
-	got, err := Research{}.Analyze(context.Background(), Assessment{Coverage: 0.1, Missing: missing})
+	got, err := Research{}.Analyze(context.Background(), Assessment{Coverage: 0.1, Missing: missing}, Thresholds{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestInvalidAssessment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			gaps, err := tt.an.Analyze(context.Background(), tt.a)
+			gaps, err := tt.an.Analyze(context.Background(), tt.a, Thresholds{})
 			if gaps != nil {
 				t.Errorf("gaps = %v, want nil", gaps)
 			}
