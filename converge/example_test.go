@@ -79,7 +79,7 @@ func ExampleThresholdsMet() {
 		fmt.Println("unmet:", c)
 	}
 	// Output:
-	// gap: P3 coverage [coverage]: coverage 0.80 below 0.90
+	// gap: P2 coverage [coverage]: coverage 0.80 below 0.90
 	// continue
 	// unmet: coverage 0.80 < 0.90
 }

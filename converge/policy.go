@@ -74,25 +74,34 @@ func limits(t gap.Thresholds) (minCov, minConf float64, maxConflicts int) {
 	return max(t.MinCoverage, 0), max(t.MinConfidence, 0), max(t.MaxConflicts, 0)
 }
 
-// Evaluate returns the four criteria, in the order coverage, confidence,
+// Evaluate returns the criteria, in the order coverage, confidence,
 // conflicts, questions, evaluated against a (nil is an assessment that
-// measured nothing) under t. The questions criterion has Value = answered
-// and Threshold = total critical questions. The slice is newly allocated.
+// measured nothing) under t. Coverage is judged only when a measured it
+// (Coverage or EstimatedFiles set) and confidence only when a did (Findings
+// or Confidence set), exactly as the gap analysis reports their gaps: what
+// a loop does not measure neither blocks it nor is a gap. The questions
+// criterion has Value = answered and Threshold = total critical questions.
+// The slice is newly allocated.
 func Evaluate(a *gap.Assessment, t gap.Thresholds) []Criterion {
 	if a == nil {
 		a = &gap.Assessment{}
 	}
 	minCov, minConf, maxConflicts := limits(t)
-	cov, conf := a.CoverageRatio(), a.AverageConfidence()
 	conflicts := a.UnresolvedConflicts()
 	answered, total := a.CriticalQuestions()
 
-	crit := make([]Criterion, 4)
-	crit[0] = Criterion{Name: CriterionCoverage, Value: cov, Threshold: minCov, Met: atLeast(cov, minCov)}
-	crit[1] = Criterion{Name: CriterionConfidence, Value: conf, Threshold: minConf, Met: atLeast(conf, minConf)}
-	crit[2] = Criterion{Name: CriterionConflicts, Value: float64(conflicts), Threshold: float64(maxConflicts), Met: conflicts <= maxConflicts}
-	crit[3] = Criterion{Name: CriterionQuestions, Value: float64(answered), Threshold: float64(total), Met: t.AllowUnanswered || answered >= total}
-
+	crit := make([]Criterion, 0, 4)
+	if a.Coverage != 0 || a.EstimatedFiles > 0 {
+		cov := a.CoverageRatio()
+		crit = append(crit, Criterion{Name: CriterionCoverage, Value: cov, Threshold: minCov, Met: atLeast(cov, minCov)})
+	}
+	if a.Confidence != 0 || len(a.Findings) > 0 {
+		conf := a.AverageConfidence()
+		crit = append(crit, Criterion{Name: CriterionConfidence, Value: conf, Threshold: minConf, Met: atLeast(conf, minConf)})
+	}
+	crit = append(crit,
+		Criterion{Name: CriterionConflicts, Value: float64(conflicts), Threshold: float64(maxConflicts), Met: conflicts <= maxConflicts},
+		Criterion{Name: CriterionQuestions, Value: float64(answered), Threshold: float64(total), Met: t.AllowUnanswered || answered >= total})
 	return crit
 }
 

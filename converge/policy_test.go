@@ -146,14 +146,24 @@ func TestThresholdsMet(t *testing.T) {
 			}},
 		},
 		{
+			name: "unmeasured_coverage_and_confidence_not_judged",
+			a:    gap.Assessment{Questions: []gap.Question{{Critical: true, Answered: true}}},
+			want: Decision{Verdict: Converged,
+				Reason: "converged: conflicts 0 ≤ 2, questions 1/1 answered",
+				Criteria: []Criterion{
+					crit("conflicts", 0, 2, true, "0 ≤ 2"),
+					crit("questions", 1, 1, true, "1/1 answered"),
+				}},
+		},
+		{
 			name: "allow_unanswered_and_negative_minimums",
 			th:   gap.Thresholds{MinCoverage: -1, MinConfidence: -1, MaxConflicts: 5, AllowUnanswered: true},
-			a:    gap.Assessment{Questions: []gap.Question{{Critical: true}}},
+			a:    gap.Assessment{EstimatedFiles: 4, Confidence: 0.01, Questions: []gap.Question{{Critical: true}}},
 			want: Decision{Verdict: Converged,
-				Reason: "converged: coverage 0.00 ≥ 0.00, confidence 0.00 ≥ 0.00, conflicts 0 ≤ 5, questions 0/1 answered (not required)",
+				Reason: "converged: coverage 0.00 ≥ 0.00, confidence 0.01 ≥ 0.00, conflicts 0 ≤ 5, questions 0/1 answered (not required)",
 				Criteria: []Criterion{
 					crit("coverage", 0, 0, true, "0.00 ≥ 0.00"),
-					crit("confidence", 0, 0, true, "0.00 ≥ 0.00"),
+					crit("confidence", 0.01, 0, true, "0.01 ≥ 0.00"),
 					crit("conflicts", 0, 5, true, "0 ≤ 5"),
 					crit("questions", 0, 1, true, "0/1 answered (not required)"),
 				}},

@@ -34,7 +34,8 @@ const (
 //	Security             always (potential vulnerability)            P1
 //	Coverage             coverage below 0.50                         P1
 //	                     coverage 0.50 to 0.70                       P2
-//	                     * coverage 0.70 and up (raised threshold)   P3
+//	                     * coverage 0.70 and up (raised threshold)   P2
+//	                       (it blocks convergence: never left to P3)
 //	                     * coverage not measured in a                P2
 //	ConflictingFindings  always                                      P2
 //	MissingContext       always                                      P2
@@ -98,13 +99,10 @@ func priorityOf(g *Gap, a *Assessment) Priority {
 		if !coverageMeasured(a) {
 			return P2
 		}
-		switch c := a.CoverageRatio(); {
-		case c < criticalCoverage:
+		if a.CoverageRatio() < criticalCoverage {
 			return P1
-		case c < DefaultMinCoverage:
-			return P2
 		}
-		return P3
+		return P2 // below the loop's threshold, whatever it is
 	case Confidence, Evidence, Pattern, Performance:
 		if f := findFinding(a, g.Target); f != nil {
 			switch {

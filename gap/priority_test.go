@@ -27,7 +27,7 @@ func TestPriorityRules(t *testing.T) {
 		{"seed000/P1_coverage_zero_of_estimate", Gap{Kind: Coverage}, Assessment{EstimatedFiles: 10}, P1},
 		{"seed000/P2_coverage_0.50", Gap{Kind: Coverage}, Assessment{Coverage: 0.50}, P2},
 		{"seed000/P2_coverage_0.69", Gap{Kind: Coverage}, Assessment{FilesAnalyzed: 69, EstimatedFiles: 100}, P2},
-		{"coverage_above_0.70_raised_threshold_P3", Gap{Kind: Coverage}, Assessment{Coverage: 0.8}, P3},
+		{"coverage_above_0.70_raised_threshold_P2_blocks_convergence", Gap{Kind: Coverage}, Assessment{Coverage: 0.8}, P2},
 		{"coverage_unmeasured_P2", Gap{Kind: Coverage}, Assessment{}, P2},
 		{"seed000/P2_confidence_below_0.70_critical_finding", Gap{Kind: Evidence, Target: "crit"}, Assessment{Findings: findings}, P2},
 		{"critical_finding_0.75_P2", Gap{Kind: Confidence, Target: "crit75"}, Assessment{Findings: findings}, P2},
