@@ -347,6 +347,7 @@ type killHarness struct {
 	ranTasks                int   // tasks run to their end, in every process
 	spentTokens             int64 // what they spent
 	lostTasks               int   // tasks started and not finished in a killed child
+	staleTemps              int   // temp files of saves killed mid-write, left behind
 	killedIn                map[string]int
 }
 
@@ -376,6 +377,7 @@ func runKillHarness(t *testing.T, journal bool, kills uint64) {
 		h.want.Status, h.want.Iterations, h.want.Tasks, h.want.Failed, h.want.Usage.Tokens)
 	t.Logf("work lost to kills: %d tasks run again after finishing (%d tokens beyond the books' %d), %d interrupted mid-task",
 		h.ranTasks-h.want.Tasks*h.epochs, h.spentTokens-wantTokens, wantTokens, h.lostTasks)
+	t.Logf("saves killed mid-write (stale temp files): %d", h.staleTemps)
 }
 
 // killReference runs the loop uninterrupted, in this process.
@@ -395,11 +397,13 @@ func (h *killHarness) epoch(budget int) {
 	t := h.t
 	h.epochs++
 	e := &killEpoch{dir: t.TempDir()}
+	kills := 0
 	for {
 		kill := budget > 0
 		c := h.child(e, kill)
 		if c.killed {
 			budget--
+			kills++
 			h.kills++
 			h.afterKill(e, c)
 			continue
@@ -416,10 +420,11 @@ func (h *killHarness) epoch(budget int) {
 		t.Fatalf("epoch %d: resuming the finished session: %v", h.epochs, err)
 	}
 	h.compare("resumed result", killSummarize(res))
-	if tmp, _ := filepath.Glob(filepath.Join(e.dir, ".*.tmp")); len(tmp) > 0 {
-		// Issue 9, item 6: a save killed mid-write leaves its temp file.
-		t.Logf("epoch %d: %d stale temp files left behind", h.epochs, len(tmp))
-	}
+	// Issue 9, item 6: a save killed mid-write leaves its temp file (not
+	// yet asserted: counted, as evidence that kills land inside saves).
+	tmp, _ := filepath.Glob(filepath.Join(e.dir, ".*.tmp"))
+	h.staleTemps += len(tmp)
+	t.Logf("epoch %d: %d kills, ended as the uninterrupted run; %d stale temp files", h.epochs, kills, len(tmp))
 }
 
 func (h *killHarness) compare(what string, got killSummary) {
