@@ -14,3 +14,17 @@ func JournalLen(c *checkpoint.Checkpoint) int {
 	}
 	return len(d.Journal)
 }
+
+// JournaledTasks returns the iteration and index of every task journaled in
+// c's resume record.
+func JournaledTasks(c *checkpoint.Checkpoint) [][2]int {
+	var d engineData
+	if err := json.Unmarshal(c.Engine, &d); err != nil {
+		return nil
+	}
+	out := make([][2]int, len(d.Journal))
+	for i, e := range d.Journal {
+		out[i] = [2]int{e.Iteration, e.Index}
+	}
+	return out
+}

@@ -94,7 +94,7 @@ type killState struct {
 func killPlan(n int) iterate.Plan {
 	tasks := make([]iterate.Task, 2+n%4)
 	for i := range tasks {
-		role := iterate.RoleExplore
+		role := "explore"
 		if i%2 == 1 {
 			role = "verify"
 		}
@@ -261,8 +261,9 @@ type killSaved struct {
 	Iteration  int
 	Generation uint64
 	Status     string
+	Token      uint64
 	Journaled  []string
-	Notes      []string
+	Skipped    []uint64 // damaged newer generations Load fell back past
 }
 
 func killLoad(ctx context.Context, dir string) (*killSaved, error) {
@@ -270,13 +271,13 @@ func killLoad(ctx context.Context, dir string) (*killSaved, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &killSaved{Iteration: c.Iteration, Generation: c.Generation, Status: c.Status, Notes: c.Notes}
+	s := &killSaved{Iteration: c.Iteration, Generation: c.Generation, Status: c.Status, Token: c.Token, Skipped: c.Skipped}
 	if err := iterate.JSON.Unmarshal(c.State, &s.State); err != nil {
 		return nil, fmt.Errorf("generation %d: state: %w", c.Generation, err)
 	}
-	for _, e := range c.Journal {
-		if e.Iteration == c.Iteration+1 {
-			s.Journaled = append(s.Journaled, killTaskID(e.Iteration, e.Index))
+	for _, e := range iterate.JournaledTasks(c) {
+		if e[0] == c.Iteration+1 {
+			s.Journaled = append(s.Journaled, killTaskID(e[0], e[1]))
 		}
 	}
 	return s, nil
@@ -414,17 +415,21 @@ func (h *killHarness) epoch(budget int) {
 		h.compare("child's result", *c.result)
 		break
 	}
+	// A save killed mid-write leaves its temp file until the next holder
+	// of the session's lock removes it (issue 9, item 6): count them, as
+	// evidence that kills land inside saves, then check they are gone.
+	tmp, _ := filepath.Glob(filepath.Join(e.dir, ".*.tmp"))
+	h.staleTemps += len(tmp)
 	// The saved result, read back through the API, is the same.
 	res, err := killEngine(e.dir, h.journal, &killWorker{}).Resume(context.Background())
 	if err != nil {
 		t.Fatalf("epoch %d: resuming the finished session: %v", h.epochs, err)
 	}
 	h.compare("resumed result", killSummarize(res))
-	// Issue 9, item 6: a save killed mid-write leaves its temp file (not
-	// yet asserted: counted, as evidence that kills land inside saves).
-	tmp, _ := filepath.Glob(filepath.Join(e.dir, ".*.tmp"))
-	h.staleTemps += len(tmp)
-	t.Logf("epoch %d: %d kills, ended as the uninterrupted run; %d stale temp files", h.epochs, kills, len(tmp))
+	if left, _ := filepath.Glob(filepath.Join(e.dir, ".*.tmp")); len(left) > 0 {
+		t.Errorf("epoch %d: temp files left after the session was locked again: %q", h.epochs, left)
+	}
+	t.Logf("epoch %d: %d kills, ended as the uninterrupted run; %d stale temp files, removed", h.epochs, kills, len(tmp))
 }
 
 func (h *killHarness) compare(what string, got killSummary) {
@@ -582,7 +587,7 @@ func (h *killHarness) afterKill(e *killEpoch, c *killChild) {
 		t.Fatalf("epoch %d, kill %d (after %q): %s", h.epochs, h.kills, c.moment, fmt.Sprintf(format, args...))
 	}
 	// The kernel released the lock with the process.
-	release, err := checkpoint.NewDir(e.dir).Lock(ctx, killSession)
+	_, release, err := checkpoint.NewDir(e.dir).Lock(ctx, killSession)
 	if err != nil {
 		fail("the killed run blocks the next: %v", err)
 	}
@@ -596,13 +601,13 @@ func (h *killHarness) afterKill(e *killEpoch, c *killChild) {
 	case err != nil:
 		fail("latest checkpoint unreadable: %v", err)
 	}
-	if len(s.Notes) > 0 {
-		fail("loading fell back: %q", s.Notes)
+	if len(s.Skipped) > 0 {
+		fail("loading fell back past generations %v", s.Skipped)
 	}
 	if q, _ := filepath.Glob(filepath.Join(e.dir, "*.corrupt*")); len(q) > 0 {
 		fail("damaged generations quarantined: %q", q)
 	}
-	if e.saved != nil && (s.Iteration < e.saved.Iteration || s.Generation < e.saved.Generation) {
+	if e.saved != nil && (s.Iteration < e.saved.Iteration || s.Generation < e.saved.Generation || s.Token < e.saved.Token) {
 		fail("went back: iteration %d generation %d after iteration %d generation %d",
 			s.Iteration, s.Generation, e.saved.Iteration, e.saved.Generation)
 	}
