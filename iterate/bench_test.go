@@ -90,8 +90,7 @@ func benchDeep(b *testing.B, depth int) {
 		iterate.WithMaxIterations(depth+b.N),
 		iterate.WithConvergence(converge.Any(converge.Failures{}, converge.NoProgress{}, converge.IterationLimit{})),
 		iterate.WithBudget(budget.Limits{Tokens: 1 << 50}),
-		iterate.WithCheckpointer(&checkpoint.Memory{}),
-		iterate.WithTaskJournal(),
+		iterate.WithCheckpointer(&checkpoint.Memory{}, iterate.Journal),
 		iterate.WithObserver(observe))
 	res, err := eng.Run(context.Background(), 0)
 	if err != nil || res.Iterations != depth+b.N {

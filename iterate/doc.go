@@ -57,13 +57,13 @@
 // # Checkpoints and resume
 //
 // With a checkpointer, a checkpoint is saved after every iteration and at
-// every stop, best effort unless [WithStrictCheckpoints]. It holds the state
+// every stop, best effort unless [Strict]. It holds the state
 // (encoded by a [Codec], JSON by default), the convergence history with its
 // counters, the budget spent and a fingerprint of the settings. Cancelling
 // the context stops promptly and saves the state as interrupted; Resume
 // continues after the last completed iteration, so that an interrupted and
 // resumed loop ends exactly where an uninterrupted one would. With
-// [WithTaskJournal], every finished task is journaled at once, so that an
+// [Journal], every finished task is journaled at once, so that an
 // interruption or a crash in the middle of an iteration loses only the
 // tasks still running. A [Checkpointer] that is also a [Locker] refuses a
 // second concurrent run of a session.

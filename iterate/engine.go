@@ -195,7 +195,7 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 	}
 	if latest != nil {
 		r.generation = latest.Generation
-		if e.cfg.refuseResumable && !Status(latest.Status).Final() {
+		if e.cfg.persist&RefuseResumable != 0 && !Status(latest.Status).Final() {
 			return nil, &ResumableError{Checkpoint: latest}
 		}
 	}
@@ -216,7 +216,7 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 // Resume needs a checkpointer. A session without a checkpoint gives an error
 // matching checkpoint.ErrNotFound; a damaged one, checkpoint.ErrCorrupt; a
 // checkpoint written under other settings, a *SettingsChangedError unless
-// [WithAllowSettingsChange] was given.
+// [AllowSettingsChange] was given.
 func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S], error) {
 	if e.err != nil {
 		return nil, e.err
@@ -258,7 +258,7 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	if err := r.restore(c); err != nil {
 		return nil, err
 	}
-	if c.Fingerprint != e.fingerprint && !e.cfg.allowChange {
+	if c.Fingerprint != e.fingerprint && !rc.allowChange {
 		return nil, &SettingsChangedError{Session: e.cfg.session, Changes: changes(r.data.Settings, e.settings)}
 	}
 	status := Status(c.Status)
@@ -590,7 +590,7 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 	usage.Wall += dur
 	r.settle(reservation, usage)
 	r.hist.Complete(failed, string(plan.Action), dur)
-	if r.cfg.journal {
+	if r.cfg.persist&Journal != 0 {
 		r.journal.forget()
 	}
 	r.data.LastIterationAt = end
@@ -828,7 +828,7 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 	var saveErr error
 	if r.cfg.checkpointer != nil && !r.saveFailed {
 		saveErr = r.save(saveCtx, status, reason)
-		if saveErr == nil && r.cfg.cleanup && (status.Success() || status == MaxIterations) {
+		if saveErr == nil && r.cfg.persist&Cleanup != 0 && (status.Success() || status == MaxIterations) {
 			if rm, ok := r.cfg.checkpointer.(Remover); ok {
 				if err := rm.Remove(saveCtx, r.cfg.session); err != nil {
 					r.warn(r.hist.Iteration, fmt.Sprintf("removing the checkpoints of session %q failed: %v", r.cfg.session, err))
@@ -885,7 +885,7 @@ func (r *run[S]) conclude(ctx context.Context, status Status, reason string) {
 }
 
 // storageFailed ends the run because a checkpoint could not be saved (under
-// WithStrictCheckpoints, after retries) or the session's lock was lost. It
+// Strict, after retries) or the session's lock was lost. It
 // saves nothing more: the session's latest checkpoint stays the last good
 // one, so that Resume continues from it once the fault is gone, and a
 // writer that lost its lock leaves the session to its new holder.
@@ -956,7 +956,7 @@ func (r *run[S]) saveRetrying(ctx context.Context, status Status, reason string,
 	wait := saveBackoff
 	for attempt := 1; ; attempt++ {
 		err := r.trySave(ctx, status, reason, journal)
-		if err == nil || !r.cfg.strict || attempt == saveAttempts || errors.Is(err, checkpoint.ErrFenced) || ctx.Err() != nil {
+		if err == nil || r.cfg.persist&Strict == 0 || attempt == saveAttempts || errors.Is(err, checkpoint.ErrFenced) || ctx.Err() != nil {
 			return err
 		}
 		t := time.NewTimer(wait)
@@ -971,9 +971,9 @@ func (r *run[S]) saveRetrying(ctx context.Context, status Status, reason string,
 }
 
 // fatalSave reports whether a failed save must end the run: under
-// WithStrictCheckpoints, and always when the session's lock was lost.
+// Strict, and always when the session's lock was lost.
 func (r *run[S]) fatalSave(err error) bool {
-	return err != nil && (r.cfg.strict || errors.Is(err, checkpoint.ErrFenced))
+	return err != nil && (r.cfg.persist&Strict != 0 || errors.Is(err, checkpoint.ErrFenced))
 }
 
 func (r *run[S]) trySave(ctx context.Context, status Status, reason string, journal []entry) error {

@@ -258,8 +258,8 @@ func TestResumeRefusesChangedSettings(t *testing.T) {
 	if !errors.Is(err, iterate.ErrSettingsChanged) || !errors.As(err, &sc) {
 		t.Fatalf("err = %v, want a settings change refusal", err)
 	}
-	res, err := iterate.New(iterate.Func(do), iterate.WithCheckpointer(store), iterate.WithMaxIterations(7),
-		iterate.WithAllowSettingsChange()).Resume(context.Background())
+	res, err := iterate.New(iterate.Func(do), iterate.WithCheckpointer(store), iterate.WithMaxIterations(7)).
+		Resume(context.Background(), iterate.AllowSettingsChange())
 	if err != nil || res.Iterations != 7 {
 		t.Errorf("allowed resume: %v after %d", err, res.Iterations)
 	}

@@ -136,7 +136,7 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S])
 		start = time.Now()
 		r.emit(TaskStarted{it: it{t.Iteration}, Task: *t})
 	}
-	replayed := r.cfg.journal && r.replay(t, out)
+	replayed := r.cfg.persist&Journal != 0 && r.replay(t, out)
 	switch {
 	case replayed:
 	case tctx.Done() == nil:
@@ -145,7 +145,7 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S])
 		r.workCancellable(tctx, state, t, out)
 	}
 	out.Task = *t
-	if !replayed && r.cfg.journal {
+	if !replayed && r.cfg.persist&Journal != 0 {
 		r.record(ctx, t, out)
 	}
 	if r.observing {

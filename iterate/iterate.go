@@ -165,7 +165,7 @@ type ConvergencePolicy interface {
 //
 // A Checkpointer may also implement [Locker], to refuse a second concurrent
 // run of a session, and [Remover], to delete a session's checkpoints when a
-// loop completes cleanly (see [WithCleanup]).
+// loop completes cleanly (see [Cleanup]).
 type Checkpointer interface {
 	Save(ctx context.Context, c *checkpoint.Checkpoint) error
 	Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error)

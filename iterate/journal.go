@@ -9,7 +9,7 @@ import (
 )
 
 // journal records the finished tasks of the iteration in flight (see
-// WithTaskJournal) and replays them after a resume.
+// the Journal setting) and replays them after a resume.
 type journal struct {
 	mu      sync.Mutex
 	entries []entry // of the iteration in flight
@@ -39,17 +39,6 @@ type entry struct {
 	Usage budget.Usage `json:"usage"`
 	// Done is the outcome's Done.
 	Done bool `json:"done,omitempty"`
-}
-
-// WithTaskJournal journals every task that finishes: a checkpoint holding
-// its outcome is saved at once, so that a crash or an interruption in the
-// middle of an iteration loses only the tasks still running. Resume plans
-// the interrupted iteration again and takes the journaled tasks' outcomes
-// instead of running them (a task is matched by iteration, index, role and
-// main gap, so a strategy that plans differently reruns it). Needs a
-// checkpointer; each journaled task costs one save.
-func WithTaskJournal() Option {
-	return optionFunc(func(c *config) { c.journal = true })
 }
 
 // entryFor returns the journaled entry of t, if any.

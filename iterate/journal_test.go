@@ -23,7 +23,7 @@ func TestTaskJournal(t *testing.T) {
 		}
 	}
 	opts := func(store iterate.Checkpointer) []iterate.Option {
-		return []iterate.Option{iterate.WithCheckpointer(store), iterate.WithTaskJournal(), iterate.WithParallelism(1)}
+		return []iterate.Option{iterate.WithCheckpointer(store, iterate.Journal), iterate.WithParallelism(1)}
 	}
 	want, err := iterate.New(&iteratetest.Script{Steps: mk(nil)}, opts(&checkpoint.Memory{})...).Run(context.Background(), iteratetest.State{})
 	if err != nil {

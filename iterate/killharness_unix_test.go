@@ -222,14 +222,15 @@ func (w *killWorker) Integrate(_ context.Context, s killState, outs []iterate.Ou
 
 // killEngine is the loop, with the store in dir.
 func killEngine(dir string, journal bool, w *killWorker) iterate.Engine[killState] {
+	var persist iterate.Persist
+	if journal {
+		persist = iterate.Journal
+	}
 	opts := []iterate.Option{
 		iterate.WithStrategy(killStrategy()),
 		iterate.WithMaxIterations(killIterations),
-		iterate.WithCheckpointer(checkpoint.NewDir(dir)),
+		iterate.WithCheckpointer(checkpoint.NewDir(dir), persist),
 		iterate.WithSession(killSession),
-	}
-	if journal {
-		opts = append(opts, iterate.WithTaskJournal())
 	}
 	return iterate.New[killState](w, opts...)
 }
@@ -618,7 +619,7 @@ func (h *killHarness) afterKill(e *killEpoch, c *killChild) {
 		fail("status %q", s.Status)
 	}
 	if !h.journal && len(s.Journaled) > 0 {
-		fail("journal without WithTaskJournal: %v", s.Journaled)
+		fail("journal without iterate.Journal: %v", s.Journaled)
 	}
 	e.saved = s
 	e.journaled = make(map[string]bool, len(s.Journaled))

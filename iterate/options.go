@@ -72,13 +72,9 @@ type config struct {
 	logger           *zap.Logger
 	observers        []func(Event)
 	codec            Codec
-	strict           bool
-	cleanup          bool
-	allowChange      bool
+	persist          Persist
 	fingerprintExtra string
 	window           int
-	refuseResumable  bool
-	journal          bool
 
 	errs []error
 }
@@ -200,17 +196,60 @@ func WithConvergence(p ConvergencePolicy) Option {
 	})
 }
 
-// WithCheckpointer sets where checkpoints go (default: none). A checkpoint is
-// saved after every iteration and at every stop.
-func WithCheckpointer(cp Checkpointer) Option {
+// WithCheckpointer sets where checkpoints go (default: none), and how. A
+// checkpoint is saved after every iteration and at every stop, best effort
+// unless p says [Strict]; see [Persist] for the other settings, which only
+// exist together with a store:
+//
+//	iterate.WithCheckpointer(checkpoint.NewDir(".refine"), iterate.Strict|iterate.Journal)
+func WithCheckpointer(cp Checkpointer, p ...Persist) Option {
 	return optionFunc(func(c *config) {
 		if cp == nil {
 			c.invalid("WithCheckpointer", "nil checkpointer")
 			return
 		}
 		c.checkpointer = cp
+		for _, f := range p {
+			if f&^(Strict|Journal|Cleanup|RefuseResumable) != 0 {
+				c.invalid("WithCheckpointer", "unknown Persist flags "+strconv.Itoa(int(f)))
+			}
+			c.persist |= f
+		}
 	})
 }
+
+// Persist selects how a loop keeps its checkpoints; flags combine with |
+// and go to [WithCheckpointer] with the store they apply to.
+type Persist uint8
+
+const (
+	// Strict makes a checkpoint that cannot be saved end the run, after a
+	// few retries with backoff, with a *StopError (status Failed) and
+	// without saving a final status: the session's latest checkpoint stays
+	// the last good one, so Resume continues once the fault is gone. By
+	// default saving is best effort: a failure is logged as a warning and
+	// reported as an event, and the loop goes on. A save refused because
+	// the session's lock was lost (checkpoint.ErrFenced) always ends the run.
+	Strict Persist = 1 << iota
+	// Journal journals every task that finishes: a checkpoint holding its
+	// outcome is saved at once, so that a crash or an interruption in the
+	// middle of an iteration loses only the tasks still running. Resume
+	// plans the interrupted iteration again and takes the journaled tasks'
+	// outcomes instead of running them (a task is matched by iteration,
+	// index, role and main gap, so a strategy that plans differently reruns
+	// it). Each journaled task costs one save.
+	Journal
+	// Cleanup makes a loop that stops cleanly (converged, early exit or at
+	// the iteration limit) remove its session's checkpoints, if the store
+	// is a [Remover]. By default they are kept.
+	Cleanup
+	// RefuseResumable makes Run refuse to start over a session whose latest
+	// checkpoint can still be resumed (running, interrupted or escalated):
+	// it returns a *ResumableError carrying that checkpoint, so that the
+	// host can offer Resume instead. The check happens under the session
+	// lock, if any. By default Run starts a new session regardless.
+	RefuseResumable
+)
 
 // WithSession names the session whose checkpoints Run writes and Resume
 // reads (default [DefaultSession]).
@@ -333,40 +372,10 @@ func WithCodec(codec Codec) Option {
 	})
 }
 
-// WithStrictCheckpoints makes a failed checkpoint save end the run with an
-// error. By default saving is best effort: a failure is logged as a warning
-// and reported as an event, and the loop goes on.
-func WithStrictCheckpoints() Option {
-	return optionFunc(func(c *config) { c.strict = true })
-}
-
-// WithCleanup makes a loop that stops cleanly (converged, early exit or at
-// the iteration limit) remove its session's checkpoints, if the
-// checkpointer is a [Remover]. By default they are kept.
-func WithCleanup() Option {
-	return optionFunc(func(c *config) { c.cleanup = true })
-}
-
-// WithAllowSettingsChange lets Resume continue a session whose checkpoint
-// was written under different settings (a different fingerprint). By
-// default such a resume is refused with a *SettingsChangedError.
-func WithAllowSettingsChange() Option {
-	return optionFunc(func(c *config) { c.allowChange = true })
-}
-
 // WithFingerprint adds host settings (a prompt version, a model name) to the
 // fingerprint that guards Resume.
 func WithFingerprint(extra string) Option {
 	return optionFunc(func(c *config) { c.fingerprintExtra = extra })
-}
-
-// WithRefuseResumable makes Run refuse to start over a session whose latest
-// checkpoint can still be resumed (running, interrupted or escalated): it
-// returns a *ResumableError carrying that checkpoint, so that the host can
-// offer Resume instead. The check happens under the session lock, if any.
-// By default Run starts a new session regardless.
-func WithRefuseResumable() Option {
-	return optionFunc(func(c *config) { c.refuseResumable = true })
 }
 
 // WithHistoryWindow sets how many recent records the convergence history
@@ -385,8 +394,9 @@ func WithHistoryWindow(n int) Option {
 type ResumeOption interface{ applyResume(*resumeConfig) }
 
 type resumeConfig struct {
-	answer    string
-	hasAnswer bool
+	answer      string
+	hasAnswer   bool
+	allowChange bool
 }
 
 type resumeFunc func(*resumeConfig)
@@ -398,6 +408,13 @@ func (f resumeFunc) applyResume(c *resumeConfig) { f(c) }
 // fresh allowance of iterations.
 func WithAnswer(answer string) ResumeOption {
 	return resumeFunc(func(c *resumeConfig) { c.answer, c.hasAnswer = answer, true })
+}
+
+// AllowSettingsChange lets Resume continue a session whose checkpoint was
+// written under other settings (a different fingerprint). By default such a
+// resume is refused with a *SettingsChangedError naming what changed.
+func AllowSettingsChange() ResumeOption {
+	return resumeFunc(func(c *resumeConfig) { c.allowChange = true })
 }
 
 // finish fills defaults and validates what needs the whole configuration.
@@ -414,16 +431,8 @@ func (c *config) finish() error {
 	if c.policy == nil {
 		c.policy = converge.Default()
 	}
-	if c.checkpointer == nil {
-		for _, o := range []struct {
-			set  bool
-			name string
-		}{{c.strict, "WithStrictCheckpoints"}, {c.cleanup, "WithCleanup"}, {c.allowChange, "WithAllowSettingsChange"},
-			{c.refuseResumable, "WithRefuseResumable"}, {c.journal, "WithTaskJournal"}, {c.codec != JSON, "WithCodec"}} {
-			if o.set {
-				c.invalid(o.name, "has no effect without WithCheckpointer")
-			}
-		}
+	if c.checkpointer == nil && c.codec != JSON {
+		c.invalid("WithCodec", "has no effect without WithCheckpointer")
 	}
 	if err := converge.Validate(c.policy); err != nil {
 		c.errs = append(c.errs, &ConfigError{Option: "WithConvergence", Reason: "invalid policy", Err: err})

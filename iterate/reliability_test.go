@@ -82,8 +82,7 @@ func TestUnreadableNewestStopsRun(t *testing.T) {
 			dir := t.TempDir()
 			files := interruptedSession(t, dir)
 			tt.spoil(t, files[len(files)-1])
-			_, err := iterate.New(iterate.Func(step1), iterate.WithCheckpointer(checkpoint.NewDir(dir)),
-				iterate.WithRefuseResumable()).Run(context.Background(), 0)
+			_, err := iterate.New(iterate.Func(step1), iterate.WithCheckpointer(checkpoint.NewDir(dir), iterate.RefuseResumable)).Run(context.Background(), 0)
 			if !errors.Is(err, tt.is) || !errors.As(err, tt.as) {
 				t.Fatalf("err = %v, want %v", err, tt.is)
 			}
@@ -118,8 +117,7 @@ func TestStrictSaveRetried(t *testing.T) {
 			}
 			return nil
 		}}
-		res, err := iterate.New(iterate.Func(step1), iterate.WithMaxIterations(5), iterate.WithCheckpointer(store),
-			iterate.WithStrictCheckpoints()).Run(context.Background(), 0)
+		res, err := iterate.New(iterate.Func(step1), iterate.WithMaxIterations(5), iterate.WithCheckpointer(store, iterate.Strict)).Run(context.Background(), 0)
 		if err != nil || res.Iterations != 5 {
 			t.Fatalf("%v after %d iterations, want all 5", err, res.Iterations)
 		}
@@ -134,7 +132,7 @@ func TestStrictSaveRetried(t *testing.T) {
 			}
 			return nil
 		}}
-		opts := []iterate.Option{iterate.WithMaxIterations(5), iterate.WithCheckpointer(store), iterate.WithStrictCheckpoints()}
+		opts := []iterate.Option{iterate.WithMaxIterations(5), iterate.WithCheckpointer(store, iterate.Strict)}
 		res, err := iterate.New(iterate.Func(step1), opts...).Run(context.Background(), 0)
 		var se *iterate.StopError
 		if !errors.As(err, &se) || !errors.Is(err, syscall.ENOSPC) || res.Status != iterate.Failed {
@@ -155,8 +153,7 @@ func TestStrictSaveRetried(t *testing.T) {
 		store := &checkpointtest.Faulty{Store: &checkpoint.Memory{}, FailSave: func(int, *checkpoint.Checkpoint) error {
 			return syscall.EIO
 		}}
-		res, err := iterate.New(iterate.Func(step1), iterate.WithMaxIterations(5), iterate.WithCheckpointer(store),
-			iterate.WithStrictCheckpoints(), iterate.WithTaskJournal()).Run(context.Background(), 0)
+		res, err := iterate.New(iterate.Func(step1), iterate.WithMaxIterations(5), iterate.WithCheckpointer(store, iterate.Strict|iterate.Journal)).Run(context.Background(), 0)
 		if !errors.Is(err, syscall.EIO) || res.Iterations != 1 {
 			t.Fatalf("err = %v after %d iterations, want EIO after the first", err, res.Iterations)
 		}

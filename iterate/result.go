@@ -226,7 +226,7 @@ func (e *InterruptedError) Unwrap() []error {
 var ErrSettingsChanged = errors.New("iterate: settings changed since the checkpoint")
 
 // SettingsChangedError refuses a resume under settings that differ from the
-// checkpoint's; [WithAllowSettingsChange] permits it.
+// checkpoint's; [AllowSettingsChange] permits it.
 type SettingsChangedError struct {
 	Session string
 	// Changes names each setting that differs, with its saved and current
@@ -239,7 +239,7 @@ func (e *SettingsChangedError) Error() string {
 	if len(e.Changes) > 0 {
 		what = strings.Join(e.Changes, ", ")
 	}
-	return "iterate: session " + strconv.Quote(e.Session) + " was checkpointed under other settings: " + what + "; use WithAllowSettingsChange to resume anyway"
+	return "iterate: session " + strconv.Quote(e.Session) + " was checkpointed under other settings: " + what + "; resume with AllowSettingsChange to continue anyway"
 }
 
 // Is reports whether target is ErrSettingsChanged.
@@ -248,7 +248,7 @@ func (e *SettingsChangedError) Is(target error) bool { return target == ErrSetti
 // ErrResumable is matched by every *ResumableError.
 var ErrResumable = errors.New("iterate: session can be resumed")
 
-// ResumableError is returned by Run under [WithRefuseResumable] when the
+// ResumableError is returned by Run under [RefuseResumable] when the
 // session's latest checkpoint can still be resumed.
 type ResumableError struct {
 	Checkpoint *checkpoint.Checkpoint

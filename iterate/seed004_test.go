@@ -234,8 +234,7 @@ func TestSeed004DiskFullBestEffort(t *testing.T) {
 		t.Errorf("got %d warnings, want 4: %q", n, rec.Warnings())
 	}
 
-	res, err = iterate.New(inc, iterate.WithMaxIterations(3), iterate.WithCheckpointer(diskFull()),
-		iterate.WithStrictCheckpoints()).Run(context.Background(), 0)
+	res, err = iterate.New(inc, iterate.WithMaxIterations(3), iterate.WithCheckpointer(diskFull(), iterate.Strict)).Run(context.Background(), 0)
 	if !errors.Is(err, iterate.ErrFailed) || !errors.Is(err, errDiskFull) || res.Status != iterate.Failed || res.Iterations != 1 {
 		t.Errorf("strict: err = %v, status %s after %d; want failed after 1 wrapping the save error", err, res.Status, res.Iterations)
 	}
@@ -354,7 +353,7 @@ func TestSeed004ProgressAbortAndResume(t *testing.T) {
 	})
 }
 
-// TestRefuseResumable: with WithRefuseResumable, Run does not start over a
+// TestRefuseResumable: with RefuseResumable, Run does not start over a
 // session that can be resumed.
 func TestRefuseResumable(t *testing.T) {
 	store := &checkpoint.Memory{}
@@ -363,7 +362,7 @@ func TestRefuseResumable(t *testing.T) {
 		cancel()
 		return n, ctx.Err()
 	}
-	opts := []iterate.Option{iterate.WithCheckpointer(store), iterate.WithRefuseResumable()}
+	opts := []iterate.Option{iterate.WithCheckpointer(store, iterate.RefuseResumable)}
 	if _, err := iterate.New(iterate.Func(do), opts...).Run(ctx, 0); !errors.Is(err, iterate.ErrInterrupted) {
 		t.Fatal(err)
 	}
