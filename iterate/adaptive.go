@@ -159,7 +159,7 @@ func (s *Adaptive) Plan(_ context.Context, sit *Situation) (Plan, error) {
 	if sit.Decision.Verdict == converge.Escalate {
 		return s.escalation(sit, sit.Decision.Reason), nil
 	}
-	gaps := sit.Gaps
+	gaps := sit.History.Gaps
 	if len(gaps) == 0 {
 		// Seed 000: no actionable gaps but not converged: force a broad
 		// refinement.
@@ -182,7 +182,7 @@ func (s *Adaptive) Plan(_ context.Context, sit *Situation) (Plan, error) {
 		return plan, nil
 	}
 
-	selected, deferred := gap.Select(gaps, sit.Remaining, 0)
+	selected, deferred := gap.Select(gaps, sit.History.Remaining(), 0)
 	if len(selected) == 0 && len(gaps) > 0 {
 		// Nothing of high enough priority for the iterations left: address
 		// the most important gap rather than idling.
@@ -302,7 +302,7 @@ func (s *Adaptive) choose(sit *Situation, persist int, tried actionSet) (Action,
 		return Stop, fmt.Sprintf("stuck: every strategy failed on the same problems (%d attempts)", persist), nil
 	}
 
-	kinds := kindsOf(sit.Gaps)
+	kinds := kindsOf(sit.History.Gaps)
 	switch {
 	case kinds.has(gap.ValidationFailure):
 		return Retry, "validation failures: retry with fixes", []string{"Fix the validation errors", "Follow the expected schema"}
@@ -310,7 +310,7 @@ func (s *Adaptive) choose(sit *Situation, persist int, tried actionSet) (Action,
 		return Expand, "low confidence: expand with more evidence", []string{"Provide more evidence and reasoning", "Cite sources"}
 	case kinds.has(gap.Hallucination):
 		return Retry, "hallucinations detected: retry with verification", []string{"Verify all factual claims before including", "Remove unverified claims"}
-	case s.EscalateNearLimit && sit.Remaining >= 0 && sit.Remaining <= 1:
+	case s.EscalateNearLimit && sit.History.Remaining() >= 0 && sit.History.Remaining() <= 1:
 		return Escalate, "one iteration left with problems remaining", nil
 	case kinds.has(gap.ConflictingFindings):
 		return Refine, "conflicting findings: verify", []string{"Analyze all relevant sources and resolve the disagreement"}

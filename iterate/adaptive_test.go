@@ -22,9 +22,8 @@ func situation(max int, actions []iterate.Action, rounds ...[]gap.Gap) *iterate.
 		}
 		h.Observe(gap.Assessment{}, gaps)
 	}
-	last := rounds[len(rounds)-1]
-	return &iterate.Situation{Iteration: h.Iteration + 1, MaxIterations: max, Remaining: h.Remaining(),
-		Assessment: &h.Current, Gaps: last, History: h}
+	h.Gaps = rounds[len(rounds)-1]
+	return &iterate.Situation{Iteration: h.Iteration + 1, History: h}
 }
 
 func g(kind gap.Kind, target string, sev float64) gap.Gap {
@@ -163,7 +162,7 @@ func TestAdaptiveSeed000Selection(t *testing.T) {
 	for _, tt := range tests {
 		t.Run("seed000/"+tt.name, func(t *testing.T) {
 			sit := situation(tt.max, nil, tt.gaps)
-			sit.Remaining = tt.max - tt.done
+			sit.History.Iteration = tt.done
 			p, err := (&iterate.Adaptive{MaxTasks: tt.maxTasks}).Plan(context.Background(), sit)
 			if err != nil {
 				t.Fatal(err)

@@ -37,7 +37,7 @@
 // Every stop has a [Status] and a reason. Converged and EarlyExit are
 // successes, also on the last allowed iteration: convergence is checked
 // before the limit. MaxIterations is a partial convergence whose unmet
-// criteria are listed in Result.Unmet. Stuck, Plateau and BudgetExhausted are
+// criteria are listed by Result.Decision.Unmet(). Stuck, Plateau and BudgetExhausted are
 // stops the loop decides on its own; Run returns a nil error for all of
 // these. Escalated (an *EscalationError: a human must answer), Interrupted (an
 // *InterruptedError wrapping the context's cause and the last error),

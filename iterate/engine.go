@@ -514,7 +514,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation budget.Reservation) error {
 	start := time.Now()
 	if r.observing {
-		r.emit(IterationStarted{it: it{n}, MaxIterations: r.hist.MaxIterations, Time: start})
+		r.emit(IterationStarted{it: it{n}, Time: start})
 	}
 	if ce := r.log.Check(zap.DebugLevel, "iteration started"); ce != nil {
 		ce.Write(zap.Int("iteration", n), zap.String("phase", "execute"), zap.String("action", string(plan.Action)), zap.Int("tasks", len(plan.Tasks)))
@@ -615,9 +615,9 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 		Duration: dur, Usage: usage, Action: plan.Action, Failed: failed}
 
 	if r.observing {
-		r.emit(IterationEnded{it: it{n}, MaxIterations: r.hist.MaxIterations, Time: end, Duration: dur, Failed: failed, Err: iterErr,
+		r.emit(IterationEnded{it: it{n}, Time: end, Duration: dur, Failed: failed, Err: iterErr,
 			Tasks: len(outs), FailedTasks: failedTasks, ConsecutiveFailures: r.hist.ConsecutiveFailures,
-			FailureThreshold: r.cfg.failureThreshold, Usage: usage})
+			Usage: usage})
 	}
 	if failed {
 		if ce := r.log.Check(zap.WarnLevel, "iteration failed"); ce != nil {
@@ -723,10 +723,6 @@ func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision) (p Plan, 
 func (r *run[S]) fillSituation(n int, d converge.Decision) {
 	s := &r.sit
 	s.Iteration = n
-	s.MaxIterations = r.hist.MaxIterations
-	s.Remaining = r.hist.Remaining()
-	s.Assessment = &r.hist.Current
-	s.Gaps = r.hist.Gaps
 	s.History = &r.hist
 	s.Decision = d
 	if r.limited {
@@ -854,7 +850,7 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 		res.Escalation = r.data.Escalation
 	}
 	r.emit(LoopStopped{it: it{r.hist.Iteration}, Status: status, Reason: reason, Elapsed: r.data.Elapsed, Time: time.Now(),
-		ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: r.cfg.failureThreshold,
+		ConsecutiveFailures: r.hist.ConsecutiveFailures,
 		Saved: r.cfg.checkpointer != nil && saveErr == nil && !r.saveFailed, SaveErr: saveErr})
 	level := zapcore.InfoLevel
 	if err != nil {
@@ -919,8 +915,6 @@ func (r *run[S]) result(status Status, reason string, err error) *Result[S] {
 		Reason:     reason,
 		Iterations: r.hist.Iteration,
 		Decision:   r.decision,
-		Unmet:      r.decision.Unmet(),
-		Gaps:       r.hist.Gaps,
 		Usage:      r.usage(),
 		History:    r.hist,
 		Err:        err,

@@ -95,8 +95,8 @@ func TestSeed002Decisions(t *testing.T) {
 
 		// Without an answer, resuming returns the same escalation.
 		again, err := eng.Resume(context.Background())
-		if !errors.Is(err, iterate.ErrEscalated) || len(again.Gaps) == 0 || again.Escalation.Question != e.Question {
-			t.Errorf("resume without answer: %v, gaps %v", err, again.Gaps)
+		if !errors.Is(err, iterate.ErrEscalated) || len(again.History.Gaps) == 0 || again.Escalation.Question != e.Question {
+			t.Errorf("resume without answer: %v, gaps %v", err, again.History.Gaps)
 		}
 		res, err = eng.Resume(context.Background(), iterate.WithAnswer("use a number"))
 		if err != nil || res.Status != iterate.Converged || res.Iterations != 4 {

@@ -44,7 +44,8 @@ type LoopStarted struct {
 	Time      time.Time
 	// StartedAt is when the session first started (before any resume).
 	StartedAt time.Time
-	// ConsecutiveFailures (restored on resume) and FailureThreshold.
+	// ConsecutiveFailures (restored on resume) and the FailureThreshold
+	// that aborts the loop ([WithFailureThreshold]).
 	ConsecutiveFailures, FailureThreshold int
 	// Durations are the durations of the most recent completed iterations
 	// (restored on resume), LastIterationAt when the last one ended.
@@ -59,8 +60,8 @@ type LoopStopped struct {
 	Reason  string
 	Elapsed time.Duration // total of all iterations, across resumes
 	Time    time.Time
-	// ConsecutiveFailures and FailureThreshold when the loop stopped.
-	ConsecutiveFailures, FailureThreshold int
+	// ConsecutiveFailures when the loop stopped.
+	ConsecutiveFailures int
 	// Saved reports that the final checkpoint was saved; SaveErr is why
 	// not, when a checkpointer is set.
 	Saved   bool
@@ -70,8 +71,7 @@ type LoopStopped struct {
 // IterationStarted is sent before an iteration's work.
 type IterationStarted struct {
 	it
-	MaxIterations int
-	Time          time.Time
+	Time time.Time
 }
 
 // GapsFound is sent after the assessment with the prioritised gaps.
@@ -114,7 +114,6 @@ type TaskEnded struct {
 // IterationEnded is sent after an iteration's results are integrated.
 type IterationEnded struct {
 	it
-	MaxIterations int
 	// Time is when the iteration ended.
 	Time     time.Time
 	Duration time.Duration
@@ -124,9 +123,9 @@ type IterationEnded struct {
 	Err    error
 	// Tasks and FailedTasks count the iteration's tasks.
 	Tasks, FailedTasks int
-	// ConsecutiveFailures and FailureThreshold after this iteration.
-	ConsecutiveFailures, FailureThreshold int
-	Usage                                 budget.Usage
+	// ConsecutiveFailures after this iteration.
+	ConsecutiveFailures int
+	Usage               budget.Usage
 }
 
 // CheckpointSaved is sent after a save attempt; Err is set when it failed.
@@ -197,6 +196,8 @@ type progress struct {
 	w      io.Writer
 	noun   string
 	resume string
+	// From LoopStarted: the iteration limit and the failure threshold.
+	max, threshold int
 }
 
 func iterLabel(n, max int) string {
@@ -219,6 +220,7 @@ func (p *progress) observe(e Event) {
 	switch e := e.(type) {
 	case LoopStarted:
 		at = e.Time
+		p.max, p.threshold = e.MaxIterations, e.FailureThreshold
 		if e.Resumed {
 			limit := "unlimited"
 			if e.MaxIterations > 0 {
@@ -231,16 +233,16 @@ func (p *progress) observe(e Event) {
 		}
 	case IterationStarted:
 		at = e.Time
-		line = iterLabel(e.N, e.MaxIterations) + " starting..."
+		line = iterLabel(e.N, p.max) + " starting..."
 	case IterationEnded:
 		at = e.Time
 		if e.Failed && e.Err != nil {
-			p.print(at, fmt.Sprintf("WARNING: %v, consecutive failures: %d/%d", e.Err, e.ConsecutiveFailures, e.FailureThreshold))
+			p.print(at, fmt.Sprintf("WARNING: %v, consecutive failures: %d/%d", e.Err, e.ConsecutiveFailures, p.threshold))
 		}
-		if e.Failed && e.FailureThreshold > 0 && e.ConsecutiveFailures >= e.FailureThreshold {
+		if e.Failed && p.threshold > 0 && e.ConsecutiveFailures >= p.threshold {
 			return // the abort line follows
 		}
-		line = fmt.Sprintf("%s completed in %s", iterLabel(e.N, e.MaxIterations), formatSeconds(e.Duration))
+		line = fmt.Sprintf("%s completed in %s", iterLabel(e.N, p.max), formatSeconds(e.Duration))
 	case Warned:
 		at = time.Now()
 		line = "WARNING: " + e.Message
@@ -260,7 +262,7 @@ func (p *progress) stopLine(e LoopStopped) string {
 		return fmt.Sprintf("Reached max iterations: %d (total: %s)", e.N, total)
 	case Aborted:
 		what := capitalize(e.Reason)
-		if e.FailureThreshold > 0 && e.ConsecutiveFailures >= e.FailureThreshold {
+		if p.threshold > 0 && e.ConsecutiveFailures >= p.threshold {
 			what = fmt.Sprintf("Aborting after %d consecutive failures", e.ConsecutiveFailures)
 		}
 		return fmt.Sprintf("ERROR: %s (%s completed, total: %s)", what, plural(e.N, "iteration"), total)

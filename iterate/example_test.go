@@ -85,7 +85,7 @@ func ExampleFunc() {
 func Example_customStrategy() {
 	fixAll := iterate.StrategyFunc(func(_ context.Context, sit *iterate.Situation) (iterate.Plan, error) {
 		plan := iterate.Plan{Action: iterate.Retry, Reason: "fix everything at once"}
-		for _, g := range sit.Gaps {
+		for _, g := range sit.History.Gaps {
 			plan.Tasks = append(plan.Tasks, iterate.Task{Role: "fix", Gaps: []gap.Gap{g}})
 		}
 		return plan, nil

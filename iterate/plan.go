@@ -37,14 +37,12 @@ const (
 type Situation struct {
 	// Iteration is the 1-indexed number of the iteration being planned.
 	Iteration int
-	// MaxIterations is the iteration limit (0 when unlimited) and Remaining
-	// the iterations left including this one (-1 when unlimited).
-	MaxIterations, Remaining int
-	// Assessment is where the state stands, and Gaps its prioritised gaps.
-	Assessment *gap.Assessment
-	Gaps       []gap.Gap
-	// History is the convergence history, Decision the policy's verdict for
-	// this round (Continue, or Escalate when the policy wants a human).
+	// History is the convergence history: where the state stands
+	// (History.Current) and its prioritised gaps (History.Gaps), the
+	// iteration limit (History.MaxIterations) and the iterations left
+	// including this one (History.Remaining()). Decision is the policy's
+	// verdict for this round (Continue, or Escalate when the policy wants a
+	// human).
 	History  *converge.History
 	Decision converge.Decision
 	// Budget is what is left under each limit (-1 when unlimited).

@@ -10,7 +10,6 @@ import (
 	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
-	"github.com/refine-go/refine/gap"
 )
 
 // Status is how a loop stands or why it stopped.
@@ -26,7 +25,7 @@ const (
 	// EarlyExit: quality is exceptionally high; stopped before the limit.
 	EarlyExit Status = "early_exit"
 	// MaxIterations: the iteration limit was reached without convergence
-	// (partial convergence; Result.Unmet lists the unmet criteria).
+	// (partial convergence; Result.Decision.Unmet() lists the unmet criteria).
 	MaxIterations Status = "max_iterations"
 	// Stuck: the work remaining stopped changing.
 	Stuck Status = "stuck"
@@ -89,15 +88,13 @@ type Result[S any] struct {
 	Reason string
 	// Iterations is the number of completed iterations, across resumes.
 	Iterations int
-	// Decision is the last convergence decision; Unmet its unmet criteria
-	// (the criteria a partial convergence fell short of).
+	// Decision is the last convergence decision; Decision.Unmet() lists the
+	// criteria a partial convergence fell short of.
 	Decision converge.Decision
-	Unmet    []converge.Criterion
-	// Gaps are the gaps open at the last assessment.
-	Gaps []gap.Gap
 	// Usage is what the loop spent, across resumes.
 	Usage budget.Usage
-	// History is the convergence history (its window of recent records).
+	// History is the convergence history (its window of recent records);
+	// History.Gaps are the gaps open at the last assessment.
 	History converge.History
 	// Metrics are seed 000's per-iteration and cumulative metrics.
 	Metrics Metrics

@@ -92,7 +92,7 @@ func TestSeed000Scenarios(t *testing.T) {
 				t.Fatalf("got %s after %d iterations (%s), want %s after %d", res.Status, res.Iterations, res.Reason, tt.wantStatus, tt.wantIters)
 			}
 			var unmet []string
-			for _, c := range res.Unmet {
+			for _, c := range res.Decision.Unmet() {
 				unmet = append(unmet, c.Name)
 			}
 			if tt.wantStatus.Success() {
