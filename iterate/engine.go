@@ -851,7 +851,7 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 	}
 	r.emit(LoopStopped{it: it{r.hist.Iteration}, Status: status, Reason: reason, Elapsed: r.data.Elapsed, Time: time.Now(),
 		ConsecutiveFailures: r.hist.ConsecutiveFailures,
-		Saved: r.cfg.checkpointer != nil && saveErr == nil && !r.saveFailed, SaveErr: saveErr})
+		Saved:               r.cfg.checkpointer != nil && saveErr == nil && !r.saveFailed, SaveErr: saveErr})
 	level := zapcore.InfoLevel
 	if err != nil {
 		level = zapcore.WarnLevel
