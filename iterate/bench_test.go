@@ -51,6 +51,14 @@ func BenchmarkLoop(b *testing.B) {
 			b.Fatal(err, res.Iterations)
 		}
 	})
+	b.Run("func", func(b *testing.B) {
+		b.ReportAllocs()
+		step := func(_ context.Context, n int, _ iterate.Round) (int, error) { return n + 1, nil }
+		res, err := iterate.New(iterate.Func(step), iterate.WithMaxIterations(b.N)).Run(context.Background(), 0)
+		if err != nil || res.Iterations != b.N {
+			b.Fatal(err, res.Iterations)
+		}
+	})
 	b.Run("noop-memory-checkpoint", func(b *testing.B) {
 		b.ReportAllocs()
 		res, err := iterate.New(noop{}, iterate.WithMaxIterations(b.N),

@@ -494,8 +494,10 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 		if err := r.iterate(ctx, n, &plan, reservation); err != nil {
 			return r.fail(ctx, "iteration failed", err)
 		}
-		if err := r.journal.failure(); err != nil {
-			return r.storageFailed(ctx, err)
+		if r.cfg.persist&Journal != 0 {
+			if err := r.journal.failure(); err != nil {
+				return r.storageFailed(ctx, err)
+			}
 		}
 		if ctx.Err() != nil {
 			return r.interrupt(ctx)
