@@ -211,10 +211,8 @@ type Round struct {
 }
 
 type roundReport struct {
-	ctx      context.Context
-	usage    budget.Usage
-	warnings []string
-	done     bool
+	usage budget.Usage
+	done  bool
 }
 
 // reports recycles the reports of rounds, so that a Func step costs no
@@ -234,17 +232,6 @@ func (r Round) Done() {
 func (r Round) Charge(u budget.Usage) {
 	if r.report != nil {
 		r.report.usage = r.report.usage.Add(u)
-	}
-}
-
-// Warn reports a warning at once: the engine emits it as a Warned event and
-// logs it (see [Warn]).
-func (r Round) Warn(msg string) {
-	if r.report == nil {
-		return
-	}
-	if !Warn(r.report.ctx, msg) {
-		r.report.warnings = append(r.report.warnings, msg)
 	}
 }
 
@@ -294,9 +281,8 @@ func (w *FuncWorker[S]) Assess(ctx context.Context, s S) (gap.Assessment, error)
 // The Round is valid only during the call: Do must not keep it.
 func (w *FuncWorker[S]) Work(ctx context.Context, s S, t Task) (Outcome[S], error) {
 	rep := reports.Get().(*roundReport)
-	rep.ctx = ctx
 	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: t, report: rep})
-	out := Outcome[S]{Part: next, Usage: rep.usage, Warnings: rep.warnings, Done: rep.done}
+	out := Outcome[S]{Part: next, Usage: rep.usage, Done: rep.done}
 	*rep = roundReport{}
 	reports.Put(rep)
 	return out, err

@@ -373,13 +373,13 @@ func TestRefuseResumable(t *testing.T) {
 	}
 }
 
-// TestRoundReports: a Func worker reports usage and warnings through its
-// Round.
+// TestRoundReports: a Func worker reports usage through its Round and
+// warnings through iterate.Warn.
 func TestRoundReports(t *testing.T) {
 	rec := &iteratetest.Recorder{}
 	do := func(ctx context.Context, n int, r iterate.Round) (int, error) {
 		r.Charge(budget.Usage{Tokens: 4230, Cost: 0.01})
-		r.Warn("Prompt exceeds token budget: 4,230 > 4,000")
+		iterate.Warn(ctx, "Prompt exceeds token budget: 4,230 > 4,000")
 		return n + 1, nil
 	}
 	res, err := iterate.New(iterate.Func(do), iterate.WithMaxIterations(2), iterate.WithObserver(rec.Observe)).Run(context.Background(), 0)
