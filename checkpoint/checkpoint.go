@@ -118,6 +118,7 @@ type CorruptError struct {
 	Err error
 }
 
+// Error describes the error.
 func (e *CorruptError) Error() string {
 	var b strings.Builder
 	b.WriteString("checkpoint: corrupt")
@@ -149,8 +150,12 @@ var ErrVersion = errors.New("checkpoint: unsupported version")
 // VersionError reports an intact checkpoint written in a format version this
 // package does not read, such as version 1 or a newer one. It is not damage:
 // stores return it and leave the file alone.
-type VersionError struct{ Version int }
+type VersionError struct {
+	// Version is the format version the record carries.
+	Version int
+}
 
+// Error describes the error.
 func (e *VersionError) Error() string {
 	return fmt.Sprintf("checkpoint: unsupported format version %d (this package reads version %d)", e.Version, Version)
 }
@@ -163,11 +168,13 @@ var ErrLocked = errors.New("checkpoint: session locked")
 
 // LockedError reports that another run holds the session's lock.
 type LockedError struct {
+	// Session is the session asked for.
 	Session string
 	// Holder describes the holder when known, e.g. "pid 4242".
 	Holder string
 }
 
+// Error describes the error.
 func (e *LockedError) Error() string {
 	holder := e.Holder
 	if holder == "" {
@@ -187,12 +194,14 @@ var ErrFenced = errors.New("checkpoint: fenced")
 // for the session (released, taken over by a newer holder, or its lock file
 // deleted). The writer must stop: another run may own the session.
 type FencedError struct {
+	// Session is the session of the refused checkpoint.
 	Session string
 	// Token is the checkpoint's token; Current the newest token issued for
 	// the session, 0 when unknown.
 	Token, Current uint64
 }
 
+// Error describes the error.
 func (e *FencedError) Error() string {
 	s := fmt.Sprintf("checkpoint: save of session %s with fencing token %d refused: the writer no longer holds the session's lock", quoteSession(e.Session), e.Token)
 	if e.Current != 0 {
@@ -214,11 +223,13 @@ var ErrInvalidSession = errors.New("checkpoint: invalid session name")
 // [ValidateSession] for the rules. Its message quotes at most the first 40
 // bytes of the name.
 type SessionError struct {
+	// Session is the name refused, whole.
 	Session string
 	// Reason says which rule the name breaks.
 	Reason string
 }
 
+// Error describes the error.
 func (e *SessionError) Error() string {
 	return fmt.Sprintf("checkpoint: invalid session name %s: %s", quoteSession(e.Session), e.Reason)
 }

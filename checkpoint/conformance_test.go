@@ -9,13 +9,18 @@ import (
 	"github.com/refine-go/refine/checkpoint/checkpointtest"
 )
 
-// The engine's compile-time checks live in package iterate; these keep the
-// suite's optional interfaces honest for the stores of this package.
+// store is the method set both stores of this package share, which the
+// engine and checkpointtest discover by type assertion.
+type store interface {
+	checkpointtest.Store
+	Lock(ctx context.Context, session string) (uint64, func() error, error)
+	Remove(ctx context.Context, session string) error
+}
+
 var (
-	_ checkpointtest.Locker  = (*checkpoint.Memory)(nil)
-	_ checkpointtest.Remover = (*checkpoint.Memory)(nil)
-	_ checkpointtest.Locker  = (*checkpoint.Dir)(nil)
-	_ checkpointtest.Remover = (*checkpoint.Dir)(nil)
+	_ store = (*checkpoint.Memory)(nil)
+	_ store = (*checkpoint.Dir)(nil)
+	_ store = (*checkpointtest.Faulty)(nil)
 )
 
 func TestConformance(t *testing.T) {
@@ -40,6 +45,22 @@ func TestConformance(t *testing.T) {
 	}
 }
 
+// TestConformanceError: the error-returning form passes both stores.
+func TestConformanceError(t *testing.T) {
+	if err := checkpointtest.Test(func() (checkpointtest.Store, error) { return new(checkpoint.Memory), nil }); err != nil {
+		t.Errorf("Memory: %v", err)
+	}
+	root := t.TempDir()
+	n := 0
+	err := checkpointtest.Test(func() (checkpointtest.Store, error) {
+		n++
+		return checkpoint.NewDir(root + "/" + string(rune('a'+n))), nil
+	})
+	if err != nil {
+		t.Errorf("Dir: %v", err)
+	}
+}
+
 // TestFaulty: the injected failures fail exactly the chosen operations, and
 // never reach the store.
 func TestFaulty(t *testing.T) {
@@ -50,7 +71,6 @@ func TestFaulty(t *testing.T) {
 		FailSave: func(n int, _ *checkpoint.Checkpoint) error { return map[bool]error{true: full}[n == 2] },
 		FailLoad: func(n int, _ string) error { return map[bool]error{true: gone}[n == 1] },
 	}
-	ctx := context.Background()
 	if err := f.Save(ctx, checkpointtest.Checkpoint("s", 1)); err != nil {
 		t.Fatal(err)
 	}
@@ -66,5 +86,20 @@ func TestFaulty(t *testing.T) {
 	}
 	if saves, loads := f.Calls(); saves != 2 || loads != 2 {
 		t.Errorf("calls %d saves, %d loads", saves, loads)
+	}
+	// Lock and Remove pass through.
+	token, release, err := f.Lock(ctx, "s")
+	if err != nil || token != 1 {
+		t.Fatalf("Lock: token %d, %v", token, err)
+	}
+	if _, _, err := f.Lock(ctx, "s"); !errors.Is(err, checkpoint.ErrLocked) {
+		t.Errorf("second Lock: %v, want ErrLocked", err)
+	}
+	release()
+	if err := f.Remove(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Load(ctx, "s"); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Errorf("Load after Remove: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -488,24 +489,11 @@ func (d *Dir) Load(ctx context.Context, session string) (*Checkpoint, error) {
 	}
 	if len(s.corrupt) > 0 {
 		q := slices.MaxFunc(s.corrupt, func(a, b quarantined) int {
-			if a.gen != b.gen {
-				return compareUint(a.gen, b.gen)
-			}
-			return strings.Compare(a.name, b.name)
+			return cmp.Or(cmp.Compare(a.gen, b.gen), strings.Compare(a.name, b.name))
 		})
 		return nil, &CorruptError{Path: filepath.Join(d.dir(), q.name), Generation: q.gen, Err: errQuarantined}
 	}
 	return nil, fmt.Errorf("%w: session %s in %s", ErrNotFound, quoteSession(session), d.dir())
-}
-
-func compareUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // skipped returns the quarantined generations above gen, newest first,

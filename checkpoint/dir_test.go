@@ -2,6 +2,7 @@ package checkpoint_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -167,7 +168,8 @@ func damages() []struct {
 
 // TestDirLoadFallback: seed 004 "State file corrupted or unparseable" and
 // seed 000 "restore on failure": the newest good generation is loaded, the
-// damaged one quarantined (kept, renamed) and reported in the notes.
+// damaged one quarantined (kept, renamed) and reported in Skipped, on this
+// Load and the next ones, until a newer generation is saved.
 func TestDirLoadFallback(t *testing.T) {
 	for _, tc := range damages() {
 		t.Run("seed004_corrupt_state_falls_back/"+tc.name, func(t *testing.T) {
@@ -178,10 +180,8 @@ func TestDirLoadFallback(t *testing.T) {
 			tc.damage(t, path)
 			damaged := readFile(t, path)
 
-			got := load(t, d, "s")
-			want := checkpointtest.Checkpoint("s", 2)
-			want.Notes = []string{fmt.Sprintf("generation 3 damaged (%s), quarantined as %s.corrupt; fell back to generation 2", tc.reason, genFile("s", 3))}
-			if diff := checkpointtest.Diff(want, got); diff != "" {
+			want := withSkipped(checkpointtest.Checkpoint("s", 2), 3)
+			if diff := checkpointtest.Diff(want, load(t, d, "s")); diff != "" {
 				t.Errorf("Load mismatch (-want +got):\n%s", diff)
 			}
 			wantFiles := []string{genFile("s", 1), genFile("s", 2), genFile("s", 3) + ".corrupt"}
@@ -191,10 +191,19 @@ func TestDirLoadFallback(t *testing.T) {
 			if string(readFile(t, path+".corrupt")) != string(damaged) {
 				t.Error("the quarantined file does not hold the damaged bytes")
 			}
-			// Loading again finds generation 2 without a note.
-			want.Notes = nil
-			if diff := checkpointtest.Diff(want, load(t, d, "s")); diff != "" {
-				t.Errorf("second Load mismatch (-want +got):\n%s", diff)
+			// The fallback stays visible, to this Dir and to a new one.
+			for _, again := range []*checkpoint.Dir{d, checkpoint.NewDir(dir)} {
+				if diff := checkpointtest.Diff(want, load(t, again, "s")); diff != "" {
+					t.Errorf("second Load mismatch (-want +got):\n%s", diff)
+				}
+			}
+			// A newer save supersedes the damaged generation.
+			saveGens(t, d, "s", 4)
+			if diff := checkpointtest.Diff(checkpointtest.Checkpoint("s", 4), load(t, d, "s")); diff != "" {
+				t.Errorf("Load after a newer save mismatch (-want +got):\n%s", diff)
+			}
+			if _, err := os.Stat(path + ".corrupt"); err != nil {
+				t.Errorf("a save deleted the quarantined file: %v", err)
 			}
 		})
 	}
@@ -210,13 +219,8 @@ func TestDirLoadFallbackSeveral(t *testing.T) {
 	// A quarantined copy of generation 3 exists already (copied by hand).
 	writeFile(t, filepath.Join(dir, genFile("s", 3)+".corrupt"), []byte("older damage"))
 
-	got := load(t, d, "s")
-	want := checkpointtest.Checkpoint("s", 2)
-	want.Notes = []string{
-		"generation 4 damaged (checksum mismatch), quarantined as s.00000000000000000004.ckpt.corrupt; fell back to generation 2",
-		"generation 3 damaged (truncated), quarantined as s.00000000000000000003.ckpt.corrupt.1; fell back to generation 2",
-	}
-	if diff := checkpointtest.Diff(want, got); diff != "" {
+	want := withSkipped(checkpointtest.Checkpoint("s", 2), 4, 3)
+	if diff := checkpointtest.Diff(want, load(t, d, "s")); diff != "" {
 		t.Errorf("Load mismatch (-want +got):\n%s", diff)
 	}
 	wantFiles := []string{
@@ -233,8 +237,9 @@ func TestDirLoadFallbackSeveral(t *testing.T) {
 }
 
 // TestDirLoadAllDamaged: seed 004 "State file corrupted or unparseable →
-// typed error (the engine warns and starts fresh)". No file is deleted, and a
-// fresh start never reuses a damaged generation's number.
+// typed error". No file is deleted; the damage stays visible (a
+// *CorruptError, never ErrNotFound) until Remove; and a fresh start never
+// reuses a damaged generation's number.
 func TestDirLoadAllDamaged(t *testing.T) {
 	dir := t.TempDir()
 	d := checkpoint.NewDir(dir)
@@ -251,17 +256,31 @@ func TestDirLoadAllDamaged(t *testing.T) {
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		t.Error("the error matches ErrNotFound too")
 	}
-	if ce.Generation != 2 || ce.Path != filepath.Join(dir, genFile("s", 2)+".corrupt") {
+	quarantined2 := filepath.Join(dir, genFile("s", 2)+".corrupt")
+	if ce.Generation != 2 || ce.Path != quarantined2 {
 		t.Errorf("CorruptError names generation %d at %s, want generation 2 at its quarantined path", ce.Generation, ce.Path)
 	}
 	wantMsg := fmt.Sprintf("checkpoint: corrupt generation 2 (%s): checksum mismatch; and 1 older generations damaged, all quarantined", ce.Path)
 	if diff := cmp.Diff(wantMsg, err.Error()); diff != "" {
 		t.Errorf("error text mismatch (-want +got):\n%s", diff)
 	}
-	wantFiles := []string{genFile("s", 1) + ".corrupt", genFile("s", 2) + ".corrupt"}
+	wantFiles := []string{genFile("s", 1) + ".corrupt", quarantined2[len(dir)+1:]}
 	if diff := cmp.Diff(wantFiles, listDir(t, dir)); diff != "" {
 		t.Errorf("files mismatch (-want +got):\n%s", diff)
 	}
+
+	t.Run("issue8_damage_stays_visible", func(t *testing.T) {
+		for _, again := range []*checkpoint.Dir{d, checkpoint.NewDir(dir)} {
+			_, err := again.Load(ctx, "s")
+			if !errors.As(err, &ce) || errors.Is(err, checkpoint.ErrNotFound) {
+				t.Fatalf("Load after the quarantine: got %v, want a *CorruptError", err)
+			}
+			want := fmt.Sprintf("checkpoint: corrupt generation 2 (%s): no readable generation, and damaged generations remain quarantined until the session is removed", quarantined2)
+			if diff := cmp.Diff(want, err.Error()); diff != "" {
+				t.Errorf("error text mismatch (-want +got):\n%s", diff)
+			}
+		}
+	})
 
 	for _, tc := range []struct {
 		name string
@@ -285,6 +304,18 @@ func TestDirLoadAllDamaged(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("remove_clears_the_damage", func(t *testing.T) {
+		if err := d.Remove(ctx, "s"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Load(ctx, "s"); !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Errorf("Load after Remove: got %v, want ErrNotFound", err)
+		}
+		if diff := cmp.Diff([]string{}, listDir(t, dir)); diff != "" {
+			t.Errorf("files after Remove (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // TestDirSaveNeverOverwrites: a save whose generation exists on disk (the
@@ -472,7 +503,7 @@ func TestDirUnusablePath(t *testing.T) {
 		if _, err := d.Load(ctx, "s"); err == nil || errors.Is(err, checkpoint.ErrNotFound) {
 			t.Errorf("Load in %s: got %v, want a listing error", path, err)
 		}
-		if release, err := d.Lock(ctx, "s"); err == nil {
+		if _, release, err := d.Lock(ctx, "s"); err == nil {
 			release()
 			t.Errorf("Lock in %s: got no error", path)
 		}
@@ -502,7 +533,7 @@ func TestDirIgnoresStrayFiles(t *testing.T) {
 		"s.00000000000000000009.ckpt.tmp":     newer,
 		"s.0000000000000000009.ckpt":          newer, // 19 digits
 		"s.00000000000000000009.ckpt.corrupt": newer,
-		"s.lock":                              []byte("pid 1\n"),
+		"s.lock":                              []byte("token 4\n"),
 		"README":                              []byte("hello"),
 	}
 	for name, data := range stray {
@@ -511,24 +542,24 @@ func TestDirIgnoresStrayFiles(t *testing.T) {
 	saveGens(t, d, "s.b", 5) // a session whose name extends "s"
 	saveGens(t, d, "t", 8)
 
-	if diff := checkpointtest.Diff(checkpointtest.Checkpoint("s", 2), load(t, d, "s")); diff != "" {
+	// Generation 9 is quarantined: it is newer than 2, so it is reported.
+	if diff := checkpointtest.Diff(withSkipped(checkpointtest.Checkpoint("s", 2), 9), load(t, d, "s")); diff != "" {
 		t.Errorf("Load(s) mismatch (-want +got):\n%s", diff)
 	}
 	if diff := checkpointtest.Diff(checkpointtest.Checkpoint("s.b", 5), load(t, d, "s.b")); diff != "" {
 		t.Errorf("Load(s.b) mismatch (-want +got):\n%s", diff)
 	}
 
-	// Remove deletes the session's generations and temporary files only.
+	// Remove deletes the session's files only: generations, quarantined and
+	// temporary files, and the lock file nobody holds.
 	if err := d.Remove(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
 		"README",
 		"s.0000000000000000009.ckpt",
-		"s.00000000000000000009.ckpt.corrupt",
 		"s.00000000000000000009.ckpt.tmp",
 		genFile("s.b", 5),
-		"s.lock",
 		genFile("t", 8),
 	}
 	got := listDir(t, dir)
@@ -539,64 +570,193 @@ func TestDirIgnoresStrayFiles(t *testing.T) {
 	if _, err := d.Load(ctx, "s"); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("Load after Remove: got %v, want ErrNotFound", err)
 	}
-	// The quarantined generation 9 still counts: a new save goes above it.
+	// This Dir still numbers above the generations it saw.
 	saveGens(t, d, "s", 1)
 	if g := load(t, d, "s").Generation; g != 10 {
 		t.Errorf("save after Remove written as generation %d, want 10", g)
 	}
 }
 
+// TestDirLoadNotDamage: issue 9 item 1. A newest generation that cannot be
+// read for a reason other than damage stops Load with that typed error:
+// nothing is skipped, nothing quarantined, and no later save prunes it.
 func TestDirLoadNotDamage(t *testing.T) {
-	t.Run("newer_version", func(t *testing.T) {
-		dir := t.TempDir()
-		d := checkpoint.NewDir(dir)
-		saveGens(t, d, "s", 1, 2)
-		path := filepath.Join(dir, genFile("s", 2))
-		data := readFile(t, path)
-		writeFile(t, path, resealed(withUint32(data[:len(data)-4], 4, checkpoint.Version+1)))
-		_, err := d.Load(ctx, "s")
-		var ve *checkpoint.VersionError
-		if !errors.As(err, &ve) || ve.Version != checkpoint.Version+1 {
-			t.Fatalf("Load: got %v, want a *VersionError for version %d", err, checkpoint.Version+1)
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, path string)
+		check func(t *testing.T, err error)
+		root  bool // whether the case holds when running as root
+	}{
+		{
+			name: "newer_version",
+			plant: func(t *testing.T, path string) {
+				data := readFile(t, filepath.Join(filepath.Dir(path), genFile("s", 2)))
+				writeFile(t, path, resealed(withUint32(withUint64(data[:len(data)-4], 20, 3), 4, checkpoint.Version+1)))
+			},
+			check: func(t *testing.T, err error) {
+				var ve *checkpoint.VersionError
+				if !errors.As(err, &ve) || ve.Version != checkpoint.Version+1 {
+					t.Errorf("Load: got %v, want a *VersionError for version %d", err, checkpoint.Version+1)
+				}
+			},
+			root: true,
+		},
+		{
+			name:  "version_1",
+			plant: func(t *testing.T, path string) { writeFile(t, path, version1()) },
+			check: func(t *testing.T, err error) {
+				var ve *checkpoint.VersionError
+				if !errors.As(err, &ve) || ve.Version != 1 {
+					t.Errorf("Load: got %v, want a *VersionError for version 1", err)
+				}
+			},
+			root: true,
+		},
+		{
+			name: "directory",
+			plant: func(t *testing.T, path string) {
+				if err := os.Mkdir(path, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			},
+			check: func(t *testing.T, err error) {
+				var pe *fs.PathError
+				if !errors.As(err, &pe) || !errors.Is(err, syscall.EISDIR) {
+					t.Errorf("Load: got %v, want an *fs.PathError matching EISDIR", err)
+				}
+			},
+			root: true,
+		},
+		{
+			name: "permission_denied",
+			plant: func(t *testing.T, path string) {
+				writeFile(t, path, readFile(t, filepath.Join(filepath.Dir(path), genFile("s", 2))))
+				if err := os.Chmod(path, 0); err != nil {
+					t.Fatal(err)
+				}
+			},
+			check: func(t *testing.T, err error) {
+				var pe *fs.PathError
+				if !errors.As(err, &pe) || !errors.Is(err, fs.ErrPermission) {
+					t.Errorf("Load: got %v, want an *fs.PathError matching fs.ErrPermission", err)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run("issue9_"+tc.name, func(t *testing.T) {
+			if !tc.root && (os.Geteuid() == 0 || runtime.GOOS == "windows") {
+				t.Skip("root (or Windows) reads a file whatever its mode")
+			}
+			dir := t.TempDir()
+			d := checkpoint.NewDir(dir)
+			saveGens(t, d, "s", 1, 2)
+			path := filepath.Join(dir, genFile("s", 3))
+			tc.plant(t, path)
+			_, err := d.Load(ctx, "s")
+			if err == nil || errors.Is(err, checkpoint.ErrCorrupt) || errors.Is(err, checkpoint.ErrNotFound) {
+				t.Fatalf("Load: got %v, want an error that is neither damage nor not found", err)
+			}
+			tc.check(t, err)
+			want := []string{genFile("s", 1), genFile("s", 2), genFile("s", 3)}
+			if diff := cmp.Diff(want, listDir(t, dir)); diff != "" {
+				t.Errorf("files after Load mismatch (-want +got):\n%s", diff)
+			}
+			// A run that started fresh anyway saves 4, 5, 6 (Keep 3): the
+			// readable old generations go, the unreadable one stays.
+			saveGens(t, d, "s", 4, 5, 6)
+			want = []string{genFile("s", 3), genFile("s", 4), genFile("s", 5), genFile("s", 6)}
+			if diff := cmp.Diff(want, listDir(t, dir)); diff != "" {
+				t.Errorf("files after three saves mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDirBoundedRead: issue 9 item 5. A large stray file named like a
+// generation costs a header read, not its size in memory.
+func TestDirBoundedRead(t *testing.T) {
+	tests := []struct {
+		name   string
+		size   int64
+		header []byte
+		reason string
+	}{
+		{"200MB_not_a_checkpoint", 200 << 20, []byte("stray data, not a checkpoint"), "bad magic number, not a checkpoint"},
+		{"200MB_header_disagrees_with_size", 200 << 20, header(2, 100, 1000), "trailing data after the checksum"},
+		{"2GiB_header_agrees_with_size", 2<<30 + 64, header(2, 36, 2<<30+4), "lengths beyond the 1 GiB limit"},
+		{"header_longer_than_file", 100, header(2, 36, 1<<20), "truncated"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			d := checkpoint.NewDir(dir)
+			saveGens(t, d, "s", 1)
+			path := filepath.Join(dir, genFile("s", 2))
+			f, err := os.Create(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write(tc.header); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Truncate(tc.size); err != nil { // sparse: no disk used
+				t.Fatal(err)
+			}
+			f.Close()
+
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			got := load(t, d, "s")
+			runtime.ReadMemStats(&after)
+			if diff := checkpointtest.Diff(withSkipped(checkpointtest.Checkpoint("s", 1), 2), got); diff != "" {
+				t.Errorf("Load mismatch (-want +got):\n%s", diff)
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+				t.Errorf("Load allocated %d bytes for a file of %d", n, tc.size)
+			}
+		})
+	}
+	// The reasons, through Unmarshal's sibling: the same checks on data.
+	for _, tc := range tests[:1] {
+		if _, err := checkpoint.Unmarshal(tc.header); err == nil || !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("%s: Unmarshal of the header: %v", tc.name, err)
 		}
-		if diff := cmp.Diff([]string{genFile("s", 1), genFile("s", 2)}, listDir(t, dir)); diff != "" {
-			t.Errorf("files mismatch (-want +got):\n%s", diff)
-		}
-	})
-	t.Run("unreadable_file", func(t *testing.T) {
-		dir := t.TempDir()
-		d := checkpoint.NewDir(dir)
-		saveGens(t, d, "s", 1)
-		if err := os.Mkdir(filepath.Join(dir, genFile("s", 2)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		_, err := d.Load(ctx, "s")
-		if err == nil || errors.Is(err, checkpoint.ErrCorrupt) {
-			t.Fatalf("Load: got %v, want a read error", err)
-		}
-		if diff := cmp.Diff([]string{genFile("s", 1), genFile("s", 2)}, listDir(t, dir)); diff != "" {
-			t.Errorf("files mismatch (-want +got):\n%s", diff)
-		}
-	})
+	}
+}
+
+// header returns a checkpoint header of the given version whose lengths
+// claim a record of recLen and a state of stateLen bytes.
+func header(version, recLen uint32, stateLen uint64) []byte {
+	h := make([]byte, 20)
+	copy(h, "RFCK")
+	binary.LittleEndian.PutUint32(h[4:], version)
+	binary.LittleEndian.PutUint32(h[8:], recLen)
+	binary.LittleEndian.PutUint64(h[12:], stateLen)
+	return h
 }
 
 func TestDirInvalidSession(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "ckpt")
 	d := checkpoint.NewDir(dir)
-	for _, session := range []string{"", "../escape", "a/b", ".hidden", "x\n"} {
+	for _, session := range []string{"", "../escape", "a/b", ".hidden", "x\n", strings.Repeat("x", 10000)} {
 		c := checkpointtest.Checkpoint(session, 1)
 		if err := d.Save(ctx, c); !errors.Is(err, checkpoint.ErrInvalidSession) {
-			t.Errorf("Save(%q): got %v, want ErrInvalidSession", session, err)
+			t.Errorf("Save(%.20q): got %v, want ErrInvalidSession", session, err)
 		}
-		if _, err := d.Load(ctx, session); !errors.Is(err, checkpoint.ErrInvalidSession) {
-			t.Errorf("Load(%q): got %v, want ErrInvalidSession", session, err)
+		_, err := d.Load(ctx, session)
+		if !errors.Is(err, checkpoint.ErrInvalidSession) {
+			t.Errorf("Load(%.20q): got %v, want ErrInvalidSession", session, err)
 		}
-		if _, err := d.Lock(ctx, session); !errors.Is(err, checkpoint.ErrInvalidSession) {
-			t.Errorf("Lock(%q): got %v, want ErrInvalidSession", session, err)
+		if len(err.Error()) > 200 {
+			t.Errorf("Load(%.20q): the error has %d bytes: %.100s…", session, len(err.Error()), err)
+		}
+		if _, _, err := d.Lock(ctx, session); !errors.Is(err, checkpoint.ErrInvalidSession) {
+			t.Errorf("Lock(%.20q): got %v, want ErrInvalidSession", session, err)
 		}
 		if err := d.Remove(ctx, session); !errors.Is(err, checkpoint.ErrInvalidSession) {
-			t.Errorf("Remove(%q): got %v, want ErrInvalidSession", session, err)
+			t.Errorf("Remove(%.20q): got %v, want ErrInvalidSession", session, err)
 		}
 	}
 	if diff := cmp.Diff([]string{}, listDir(t, root)); diff != "" {
@@ -612,7 +772,7 @@ func TestDirLongSession(t *testing.T) {
 	if _, err := d.Load(ctx, session); err != nil {
 		t.Fatal(err)
 	}
-	release, err := d.Lock(ctx, session)
+	_, release, err := d.Lock(ctx, session)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -631,35 +791,233 @@ func TestDirZeroValue(t *testing.T) {
 	}
 }
 
-func TestDirRemoveKeepsLockAndQuarantine(t *testing.T) {
+// TestDirRemove: Remove deletes every file of the session, the lock file
+// only when nobody holds the lock.
+func TestDirRemove(t *testing.T) {
 	dir := t.TempDir()
 	d := checkpoint.NewDir(dir)
-	release, err := d.Lock(ctx, "s")
+	_, release, err := d.Lock(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release()
 	saveGens(t, d, "s", 1, 2)
 	writeFile(t, filepath.Join(dir, genFile("s", 2)), nil)
+	writeFile(t, filepath.Join(dir, ".s.42.tmp"), nil)
 	if _, err := d.Load(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
+	for _, rd := range []*checkpoint.Dir{d, checkpoint.NewDir(dir)} {
+		if err := rd.Remove(ctx, "s"); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"s.lock"}, listDir(t, dir)); diff != "" {
+			t.Errorf("files after Remove of a locked session mismatch (-want +got):\n%s", diff)
+		}
+	}
+	if _, _, err := checkpoint.NewDir(dir).Lock(ctx, "s"); !errors.Is(err, checkpoint.ErrLocked) {
+		t.Errorf("Lock after Remove: got %v, want ErrLocked", err)
+	}
+	release()
 	if err := d.Remove(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{genFile("s", 2) + ".corrupt", "s.lock"}, listDir(t, dir)); diff != "" {
-		t.Errorf("files after Remove mismatch (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{}, listDir(t, dir)); diff != "" {
+		t.Errorf("files after Remove of a released session mismatch (-want +got):\n%s", diff)
 	}
 	if err := d.Remove(ctx, "never"); err != nil {
 		t.Errorf("Remove of a session never saved: %v", err)
 	}
-	if err := checkpoint.NewDir(filepath.Join(dir, "missing")).Remove(ctx, "s"); err != nil {
+	missing := filepath.Join(dir, "missing")
+	if err := checkpoint.NewDir(missing).Remove(ctx, "s"); err != nil {
 		t.Errorf("Remove in a missing directory: %v", err)
 	}
-	if _, err := checkpoint.NewDir(filepath.Join(dir, "missing")).Load(ctx, "s"); !errors.Is(err, checkpoint.ErrNotFound) {
+	if _, err := checkpoint.NewDir(missing).Load(ctx, "s"); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("Load in a missing directory: got %v, want ErrNotFound", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Load or Remove created the directory: %v", err)
+	}
+}
+
+// TestDirLockRemovesTempFiles: issue 9 item 6. Taking a session's lock
+// deletes the temporary files its crashed saves left, and only those.
+func TestDirLockRemovesTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	saveGens(t, d, "s", 1)
+	for _, name := range []string{".s.123.tmp", ".s.456.tmp", ".s.b.789.tmp", ".t.1.tmp"} {
+		writeFile(t, filepath.Join(dir, name), []byte("partial"))
+	}
+	_, release, err := d.Lock(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	want := []string{".s.b.789.tmp", ".t.1.tmp", genFile("s", 1), "s.lock"}
+	if diff := cmp.Diff(want, listDir(t, dir)); diff != "" {
+		t.Errorf("files after Lock mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestDirTokens: tokens grow with every holder, across Dir values, from the
+// lock file or, if it was deleted, from the generations' records.
+func TestDirTokens(t *testing.T) {
+	dir := t.TempDir()
+	var tokens []uint64
+	for range 3 {
+		token, release, err := checkpoint.NewDir(dir).Lock(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(readFile(t, filepath.Join(dir, "s.lock"))), fmt.Sprintf("pid %d\ntoken %d\n", os.Getpid(), token); got != want {
+			t.Errorf("lock file holds %q while held, want %q", got, want)
+		}
+		release()
+		if got, want := string(readFile(t, filepath.Join(dir, "s.lock"))), fmt.Sprintf("token %d\n", token); got != want {
+			t.Errorf("lock file holds %q once released, want %q", got, want)
+		}
+		tokens = append(tokens, token)
+	}
+	if diff := cmp.Diff([]uint64{1, 2, 3}, tokens); diff != "" {
+		t.Errorf("tokens mismatch (-want +got):\n%s", diff)
+	}
+
+	// A checkpoint records token 7; the lock file is then deleted by hand.
+	d := checkpoint.NewDir(dir)
+	writeFile(t, filepath.Join(dir, "s.lock"), []byte("token 6\n"))
+	token, release, err := d.Lock(ctx, "s")
+	if err != nil || token != 7 {
+		t.Fatalf("Lock: token %d, %v; want 7", token, err)
+	}
+	c := checkpointtest.Checkpoint("s", 1)
+	c.Token = token
+	if err := d.Save(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := os.Remove(filepath.Join(dir, "s.lock")); err != nil {
+		t.Fatal(err)
+	}
+	token, release, err = checkpoint.NewDir(dir).Lock(ctx, "s")
+	if err != nil || token != 8 {
+		t.Errorf("Lock after the lock file was deleted: token %d, %v; want 8 (above the checkpoint's)", token, err)
+	}
+	release()
+}
+
+// TestDirFencing: issue 9 item 3. A holder whose lock file is gone (deleted
+// alone, or with the whole directory, and perhaps re-created by a second
+// holder) is fenced: its saves fail with a *FencedError and never re-create
+// the directory, and the second holder's saves go through.
+func TestDirFencing(t *testing.T) {
+	tests := []struct {
+		name   string
+		remove func(t *testing.T, dir string)
+	}{
+		{"issue9_directory_deleted", func(t *testing.T, dir string) {
+			if err := os.RemoveAll(dir); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"lock_file_deleted", func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "s.lock")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ckpt")
+			first := checkpoint.NewDir(dir)
+			token, release, err := first.Lock(ctx, "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer release()
+			c := checkpointtest.Checkpoint("s", 1)
+			c.Token = token
+			if err := first.Save(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			tc.remove(t, dir)
+			exists, _ := os.Stat(dir)
+
+			c = checkpointtest.Checkpoint("s", 2)
+			c.Token = token
+			fenced := func(current uint64) {
+				t.Helper()
+				err := first.Save(ctx, c)
+				var fe *checkpoint.FencedError
+				if !errors.As(err, &fe) || !errors.Is(err, checkpoint.ErrFenced) {
+					t.Fatalf("Save by the first holder: got %v, want a *FencedError", err)
+				}
+				if diff := cmp.Diff(&checkpoint.FencedError{Session: "s", Token: token, Current: current}, fe); diff != "" {
+					t.Errorf("FencedError mismatch (-want +got):\n%s", diff)
+				}
+			}
+			fenced(0)
+			if exists == nil {
+				if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("the fenced save re-created the directory: %v", err)
+				}
+			}
+
+			second := checkpoint.NewDir(dir)
+			token2, release2, err := second.Lock(ctx, "s")
+			if err != nil {
+				t.Fatalf("Lock by a second holder: %v", err)
+			}
+			defer release2()
+			c2 := checkpointtest.Checkpoint("s", 5)
+			c2.Token = token2
+			if err := second.Save(ctx, c2); err != nil {
+				t.Fatalf("Save by the second holder: %v", err)
+			}
+			fenced(token2)
+			if diff := checkpointtest.Diff(c2, load(t, second, "s")); diff != "" {
+				t.Errorf("Load mismatch (-want the second holder's save +got):\n%s", diff)
+			}
+			// Releasing the first lock leaves the second holder's alone.
+			release()
+			if _, _, err := checkpoint.NewDir(dir).Lock(ctx, "s"); !errors.Is(err, checkpoint.ErrLocked) {
+				t.Errorf("Lock after the first holder's release: got %v, want ErrLocked", err)
+			}
+			c2.Generation = 6
+			if err := second.Save(ctx, c2); err != nil {
+				t.Errorf("Save by the second holder after the first's release: %v", err)
+			}
+		})
+	}
+}
+
+// TestDirFencedMidSave: a lock lost while a save is being written fails the
+// save before it is published.
+func TestDirFencedMidSave(t *testing.T) {
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	token, release, err := d.Lock(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	checkpoint.SetSaveHook(d, func(stage string) error {
+		if stage == "publish" {
+			return os.Remove(filepath.Join(dir, "s.lock"))
+		}
+		return nil
+	})
+	c := checkpointtest.Checkpoint("s", 1)
+	c.Token = token
+	if err := d.Save(ctx, c); !errors.Is(err, checkpoint.ErrFenced) {
+		t.Fatalf("Save: got %v, want ErrFenced", err)
+	}
+	if diff := cmp.Diff([]string{}, listDir(t, dir)); diff != "" {
+		t.Errorf("files after a fenced save (-want +got):\n%s", diff)
+	}
+	// Unfenced saves go on as before.
+	checkpoint.SetSaveHook(d, nil)
+	c.Token = 0
+	if err := d.Save(ctx, c); err != nil {
+		t.Errorf("Save without a token: %v", err)
 	}
 }

@@ -26,10 +26,10 @@ func ExampleDir() {
 			Generation: uint64(i),
 			Iteration:  i,
 			Status:     "running",
-			State:      []byte(fmt.Sprintf(`{"done":%d}`, i)),
+			State:      fmt.Appendf(nil, `{"done":%d}`, i),
 		}
 		if err := store.Save(ctx, c); err != nil {
-			log.Fatal(err) // a host loop would log a warning and carry on
+			log.Fatal(err)
 		}
 	}
 
@@ -53,7 +53,8 @@ func ExampleDir() {
 	// true
 }
 
-// A damaged newest generation is set aside and the previous one loaded.
+// A damaged newest generation is set aside and the previous one loaded; the
+// generations skipped are reported, for the host to tell its user.
 func ExampleDir_Load() {
 	dir, err := os.MkdirTemp("", "refine-example")
 	if err != nil {
@@ -79,15 +80,21 @@ func ExampleDir_Load() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("resuming after iteration", c.Iteration)
-	for _, note := range c.Notes {
-		fmt.Println(note)
+	fmt.Println("resuming generation", c.Generation, "after iteration", c.Iteration)
+	fmt.Println("skipped damaged generations", c.Skipped)
+	files, _ := filepath.Glob(filepath.Join(dir, "build.*"))
+	for _, f := range files {
+		fmt.Println(filepath.Base(f))
 	}
 	// Output:
-	// resuming after iteration 1
-	// generation 2 damaged (bad magic number, not a checkpoint), quarantined as build.00000000000000000002.ckpt.corrupt; fell back to generation 1
+	// resuming generation 1 after iteration 1
+	// skipped damaged generations [2]
+	// build.00000000000000000001.ckpt
+	// build.00000000000000000002.ckpt.corrupt
 }
 
+// A run locks its session and saves with the lock's fencing token. Once
+// another run holds the session, the first run's saves are refused.
 func ExampleDir_Lock() {
 	dir, err := os.MkdirTemp("", "refine-example")
 	if err != nil {
@@ -97,18 +104,33 @@ func ExampleDir_Lock() {
 
 	ctx := context.Background()
 	store := checkpoint.NewDir(dir)
-	release, err := store.Lock(ctx, "build")
+	token, release, err := store.Lock(ctx, "build")
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer release()
+	err = store.Save(ctx, &checkpoint.Checkpoint{Session: "build", Token: token, Status: "running"})
+	fmt.Println("token", token, "save:", err)
 
 	// A second run of the same session is refused.
-	_, err = checkpoint.NewDir(dir).Lock(ctx, "build")
+	_, _, err = checkpoint.NewDir(dir).Lock(ctx, "build")
 	var locked *checkpoint.LockedError
 	fmt.Println(errors.As(err, &locked), locked.Session)
+
+	// Once the lock is released and taken by another run, the first run is
+	// fenced.
+	release()
+	token2, release2, err := checkpoint.NewDir(dir).Lock(ctx, "build")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer release2()
+	err = store.Save(ctx, &checkpoint.Checkpoint{Session: "build", Token: token, Status: "running"})
+	var fenced *checkpoint.FencedError
+	fmt.Println("token", token2, errors.As(err, &fenced), fenced.Token, fenced.Current)
 	// Output:
+	// token 1 save: <nil>
 	// true build
+	// token 2 true 1 2
 }
 
 func ExampleMemory() {
@@ -130,17 +152,17 @@ func ExampleMemory() {
 }
 
 func ExampleMarshal() {
-	data, err := checkpoint.Marshal(&checkpoint.Checkpoint{Session: "research", Iteration: 2, State: []byte("notes")})
+	data, err := checkpoint.Marshal(&checkpoint.Checkpoint{Session: "research", Iteration: 2, Engine: []byte("resume"), State: []byte("notes")})
 	if err != nil {
 		log.Fatal(err)
 	}
 	c, err := checkpoint.Unmarshal(data)
-	fmt.Println(c.Session, c.Iteration, string(c.State), err)
+	fmt.Println(c.Session, c.Iteration, string(c.Engine), string(c.State), err)
 
 	data[len(data)/2] ^= 1 // one flipped bit
 	_, err = checkpoint.Unmarshal(data)
 	fmt.Println(errors.Is(err, checkpoint.ErrCorrupt), err)
 	// Output:
-	// research 2 notes <nil>
+	// research 2 resume notes <nil>
 	// true checkpoint: corrupt: checksum mismatch
 }

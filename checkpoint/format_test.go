@@ -4,13 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/checkpoint/checkpointtest"
-	"github.com/refine-go/refine/gap"
 )
 
 func TestMarshalRoundTrip(t *testing.T) {
@@ -19,8 +20,17 @@ func TestMarshalRoundTrip(t *testing.T) {
 	for i := range large.State {
 		large.State[i] = byte(i * 7)
 	}
-	empty := &checkpoint.Checkpoint{Session: "empty"}
-	emptyWant := &checkpoint.Checkpoint{Session: "empty", Version: checkpoint.Version}
+	tokened := checkpointtest.Checkpoint("tokened", 3)
+	tokened.Token = 1<<64 - 1
+	tokened.Iteration = -1
+	tokened.Time = time.Date(1969, 7, 20, 20, 17, 40, 999999999, time.UTC)
+	odd := &checkpoint.Checkpoint{
+		Session: "odd",
+		Status:  "bad \xff utf-8 kept as bytes",
+		Reason:  strings.Repeat("long reason ", 1000),
+		Engine:  []byte{0, 1, 2},
+		Time:    time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC), // beyond what JSON times allow
+	}
 	tests := []struct {
 		name string
 		in   *checkpoint.Checkpoint
@@ -28,7 +38,10 @@ func TestMarshalRoundTrip(t *testing.T) {
 	}{
 		{"full", checkpointtest.Checkpoint("full", 7), checkpointtest.Checkpoint("full", 7)},
 		{"large_state", large, large},
-		{"zero_record_sets_version", empty, emptyWant},
+		{"zero_record", &checkpoint.Checkpoint{}, &checkpoint.Checkpoint{}},
+		{"extreme_values", tokened, tokened},
+		{"odd_strings_and_times", odd, odd},
+		{"skipped_not_encoded", withSkipped(checkpointtest.Checkpoint("s", 2), 5, 4), checkpointtest.Checkpoint("s", 2)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,13 +56,44 @@ func TestMarshalRoundTrip(t *testing.T) {
 			if diff := checkpointtest.Diff(tc.want, got); diff != "" {
 				t.Errorf("round trip mismatch (-want +got):\n%s", diff)
 			}
+			if got.Time.Location() != time.UTC {
+				t.Errorf("decoded Time in %v, want UTC", got.Time.Location())
+			}
 		})
 	}
 }
 
+func withSkipped(c *checkpoint.Checkpoint, gens ...uint64) *checkpoint.Checkpoint {
+	c.Skipped = gens
+	return c
+}
+
+// TestMarshalLayout pins the header and the fixed fields of the record, as
+// documented in format.go.
+func TestMarshalLayout(t *testing.T) {
+	c := &checkpoint.Checkpoint{Session: "s", Generation: 7, Token: 3, Iteration: 2, Time: time.Unix(100, 5), Engine: []byte("E"), State: []byte("ST")}
+	data, err := checkpoint.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	recLen := 36 + 6*4 + len("s") + len("E")
+	got := []uint64{
+		uint64(le.Uint32(data[4:])), uint64(le.Uint32(data[8:])), le.Uint64(data[12:]),
+		le.Uint64(data[20:]), le.Uint64(data[28:]), le.Uint64(data[36:]), le.Uint64(data[44:]), uint64(le.Uint32(data[52:])),
+		uint64(len(data)),
+	}
+	want := []uint64{2, uint64(recLen), 2, 7, 3, 2, 100, 5, uint64(20 + recLen + 2 + 4)}
+	if string(data[:4]) != "RFCK" {
+		t.Errorf("magic %q", data[:4])
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("layout mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestMarshalDoesNotModify(t *testing.T) {
-	c := checkpointtest.Checkpoint("s", 2)
-	c.Version = 0
+	c := withSkipped(checkpointtest.Checkpoint("s", 2), 3)
 	want := c.Clone()
 	if _, err := checkpoint.Marshal(c); err != nil {
 		t.Fatal(err)
@@ -63,14 +107,21 @@ func TestMarshalErrors(t *testing.T) {
 	if _, err := checkpoint.Marshal(nil); !errors.Is(err, checkpoint.ErrNilCheckpoint) {
 		t.Errorf("Marshal(nil): got %v, want ErrNilCheckpoint", err)
 	}
-	nan := checkpointtest.Checkpoint("nan", 1)
-	nan.Gaps[0].Severity = zero() / zero()
-	if _, err := checkpoint.Marshal(nan); err == nil {
-		t.Errorf("Marshal of a NaN severity: got no error")
+	_, err := checkpoint.Marshal(hugeCheckpoint())
+	if err == nil || !strings.Contains(err.Error(), "above the limit of 1 GiB") {
+		t.Errorf("Marshal of a 1 GiB state: got %v, want the size limit", err)
+	}
+	if errors.Is(err, checkpoint.ErrCorrupt) {
+		t.Errorf("the size limit error matches ErrCorrupt")
 	}
 }
 
-func zero() float64 { return 0 }
+// hugeCheckpoint returns a checkpoint that encodes to just over 1 GiB. Its
+// State and Engine share 512 MiB that are never written, so never touched.
+func hugeCheckpoint() *checkpoint.Checkpoint {
+	big := make([]byte, 1<<29)
+	return &checkpoint.Checkpoint{Session: "huge", State: big, Engine: big}
+}
 
 func TestUnmarshalNoAlias(t *testing.T) {
 	data, err := checkpoint.Marshal(checkpointtest.Checkpoint("s", 1))
@@ -90,7 +141,7 @@ func TestUnmarshalNoAlias(t *testing.T) {
 // TestUnmarshalTruncated checks every prefix of a record: each is damage,
 // never a panic nor a success.
 func TestUnmarshalTruncated(t *testing.T) {
-	c := &checkpoint.Checkpoint{Session: "t", Generation: 3, Status: "running", State: []byte("state")}
+	c := &checkpoint.Checkpoint{Session: "t", Generation: 3, Status: "running", Engine: []byte("e"), State: []byte("state")}
 	data, err := checkpoint.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
@@ -122,23 +173,52 @@ func TestUnmarshalFlippedByte(t *testing.T) {
 	}
 }
 
+// record builds a resealed encoding of version 2 around the record rec and
+// the state.
+func record(rec []byte, state string) []byte {
+	var hdr [20]byte
+	copy(hdr[:], "RFCK")
+	binary.LittleEndian.PutUint32(hdr[4:], 2)
+	binary.LittleEndian.PutUint32(hdr[8:], uint32(len(rec)))
+	binary.LittleEndian.PutUint64(hdr[12:], uint64(len(state)))
+	return resealed(append(append(hdr[:], rec...), state...))
+}
+
 func TestUnmarshalErrors(t *testing.T) {
 	good, err := checkpoint.Marshal(checkpointtest.Checkpoint("e", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
+	fixed := make([]byte, 36)
+	lengths := func(ns ...uint32) []byte {
+		b := append([]byte(nil), fixed...)
+		for _, n := range ns {
+			b = binary.LittleEndian.AppendUint32(b, n)
+		}
+		return b
+	}
+	badNanos := lengths(0, 0, 0, 0, 0, 0)
+	binary.LittleEndian.PutUint32(badNanos[32:], 1e9)
 	tests := []struct {
 		name string
 		data []byte
 		want string // the error's text
 	}{
 		{"nil", nil, "checkpoint: corrupt: truncated"},
+		{"magic_only", []byte("RFCK"), "checkpoint: corrupt: truncated"},
 		{"bad_magic", append([]byte("JSON"), good[4:]...), "checkpoint: corrupt: bad magic number, not a checkpoint"},
 		{"trailing_data", append(append([]byte(nil), good...), 0), "checkpoint: corrupt: trailing data after the checksum"},
-		{"huge_state_length", withUint64(good, 12, 1<<63), "checkpoint: corrupt: truncated"},
-		{"huge_record_length", withUint32(good, 8, 1<<32-1), "checkpoint: corrupt: truncated"},
+		{"huge_state_length", withUint64(good, 12, 1<<63), "checkpoint: corrupt: lengths beyond the 1 GiB limit"},
+		{"state_length_1GiB", withUint64(good, 12, 1<<30), "checkpoint: corrupt: lengths beyond the 1 GiB limit"},
+		{"huge_record_length", withUint32(good, 8, 1<<32-1), "checkpoint: corrupt: lengths beyond the 1 GiB limit"},
+		{"record_length_beyond_data", withUint32(good, 8, 1<<20), "checkpoint: corrupt: truncated"},
 		{"checksum", withUint32(good, len(good)-4, 0), "checkpoint: corrupt: checksum mismatch"},
-		{"json_not_object", resealed([]byte("RFCK\x01\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00[]")), "checkpoint: corrupt: unreadable record: json: cannot unmarshal array into Go value of type checkpoint.Checkpoint"},
+		{"record_too_short", record(fixed[:35], ""), "checkpoint: corrupt: malformed record: shorter than its fixed fields"},
+		{"no_strings", record(fixed, ""), "checkpoint: corrupt: malformed record: a length beyond its end"},
+		{"string_beyond_record", record(lengths(5), ""), "checkpoint: corrupt: malformed record: a length beyond its end"},
+		{"no_engine", record(lengths(0, 0, 0, 0, 0), ""), "checkpoint: corrupt: malformed record: a length beyond its end"},
+		{"trailing_record_bytes", record(append(lengths(0, 0, 0, 0, 0, 0), 'x'), ""), "checkpoint: corrupt: malformed record: trailing bytes"},
+		{"nanoseconds", record(badNanos, ""), "checkpoint: corrupt: malformed record: nanoseconds out of range"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,6 +231,28 @@ func TestUnmarshalErrors(t *testing.T) {
 			}
 		})
 	}
+	// The smallest valid record: every string empty.
+	c, err := checkpoint.Unmarshal(record(lengths(0, 0, 0, 0, 0, 0), "x"))
+	if err != nil {
+		t.Fatalf("minimal record: %v", err)
+	}
+	want := &checkpoint.Checkpoint{Time: time.Unix(0, 0), State: []byte("x")}
+	if diff := checkpointtest.Diff(want, c); diff != "" {
+		t.Errorf("minimal record mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// version1 is a version-1 checkpoint as that format wrote it: the same frame
+// around a JSON record.
+func version1() []byte {
+	rec := []byte(`{"version":1,"session":"old","generation":3,"iteration":3,"status":"interrupted","started_at":"2026-02-06T10:00:00Z","updated_at":"2026-02-06T10:03:00Z","usage":{"iterations":3}}` + "\n")
+	state := []byte(`{"notes":3}`)
+	var hdr [20]byte
+	copy(hdr[:], "RFCK")
+	binary.LittleEndian.PutUint32(hdr[4:], 1)
+	binary.LittleEndian.PutUint32(hdr[8:], uint32(len(rec)))
+	binary.LittleEndian.PutUint64(hdr[12:], uint64(len(state)))
+	return resealed(append(append(hdr[:], rec...), state...))
 }
 
 func TestUnmarshalVersion(t *testing.T) {
@@ -158,44 +260,86 @@ func TestUnmarshalVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []uint32{0, 2, 1 << 20} {
-		data := resealed(withUint32(good[:len(good)-4], 4, v))
-		_, err := checkpoint.Unmarshal(data)
-		var ve *checkpoint.VersionError
-		if !errors.As(err, &ve) || !errors.Is(err, checkpoint.ErrVersion) {
-			t.Fatalf("version %d: got error %v, want a *VersionError", v, err)
-		}
-		if errors.Is(err, checkpoint.ErrCorrupt) {
-			t.Errorf("version %d: a *VersionError matches ErrCorrupt", v)
-		}
-		if ve.Version != int(v) {
-			t.Errorf("VersionError.Version = %d, want %d", ve.Version, v)
-		}
+	tests := []struct {
+		name    string
+		data    []byte
+		version int
+	}{
+		{"version_1_not_migrated", version1(), 1},
+		{"version_0", resealed(withUint32(good[:len(good)-4], 4, 0)), 0},
+		{"version_3", resealed(withUint32(good[:len(good)-4], 4, 3)), 3},
+		{"version_1<<20", resealed(withUint32(good[:len(good)-4], 4, 1<<20)), 1 << 20},
 	}
-	if diff := cmp.Diff("checkpoint: unsupported format version 2 (this package reads version 1)",
-		(&checkpoint.VersionError{Version: 2}).Error()); diff != "" {
-		t.Errorf("VersionError text mismatch (-want +got):\n%s", diff)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := checkpoint.Unmarshal(tc.data)
+			var ve *checkpoint.VersionError
+			if !errors.As(err, &ve) || !errors.Is(err, checkpoint.ErrVersion) {
+				t.Fatalf("got error %v, want a *VersionError", err)
+			}
+			if errors.Is(err, checkpoint.ErrCorrupt) {
+				t.Errorf("a *VersionError matches ErrCorrupt")
+			}
+			if ve.Version != tc.version {
+				t.Errorf("VersionError.Version = %d, want %d", ve.Version, tc.version)
+			}
+		})
+	}
+	// A damaged version-1 file is damage, not a version to report.
+	damaged := version1()
+	damaged[30] ^= 1
+	if _, err := checkpoint.Unmarshal(damaged); !errors.Is(err, checkpoint.ErrCorrupt) {
+		t.Errorf("damaged version-1 file: got %v, want ErrCorrupt", err)
 	}
 }
 
 func TestErrorTexts(t *testing.T) {
+	long := strings.Repeat("s", 10000)
 	tests := []struct {
 		err  error
 		want string
 	}{
 		{&checkpoint.CorruptError{}, "checkpoint: corrupt"},
 		{&checkpoint.CorruptError{Path: "d/s.ckpt", Generation: 7, Err: errors.New("checksum mismatch")}, "checkpoint: corrupt generation 7 (d/s.ckpt): checksum mismatch"},
+		{&checkpoint.VersionError{Version: 1}, "checkpoint: unsupported format version 1 (this package reads version 2)"},
 		{&checkpoint.LockedError{Session: "build", Holder: "pid 42"}, `checkpoint: session "build" is locked by pid 42`},
 		{&checkpoint.LockedError{Session: "build"}, `checkpoint: session "build" is locked by another run`},
 		{&checkpoint.SessionError{Session: "a/b", Reason: "contains a path separator"}, `checkpoint: invalid session name "a/b": contains a path separator`},
+		{&checkpoint.SessionError{Session: long, Reason: "longer than 200 bytes"}, `checkpoint: invalid session name "ssssssssssssssssssssssssssssssssssssssss"… (10000 bytes): longer than 200 bytes`},
+		{&checkpoint.SessionError{Session: strings.Repeat("é", 30), Reason: "r"}, `checkpoint: invalid session name "éééééééééééééééééééé"… (60 bytes): r`},
+		{&checkpoint.FencedError{Session: "build", Token: 3, Current: 4}, `checkpoint: save of session "build" with fencing token 3 refused: the writer no longer holds the session's lock (newest token 4)`},
+		{&checkpoint.FencedError{Session: "build", Token: 3}, `checkpoint: save of session "build" with fencing token 3 refused: the writer no longer holds the session's lock`},
 	}
 	for _, tc := range tests {
 		if diff := cmp.Diff(tc.want, tc.err.Error()); diff != "" {
 			t.Errorf("%T text mismatch (-want +got):\n%s", tc.err, diff)
 		}
 	}
-	if !errors.Is(&checkpoint.LockedError{}, checkpoint.ErrLocked) || errors.Is(&checkpoint.LockedError{}, checkpoint.ErrCorrupt) {
-		t.Error("LockedError does not match ErrLocked alone")
+}
+
+// TestErrorMatching: each typed error matches its sentinel, and no other.
+func TestErrorMatching(t *testing.T) {
+	sentinels := []error{checkpoint.ErrNotFound, checkpoint.ErrCorrupt, checkpoint.ErrVersion, checkpoint.ErrLocked, checkpoint.ErrNilCheckpoint, checkpoint.ErrInvalidSession, checkpoint.ErrFenced}
+	tests := []struct {
+		err  error
+		want error
+	}{
+		{&checkpoint.CorruptError{}, checkpoint.ErrCorrupt},
+		{&checkpoint.VersionError{}, checkpoint.ErrVersion},
+		{&checkpoint.LockedError{}, checkpoint.ErrLocked},
+		{&checkpoint.SessionError{}, checkpoint.ErrInvalidSession},
+		{&checkpoint.FencedError{}, checkpoint.ErrFenced},
+	}
+	for _, tc := range tests {
+		for _, s := range sentinels {
+			if got := errors.Is(tc.err, s); got != (s == tc.want) {
+				t.Errorf("errors.Is(%T, %v) = %v", tc.err, s, got)
+			}
+		}
+	}
+	inner := errors.New("inner")
+	if !errors.Is(&checkpoint.CorruptError{Err: inner}, inner) {
+		t.Error("CorruptError does not unwrap to its Err")
 	}
 }
 
@@ -207,6 +351,7 @@ func TestValidateSession(t *testing.T) {
 		{"build", ""},
 		{"auth-research 2026.02", ""},
 		{"日本語", ""},
+		{strings.Repeat("s", 200), ""},
 		{"", "empty"},
 		{string(make([]byte, 201)), "longer than 200 bytes"},
 		{"a/b", "contains a path separator"},
@@ -241,42 +386,23 @@ func TestClone(t *testing.T) {
 	if (*checkpoint.Checkpoint)(nil).Clone() != nil {
 		t.Error("Clone of nil is not nil")
 	}
-	orig := checkpointtest.Checkpoint("clone", 5)
-	orig.Notes = []string{"a note"}
-	orig.History.Current = gap.Assessment{
-		Missing:  []string{"a.go"},
-		Findings: []gap.Finding{{ID: "f1", Citations: []string{"a.go:1"}}},
-		Scores:   map[string]float64{"tests": 0.5},
-	}
-	orig.History.Gaps = []gap.Gap{{Kind: gap.Coverage, Focus: []string{"x"}}}
-	want := checkpointtest.Checkpoint("clone", 5)
-	want.Notes = []string{"a note"}
-	want.History.Current = gap.Assessment{
-		Missing:  []string{"a.go"},
-		Findings: []gap.Finding{{ID: "f1", Citations: []string{"a.go:1"}}},
-		Scores:   map[string]float64{"tests": 0.5},
-	}
-	want.History.Gaps = []gap.Gap{{Kind: gap.Coverage, Focus: []string{"x"}}}
-
+	orig := withSkipped(checkpointtest.Checkpoint("clone", 5), 7, 6)
+	orig.Token = 9
+	want := withSkipped(checkpointtest.Checkpoint("clone", 5), 7, 6)
+	want.Token = 9
 	c := orig.Clone()
-	if diff := checkpointtest.Diff(want, c); diff != "" {
+	if diff := cmp.Diff(want, c); diff != "" {
 		t.Fatalf("Clone mismatch (-want +got):\n%s", diff)
 	}
-	// Changing every reference of the clone leaves the original alone.
 	c.State[0] ^= 0xff
 	c.Engine[0] ^= 0xff
-	c.Durations[0]++
-	c.Gaps[0].Focus[0] = "changed"
-	c.Notes[0] = "changed"
-	c.History.Iteration++
-	c.History.Recent[0].Scores["tests"] = -1
-	c.History.WorkRemaining[0] = "changed"
-	c.History.Current.Missing[0] = "changed"
-	c.History.Current.Findings[0].Citations[0] = "changed"
-	c.History.Current.Scores["tests"] = -1
-	c.History.Gaps[0].Focus[0] = "changed"
-	if diff := checkpointtest.Diff(want, orig); diff != "" {
+	c.Skipped[0]++
+	if diff := cmp.Diff(want, orig); diff != "" {
 		t.Errorf("changing the clone changed the original (-want +got):\n%s", diff)
+	}
+	empty := &checkpoint.Checkpoint{Engine: []byte{}, State: nil}
+	if got := empty.Clone(); got.Engine == nil || got.State != nil {
+		t.Errorf("Clone does not keep nil and empty apart: Engine %#v, State %#v", got.Engine, got.State)
 	}
 }
 
@@ -298,11 +424,15 @@ func resealed(body []byte) []byte {
 	return binary.LittleEndian.AppendUint32(append([]byte(nil), body...), sum)
 }
 
+// FuzzUnmarshal: Unmarshal never panics, fails only with a *CorruptError or
+// a *VersionError, and what it decodes encodes back to the same bytes (the
+// format has one encoding per checkpoint). Its seed corpus runs with every
+// go test.
 func FuzzUnmarshal(f *testing.F) {
 	for _, c := range []*checkpoint.Checkpoint{
 		checkpointtest.Checkpoint("fuzz", 3),
 		{Session: "empty"},
-		{Session: "state", State: []byte("some state")},
+		{Session: "state", Token: 4, State: []byte("some state"), Engine: []byte("e")},
 	} {
 		data, err := checkpoint.Marshal(c)
 		if err != nil {
@@ -310,11 +440,13 @@ func FuzzUnmarshal(f *testing.F) {
 		}
 		f.Add(data)
 		f.Add(data[:len(data)/2])
-		f.Add(resealed(withUint32(data[:len(data)-4], 4, 2)))
+		f.Add(resealed(withUint32(data[:len(data)-4], 4, 1)))
+		f.Add(resealed(withUint32(data[:len(data)-4], 8, 36)))
 	}
 	f.Add([]byte{})
 	f.Add([]byte("RFCK"))
-	f.Add(resealed([]byte("RFCK\x01\x00\x00\x00\x04\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00null")))
+	f.Add(version1())
+	f.Add(record(make([]byte, 36+24), ""))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkUnmarshal(t, data)
 		// Most mutations fail the checksum; a resealed copy also reaches
@@ -330,24 +462,18 @@ func checkUnmarshal(t *testing.T, data []byte) {
 	t.Helper()
 	c, err := checkpoint.Unmarshal(data)
 	if err != nil {
-		if !errors.Is(err, checkpoint.ErrCorrupt) && !errors.Is(err, checkpoint.ErrVersion) {
-			t.Fatalf("error matches neither ErrCorrupt nor ErrVersion: %v", err)
+		var ce *checkpoint.CorruptError
+		var ve *checkpoint.VersionError
+		if !errors.As(err, &ce) && !errors.As(err, &ve) {
+			t.Fatalf("error is neither a *CorruptError nor a *VersionError: %v", err)
 		}
 		return
 	}
-	if c.Version != checkpoint.Version {
-		t.Fatalf("decoded Version %d, want %d", c.Version, checkpoint.Version)
-	}
-	// What decodes encodes again, to something that decodes the same.
 	again, err := checkpoint.Marshal(c)
 	if err != nil {
 		t.Fatalf("Marshal of a decoded checkpoint: %v", err)
 	}
-	c2, err := checkpoint.Unmarshal(again)
-	if err != nil {
-		t.Fatalf("Unmarshal of a re-encoded checkpoint: %v", err)
-	}
-	if diff := checkpointtest.Diff(c, c2); diff != "" {
-		t.Fatalf("re-encoding changed the checkpoint (-first +second):\n%s", diff)
+	if string(again) != string(data) {
+		t.Fatalf("re-encoding a decoded checkpoint gave other bytes (%d, was %d)", len(again), len(data))
 	}
 }

@@ -6,33 +6,58 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/checkpoint/checkpointtest"
 )
 
 // TestHelperProcess is not a test: run by the lock tests as a child process
-// (with helperEnv set), it takes the lock of a session, says "locked" on
-// stdout, and holds the lock until stdin closes or it is killed.
+// (with helperEnv set), it takes the lock of a session and says "locked
+// <token>" on stdout. Then, for each line "save <generation>" on stdin, it
+// saves a checkpoint with its token and answers "ok", "fenced" or "error:
+// ...". It releases the lock and exits when stdin closes.
 func TestHelperProcess(t *testing.T) {
 	if os.Getenv(helperEnv) != "lock" {
 		t.Skip("helper process for the lock tests")
 	}
+	session := os.Getenv("HELPER_SESSION")
 	d := checkpoint.NewDir(os.Getenv("HELPER_DIR"))
-	release, err := d.Lock(ctx, os.Getenv("HELPER_SESSION"))
+	token, release, err := d.Lock(ctx, session)
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(2)
 	}
-	fmt.Println("locked")
-	buf := make([]byte, 1)
-	os.Stdin.Read(buf) // blocks until the parent closes stdin or kills us
+	fmt.Println("locked", token)
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		gen, err := strconv.ParseUint(strings.TrimPrefix(in.Text(), "save "), 10, 64)
+		if err != nil {
+			fmt.Println("error:", err)
+			continue
+		}
+		c := checkpointtest.Checkpoint(session, gen)
+		c.Token = token
+		switch err := d.Save(ctx, c); {
+		case err == nil:
+			fmt.Println("ok")
+		case errors.Is(err, checkpoint.ErrFenced):
+			fmt.Println("fenced")
+		default:
+			fmt.Println("error:", err)
+		}
+	}
 	release()
 	os.Exit(0)
 }
@@ -40,7 +65,9 @@ func TestHelperProcess(t *testing.T) {
 // holder is a child process holding a session's lock.
 type holder struct {
 	cmd   *exec.Cmd
-	stdin interface{ Close() error }
+	stdin io.WriteCloser
+	out   *bufio.Reader
+	token uint64
 }
 
 func startHolder(t *testing.T, dir, session string) *holder {
@@ -58,26 +85,49 @@ func startHolder(t *testing.T, dir, session string) *holder {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h := &holder{cmd: cmd, stdin: stdin}
+	h := &holder{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "locked\n" {
-		t.Fatalf("helper process: got %q, %v; want \"locked\"", line, err)
+	line := h.line(t)
+	token, ok := strings.CutPrefix(line, "locked ")
+	if !ok {
+		t.Fatalf("helper process: got %q; want \"locked <token>\"", line)
+	}
+	if h.token, err = strconv.ParseUint(token, 10, 64); err != nil {
+		t.Fatal(err)
 	}
 	return h
 }
 
+func (h *holder) line(t *testing.T) string {
+	t.Helper()
+	line, err := h.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("helper process: %v", err)
+	}
+	return strings.TrimSuffix(line, "\n")
+}
+
+// save asks the holder to save generation gen and returns its answer.
+func (h *holder) save(t *testing.T, gen uint64) string {
+	t.Helper()
+	if _, err := fmt.Fprintf(h.stdin, "save %d\n", gen); err != nil {
+		t.Fatal(err)
+	}
+	return h.line(t)
+}
+
 // TestDirLockAcrossProcesses covers seed 004's concurrent execution guard: a
-// second run of a live session is refused with the holder's pid, and a run
-// that crashed (killed, no cleanup) never blocks the next one.
+// second run of a live session is refused with the holder's pid, a run that
+// crashed (killed, no cleanup) never blocks the next one, and the next
+// holder's token is above the previous one's.
 func TestDirLockAcrossProcesses(t *testing.T) {
 	t.Run("seed004_running_session_refuses_second_run", func(t *testing.T) {
 		dir := t.TempDir()
 		h := startHolder(t, dir, "build")
-		_, err := checkpoint.NewDir(dir).Lock(ctx, "build")
+		_, _, err := checkpoint.NewDir(dir).Lock(ctx, "build")
 		var le *checkpoint.LockedError
 		if !errors.As(err, &le) {
 			t.Fatalf("Lock while another process holds it: got %v, want a *LockedError", err)
@@ -87,7 +137,7 @@ func TestDirLockAcrossProcesses(t *testing.T) {
 			t.Errorf("LockedError mismatch (-want +got):\n%s", diff)
 		}
 		// Another session is free meanwhile.
-		release, err := checkpoint.NewDir(dir).Lock(ctx, "test")
+		_, release, err := checkpoint.NewDir(dir).Lock(ctx, "test")
 		if err != nil {
 			t.Fatalf("Lock of another session: %v", err)
 		}
@@ -96,15 +146,21 @@ func TestDirLockAcrossProcesses(t *testing.T) {
 	t.Run("seed004_crashed_run_does_not_block", func(t *testing.T) {
 		dir := t.TempDir()
 		h := startHolder(t, dir, "build")
+		if got := h.save(t, 1); got != "ok" {
+			t.Fatalf("holder's save: %s", got)
+		}
 		if err := h.cmd.Process.Kill(); err != nil { // SIGKILL: no cleanup runs
 			t.Fatal(err)
 		}
 		h.cmd.Wait()
-		release, err := checkpoint.NewDir(dir).Lock(ctx, "build")
+		token, release, err := checkpoint.NewDir(dir).Lock(ctx, "build")
 		if err != nil {
 			t.Fatalf("Lock after the holder was killed: %v", err)
 		}
-		if got, want := string(readFile(t, filepath.Join(dir, "build.lock"))), fmt.Sprintf("pid %d\n", os.Getpid()); got != want {
+		if token != h.token+1 {
+			t.Errorf("token %d after a holder with token %d, want %d", token, h.token, h.token+1)
+		}
+		if got, want := string(readFile(t, filepath.Join(dir, "build.lock"))), fmt.Sprintf("pid %d\ntoken %d\n", os.Getpid(), token); got != want {
 			t.Errorf("lock file holds %q, want %q", got, want)
 		}
 		if err := release(); err != nil {
@@ -118,12 +174,50 @@ func TestDirLockAcrossProcesses(t *testing.T) {
 		if err := h.cmd.Wait(); err != nil {
 			t.Fatalf("helper exited with %v", err)
 		}
-		release, err := checkpoint.NewDir(dir).Lock(ctx, "build")
+		token, release, err := checkpoint.NewDir(dir).Lock(ctx, "build")
 		if err != nil {
 			t.Fatalf("Lock after the holder released it: %v", err)
 		}
+		if token != h.token+1 {
+			t.Errorf("token %d after a holder with token %d", token, h.token)
+		}
 		release()
 	})
+}
+
+// TestDirTwoWritersFenced is issue 9 item 3 as measured: the checkpoint
+// directory is deleted under a running process, a second process locks the
+// session anew, and the first process's next save is refused rather than
+// forking the session; the directory is not re-created by it.
+func TestDirTwoWritersFenced(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ckpt")
+	first := startHolder(t, dir, "s")
+	if got := first.save(t, 1); got != "ok" {
+		t.Fatalf("first holder's save: %s", got)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if got := first.save(t, 2); got != "fenced" {
+		t.Errorf("first holder's save after the directory was deleted: %s, want fenced", got)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the directory was re-created: %v", err)
+	}
+	second := startHolder(t, dir, "s")
+	if got := second.save(t, 10); got != "ok" {
+		t.Fatalf("second holder's save: %s", got)
+	}
+	if got := first.save(t, 3); got != "fenced" {
+		t.Errorf("first holder's save after a second holder took the session: %s, want fenced", got)
+	}
+	c, err := checkpoint.NewDir(dir).Load(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Generation != 10 || c.Token != second.token {
+		t.Errorf("loaded generation %d token %d, want the second holder's generation 10 token %d", c.Generation, c.Token, second.token)
+	}
 }
 
 // TestDirLockInProcess: flock belongs to the open file, so a second Lock in
@@ -131,12 +225,12 @@ func TestDirLockAcrossProcesses(t *testing.T) {
 func TestDirLockInProcess(t *testing.T) {
 	dir := t.TempDir()
 	a, b := checkpoint.NewDir(dir), checkpoint.NewDir(dir)
-	release, err := a.Lock(ctx, "s")
+	_, release, err := a.Lock(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range []*checkpoint.Dir{a, b} {
-		_, err := d.Lock(ctx, "s")
+		_, _, err := d.Lock(ctx, "s")
 		var le *checkpoint.LockedError
 		if !errors.As(err, &le) {
 			t.Fatalf("second Lock in the process: got %v, want a *LockedError", err)
@@ -151,12 +245,179 @@ func TestDirLockInProcess(t *testing.T) {
 	if err := release(); err != nil {
 		t.Errorf("second release: %v", err)
 	}
-	if got := string(readFile(t, filepath.Join(dir, "s.lock"))); got != "" {
-		t.Errorf("released lock file holds %q, want it empty", got)
-	}
-	again, err := b.Lock(ctx, "s")
+	_, again, err := b.Lock(ctx, "s")
 	if err != nil {
 		t.Fatalf("Lock after release: %v", err)
 	}
 	again()
+}
+
+// TestDirLockRefusesPlantedFiles: issue 9 item 4. A symbolic link (to a
+// precious file, or dangling), a directory or a FIFO where the lock file
+// should be is refused: no file outside the directory is created or
+// changed, and Lock neither blocks nor follows anything.
+func TestDirLockRefusesPlantedFiles(t *testing.T) {
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, lock, outside string)
+		want  string // in the error
+	}{
+		{"issue9_symlink_to_precious_file", func(t *testing.T, lock, outside string) {
+			writeFile(t, outside, []byte("precious"))
+			if err := os.Symlink(outside, lock); err != nil {
+				t.Fatal(err)
+			}
+		}, "is a symbolic link, not followed"},
+		{"issue9_dangling_symlink", func(t *testing.T, lock, outside string) {
+			if err := os.Symlink(outside, lock); err != nil {
+				t.Fatal(err)
+			}
+		}, "is a symbolic link, not followed"},
+		{"directory", func(t *testing.T, lock, outside string) {
+			if err := os.Mkdir(lock, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}, "is a directory"},
+		{"fifo", func(t *testing.T, lock, outside string) {
+			if err := syscall.Mkfifo(lock, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, "not a regular file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "ckpt")
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			outside := filepath.Join(root, "precious")
+			lock := filepath.Join(dir, "s.lock")
+			tc.plant(t, lock, outside)
+			before, beforeErr := os.Stat(outside)
+
+			done := make(chan error, 1)
+			go func() {
+				_, release, err := checkpoint.NewDir(dir).Lock(ctx, "s")
+				if err == nil {
+					release()
+				}
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Lock blocked")
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) || errors.Is(err, checkpoint.ErrLocked) {
+				t.Fatalf("Lock: got %v, want an error saying %q", err, tc.want)
+			}
+			var pe *fs.PathError
+			if !errors.As(err, &pe) {
+				t.Errorf("Lock: error %v is not an *fs.PathError", err)
+			}
+			after, afterErr := os.Stat(outside)
+			switch {
+			case beforeErr != nil && afterErr == nil:
+				t.Errorf("Lock created %s outside the directory", outside)
+			case beforeErr == nil:
+				if got := string(readFile(t, outside)); got != "precious" {
+					t.Errorf("the file outside holds %q, want \"precious\"", got)
+				}
+				if before.Mode() != after.Mode() || before.Size() != after.Size() {
+					t.Errorf("the file outside changed: %v %d, was %v %d", after.Mode(), after.Size(), before.Mode(), before.Size())
+				}
+			}
+			// Remove leaves what is not a lock file of ours alone too.
+			if err := checkpoint.NewDir(dir).Remove(ctx, "s"); err != nil {
+				t.Errorf("Remove: %v", err)
+			}
+			if _, err := os.Lstat(lock); err != nil {
+				t.Errorf("Remove deleted the planted %s: %v", tc.name, err)
+			}
+		})
+	}
+}
+
+// TestDirGenerationFIFO: a FIFO named like a generation does not block Load,
+// which reports it as a file it cannot read.
+func TestDirGenerationFIFO(t *testing.T) {
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	saveGens(t, d, "s", 1)
+	if err := syscall.Mkfifo(filepath.Join(dir, genFile("s", 2)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := d.Load(ctx, "s")
+	var pe *fs.PathError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Load: got %v, want an *fs.PathError for a file that is not regular", err)
+	}
+}
+
+// TestDirModes: issue 9 item 7. The directory is created 0700 and every file
+// 0600 (checked with umask 0, so that the modes are Dir's own).
+func TestDirModes(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	for _, first := range []string{"lock", "save"} {
+		t.Run("created_by_"+first, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "a", "ckpt")
+			d := checkpoint.NewDir(dir)
+			var tmpMode fs.FileMode
+			checkpoint.SetSaveHook(d, func(stage string) error {
+				if stage == "sync" {
+					names, _ := filepath.Glob(filepath.Join(dir, ".s.*.tmp"))
+					if len(names) == 1 {
+						if fi, err := os.Stat(names[0]); err == nil {
+							tmpMode = fi.Mode()
+						}
+					}
+				}
+				return nil
+			})
+			var release func() error
+			if first == "lock" {
+				var err error
+				if _, release, err = d.Lock(ctx, "s"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			saveGens(t, d, "s", 1)
+			if first == "save" {
+				var err error
+				if _, release, err = d.Lock(ctx, "s"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer release()
+			// A damaged generation keeps its mode when quarantined.
+			saveGens(t, d, "s", 2)
+			writeFile(t, filepath.Join(dir, genFile("s", 2)), []byte("damaged"))
+			load(t, d, "s")
+			want := map[string]fs.FileMode{
+				".":                          fs.ModeDir | 0o700,
+				"..":                         fs.ModeDir | 0o700,
+				"s.lock":                     0o600,
+				genFile("s", 1):              0o600,
+				genFile("s", 2) + ".corrupt": 0o600,
+				"temporary file":             0o600,
+			}
+			got := map[string]fs.FileMode{"temporary file": tmpMode}
+			for name := range want {
+				if name == "temporary file" {
+					continue
+				}
+				fi, err := os.Stat(filepath.Join(dir, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[name] = fi.Mode()
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("modes mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

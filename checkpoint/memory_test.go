@@ -8,7 +8,6 @@ import (
 
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/checkpoint/checkpointtest"
-	"github.com/refine-go/refine/gap"
 )
 
 func TestMemoryGenerations(t *testing.T) {
@@ -46,11 +45,7 @@ func TestMemoryGenerations(t *testing.T) {
 // hold, so that swapping Memory for Dir changes nothing.
 func TestMemoryKeepsWhatIsSaved(t *testing.T) {
 	var m checkpoint.Memory
-	c := checkpointtest.Checkpoint("s", 1)
-	c.Version = 0
-	c.Notes = []string{"a note"}
-	c.History.Current = gap.Assessment{Missing: []string{"a.go"}}
-	c.History.Gaps = []gap.Gap{{Kind: gap.Coverage}}
+	c := withSkipped(checkpointtest.Checkpoint("s", 1), 4)
 	if err := m.Save(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -69,8 +64,11 @@ func TestMemoryKeepsWhatIsSaved(t *testing.T) {
 	if diff := checkpointtest.Diff(fromFile, got); diff != "" {
 		t.Errorf("Memory differs from a round trip through the file format (-file +memory):\n%s", diff)
 	}
-	if diff := checkpointtest.Diff(checkpointtest.Checkpoint("s", 1), got); diff != "" {
-		t.Errorf("Load mismatch (-want +got):\n%s", diff)
+	if got.Skipped != nil {
+		t.Errorf("Memory kept Skipped %v", got.Skipped)
+	}
+	if err := m.Save(ctx, hugeCheckpoint()); err == nil {
+		t.Error("Memory accepted a checkpoint above the size limit")
 	}
 }
 
@@ -106,11 +104,11 @@ func TestMemoryRecycles(t *testing.T) {
 
 func TestMemoryLock(t *testing.T) {
 	var m checkpoint.Memory
-	release, err := m.Lock(ctx, "s")
+	t1, release, err := m.Lock(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = m.Lock(ctx, "s")
+	_, _, err = m.Lock(ctx, "s")
 	var le *checkpoint.LockedError
 	if !errors.As(err, &le) {
 		t.Fatalf("second Lock: got %v, want a *LockedError", err)
@@ -119,16 +117,55 @@ func TestMemoryLock(t *testing.T) {
 		t.Errorf("LockedError mismatch (-want +got):\n%s", diff)
 	}
 	release()
-	again, err := m.Lock(ctx, "s")
+	t2, again, err := m.Lock(ctx, "s")
 	if err != nil {
 		t.Fatal(err)
 	}
+	if t1 != 1 || t2 != 2 {
+		t.Errorf("tokens %d, %d; want 1, 2", t1, t2)
+	}
 	release() // a stale release does not free the new holder's lock
-	if _, err := m.Lock(ctx, "s"); !errors.Is(err, checkpoint.ErrLocked) {
+	if _, _, err := m.Lock(ctx, "s"); !errors.Is(err, checkpoint.ErrLocked) {
 		t.Errorf("Lock after a stale release: got %v, want ErrLocked", err)
 	}
+	// Remove keeps the lock and the token counter.
+	if err := m.Remove(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	c := checkpointtest.Checkpoint("s", 1)
+	c.Token = t2
+	if err := m.Save(ctx, c); err != nil {
+		t.Errorf("Save with the held token after Remove: %v", err)
+	}
 	again()
-	if _, err := m.Lock(ctx, "bad/name"); !errors.Is(err, checkpoint.ErrInvalidSession) {
+	t3, release3, err := m.Lock(ctx, "s")
+	if err != nil || t3 != 3 {
+		t.Errorf("Lock after Remove: token %d, %v; want 3", t3, err)
+	}
+	release3()
+	if _, _, err := m.Lock(ctx, "bad/name"); !errors.Is(err, checkpoint.ErrInvalidSession) {
 		t.Errorf("Lock of an invalid name: got %v, want ErrInvalidSession", err)
+	}
+}
+
+func TestMemoryFenced(t *testing.T) {
+	var m checkpoint.Memory
+	token, release, err := m.Lock(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	c := checkpointtest.Checkpoint("s", 1)
+	c.Token = token
+	err = m.Save(ctx, c)
+	var fe *checkpoint.FencedError
+	if !errors.As(err, &fe) {
+		t.Fatalf("Save with a released token: got %v, want a *FencedError", err)
+	}
+	if diff := cmp.Diff(&checkpoint.FencedError{Session: "s", Token: 1, Current: 1}, fe); diff != "" {
+		t.Errorf("FencedError mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := m.Load(ctx, "s"); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Errorf("Load after a fenced save: got %v, want ErrNotFound", err)
 	}
 }

@@ -80,27 +80,34 @@ func Checkpoint(session string, gen uint64) *checkpoint.Checkpoint {
 // Diff reports the differences between two checkpoints as [cmp.Diff] does,
 // treating nil and empty slices alike and times as equal when they denote
 // the same instant (a store may drop the monotonic clock reading or the
-// location). The State is compared as bytes (fast at any size) and a
-// difference reported by its length and first differing offset.
+// location). Engine and State are compared as bytes (fast at any size) and
+// a difference reported by their lengths and first differing offset.
 func Diff(want, got *checkpoint.Checkpoint) string {
 	diff := cmp.Diff(want, got, diffOptions...)
 	if want == nil || got == nil {
 		return diff
 	}
-	if !bytes.Equal(want.State, got.State) {
-		i := 0
-		for i < len(want.State) && i < len(got.State) && want.State[i] == got.State[i] {
-			i++
-		}
-		diff += fmt.Sprintf("State: -%d bytes +%d bytes, first difference at offset %d\n", len(want.State), len(got.State), i)
-	}
+	diff += bytesDiff("Engine", want.Engine, got.Engine)
+	diff += bytesDiff("State", want.State, got.State)
 	return diff
+}
+
+// bytesDiff describes how got differs from want, "" if it does not.
+func bytesDiff(field string, want, got []byte) string {
+	if bytes.Equal(want, got) {
+		return ""
+	}
+	i := 0
+	for i < len(want) && i < len(got) && want[i] == got[i] {
+		i++
+	}
+	return fmt.Sprintf("%s: -%d bytes +%d bytes, first difference at offset %d\n", field, len(want), len(got), i)
 }
 
 var diffOptions = cmp.Options{
 	cmpopts.EquateEmpty(),
 	cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) }),
-	cmpopts.IgnoreFields(checkpoint.Checkpoint{}, "State"),
+	cmpopts.IgnoreFields(checkpoint.Checkpoint{}, "Engine", "State"),
 }
 
 // Test runs the conformance checks against stores made by newStore, which is

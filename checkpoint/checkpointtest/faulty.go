@@ -17,6 +17,7 @@ import (
 //
 // A Faulty is safe for concurrent use if its functions and its store are.
 type Faulty struct {
+	// Store is the store wrapped.
 	Store Store
 	// FailSave, when set, is asked before the n-th save (1-based); a non-nil
 	// error fails that save.
