@@ -27,8 +27,10 @@
 //     cost, wall time and external calls, reserved before and settled after; context
 //     windows; token estimates.
 //   - [github.com/refine-go/refine/checkpoint]: the versioned, checksummed
-//     Checkpoint record; in-memory and directory stores with atomic saves,
-//     generations, fallback and session locks.
+//     Checkpoint envelope around opaque engine and state bytes; in-memory
+//     and directory stores with atomic saves, generations, fallback, and
+//     session locks with fencing tokens. It imports nothing of this module:
+//     a store moves bytes.
 //   - [github.com/refine-go/refine/checkpoint/checkpointtest]: a
 //     conformance suite for custom checkpoint stores.
 //
@@ -39,5 +41,7 @@
 // tasks, runs them in parallel under a limit, integrates their outcomes in
 // task order, settles the usage and saves a checkpoint. Every stop has a
 // status and a reason. The leaf packages (gap, converge, budget,
-// checkpoint) never import iterate.
+// checkpoint) never import iterate; checkpoint and checkpointtest import
+// nothing of this module. The thresholds are declared once (gap.Thresholds)
+// and read by both the gap analysis and the convergence policies.
 package refine

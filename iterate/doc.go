@@ -5,18 +5,34 @@
 //
 //	eng := iterate.New(researcher{}, // a Worker[Notes]: S = Notes is inferred
 //		iterate.WithMaxIterations(4),
-//		iterate.WithCheckpointer(checkpoint.NewDir(".refine")),
+//		iterate.WithThresholds(gap.Thresholds{MinCoverage: 0.8}),
+//		iterate.WithCheckpointer(checkpoint.NewDir(".refine"), iterate.Journal),
 //		iterate.WithBudget(budget.Limits{Tokens: 200_000}),
 //		iterate.WithSession("auth-research"),
 //	)
 //	res, err := eng.Run(ctx, Notes{})
+//
+// # One place for each setting
+//
+// The loop's levels are declared once, in [WithThresholds] (a
+// [gap.Thresholds]): the engine hands the same values to the gap analyzer
+// and, as History.Thresholds, to the convergence policy, so whatever keeps
+// the loop from converging is a gap its strategy targets. The failure
+// threshold ([WithFailureThreshold]) reaches the policy the same way. The
+// persistence settings go with their store ([WithCheckpointer] and
+// [Persist]). Every setting that changes a decision is part of the resume
+// fingerprint, by value: a resume under a changed threshold, limit, window
+// or strategy or policy parameter is refused with a *SettingsChangedError
+// naming what changed ("coverage threshold 0.30 → 0.90"), unless Resume is
+// given [AllowSettingsChange].
 //
 // # One iteration
 //
 // Each round the engine
 //
 //  1. assesses the state (Worker.Assess → gap.Assessment),
-//  2. finds its gaps ([GapAnalyzer], default [gap.Default]),
+//  2. finds its gaps under the loop's thresholds ([GapAnalyzer], default
+//     [gap.Default]),
 //  3. decides whether to stop ([ConvergencePolicy], default: completion,
 //     passing checks, early exit, thresholds, consecutive failures, stuck,
 //     iteration limit; see [converge]),
@@ -57,16 +73,22 @@
 // # Checkpoints and resume
 //
 // With a checkpointer, a checkpoint is saved after every iteration and at
-// every stop, best effort unless [Strict]. It holds the state
-// (encoded by a [Codec], JSON by default), the convergence history with its
-// counters, the budget spent and a fingerprint of the settings. Cancelling
+// every stop, best effort unless [Strict] (then a failed save is retried
+// and, if it keeps failing, ends the run without losing the last good
+// checkpoint). A checkpoint is an envelope a store can read (session,
+// generation, fencing token, status, iteration, time, open question,
+// settings fingerprint) plus the engine's resume record and the state
+// (encoded by a [Codec], JSON by default) as opaque bytes. Cancelling
 // the context stops promptly and saves the state as interrupted; Resume
 // continues after the last completed iteration, so that an interrupted and
 // resumed loop ends exactly where an uninterrupted one would. With
 // [Journal], every finished task is journaled at once, so that an
 // interruption or a crash in the middle of an iteration loses only the
 // tasks still running. A [Checkpointer] that is also a [Locker] refuses a
-// second concurrent run of a session.
+// second concurrent run of a session and fences the first: a run whose lock
+// was taken over cannot save and stops. A session whose newest checkpoint
+// cannot be read for a reason other than damage (a newer format, a
+// permission) is never started over: Run returns the error.
 //
 // # Stages and hooks
 //
@@ -75,8 +97,9 @@
 // waves of a plan. [Task.Data] carries host data from the strategy to the
 // worker. A worker may also implement [StageEnder] (called between stages)
 // and [Concluder] (called once when the loop stops, to record how it ended),
-// and report warnings with [Warn] or Round.Warn, and usage with
-// Round.Charge or Outcome.Usage.
+// and report warnings with [Warn] (at once) or Outcome.Warnings (at the
+// task's end), and usage with Round.Charge or Outcome.Usage. A [Func] step
+// ends the loop as converged by calling Round.Done.
 //
 // # Goroutines
 //
