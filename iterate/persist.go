@@ -1,0 +1,277 @@
+package iterate
+
+// This file holds what the engine keeps of a run: the resume record, the
+// session lock, loading and restoring, and saving with retries.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
+)
+
+// engineData is the engine's resume record: everything a resumed run needs
+// beyond the checkpoint's envelope and state, encoded once per save into
+// Checkpoint.Engine. The run works on it directly, so a new resume field is
+// one line here.
+type engineData struct {
+	Settings        []setting         `json:"settings"`
+	StartedAt       time.Time         `json:"started_at"`
+	LastIterationAt time.Time         `json:"last_iteration_at,omitzero"`
+	Elapsed         time.Duration     `json:"elapsed,omitempty"`
+	Durations       []time.Duration   `json:"durations,omitempty"`
+	Usage           budget.Usage      `json:"usage"`
+	History         *converge.History `json:"history,omitempty"`
+	Gaps            []gap.Gap         `json:"gaps,omitempty"`
+	Journal         []entry           `json:"journal,omitempty"`
+	Complete        bool              `json:"complete,omitempty"` // a task said the work is done
+	AnsweredAt      int               `json:"answered_at,omitempty"`
+	Answer          string            `json:"answer,omitempty"`
+	Escalation      *Escalation       `json:"escalation,omitempty"`
+	Unresolved      []gap.Gap         `json:"unresolved,omitempty"`
+	Totals          Totals            `json:"totals"`
+	Prev            snapshot          `json:"prev"`
+	// Pending is the last iteration's metrics until the next assessment
+	// fills in its gains (Iteration 0: none).
+	Pending  IterationMetrics  `json:"pending,omitzero"`
+	Decision converge.Decision `json:"decision"`
+	// Metrics is the window of recent iterations' metrics, so that a
+	// resumed run reports them too; each is encoded once, when its
+	// iteration is measured, not at every save.
+	Metrics []json.RawMessage `json:"metrics,omitempty"`
+}
+
+func (r *run[S]) lock(ctx context.Context) (func(), error) {
+	l, ok := r.cfg.checkpointer.(Locker)
+	if !ok {
+		return func() {}, nil
+	}
+	token, release, err := l.Lock(ctx, r.cfg.session)
+	if err != nil {
+		return nil, fmt.Errorf("iterate: session %q: %w", r.cfg.session, err)
+	}
+	r.token = token
+	return func() {
+		if err := release(); err != nil {
+			r.log.Warn("releasing the session lock failed", zap.String("session", r.cfg.session), zap.Error(err))
+		}
+	}, nil
+}
+
+// latest loads the session's latest checkpoint, if any, so that a new run
+// continues its generation numbering and never overwrites an earlier run's
+// checkpoints. A session whose every checkpoint is damaged is warned about
+// and started afresh (seed 004); the damaged files stay, and the warning
+// with them, until the host removes the session. Any other failure to load
+// (a newer format, a permission, an I/O error) stops the run: starting over
+// would hide, and pruning could delete, checkpoints that may be good.
+func (r *run[S]) latest(ctx context.Context) (*checkpoint.Checkpoint, error) {
+	if r.cfg.checkpointer == nil {
+		return nil, nil
+	}
+	c, err := r.cfg.checkpointer.Load(ctx, r.cfg.session)
+	switch {
+	case err == nil:
+		r.recovered(c)
+		return c, nil
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return nil, nil
+	case errors.Is(err, checkpoint.ErrCorrupt):
+		r.warn(0, fmt.Sprintf("previous checkpoint of session %q unreadable, starting fresh: %v", r.cfg.session, err))
+		return nil, nil
+	default:
+		return nil, fmt.Errorf("iterate: session %q: loading its latest checkpoint: %w", r.cfg.session, err)
+	}
+}
+
+// recovered reports a load that fell back past damaged generations.
+func (r *run[S]) recovered(c *checkpoint.Checkpoint) {
+	if len(c.Skipped) == 0 {
+		return
+	}
+	r.warn(0, fmt.Sprintf("checkpoint generations %v of session %q damaged; fell back to generation %d", c.Skipped, r.cfg.session, c.Generation))
+	r.emit(Recovered{Generation: c.Generation, Skipped: slices.Clone(c.Skipped)})
+}
+
+func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
+	corrupt := func(what string, err error) error {
+		return fmt.Errorf("iterate: resume session %q: decoding %s: %w", r.cfg.session, what,
+			&checkpoint.CorruptError{Generation: c.Generation, Err: err})
+	}
+	var s S
+	if err := r.cfg.codec.Unmarshal(c.State, &s); err != nil {
+		return corrupt("state", err)
+	}
+	r.state = s
+	if err := json.Unmarshal(c.Engine, &r.data); err != nil {
+		return corrupt("engine record", err)
+	}
+	if r.data.History != nil {
+		r.hist = *r.data.History
+	}
+	r.data.History = nil
+	r.hist.Gaps = r.data.Gaps // not part of the saved history: the record has them
+	r.configureHistory()
+	r.budget.Restore(r.data.Usage)
+	r.spent = r.data.Usage
+	r.generation = c.Generation
+	r.durations.set(r.data.Durations)
+	r.decision = r.data.Decision
+	r.sit.Unresolved = r.data.Unresolved
+	for _, raw := range r.data.Metrics {
+		var m IterationMetrics
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return corrupt("metrics", err)
+		}
+		r.metrics.push(m)
+		r.metricsEnc.push(raw)
+	}
+	for _, e := range r.data.Journal {
+		if e.Iteration == c.Iteration+1 {
+			r.journal.entries = append(r.journal.entries, e)
+		}
+	}
+	r.data.Metrics, r.data.Journal = nil, nil
+	return nil
+}
+
+// configureHistory hands the loop's settings to the convergence history,
+// where the policies read them.
+func (r *run[S]) configureHistory() {
+	r.hist.Window = r.cfg.window
+	r.hist.MaxIterations = r.cfg.maxIterations
+	r.hist.Thresholds = r.cfg.thresholds
+	r.hist.FailureThreshold = r.cfg.failureThreshold
+}
+
+// storageFailed ends the run because a checkpoint could not be saved (under
+// Strict, after retries) or the session's lock was lost. It
+// saves nothing more: the session's latest checkpoint stays the last good
+// one, so that Resume continues from it once the fault is gone, and a
+// writer that lost its lock leaves the session to its new holder.
+func (r *run[S]) storageFailed(ctx context.Context, err error) (*Result[S], error) {
+	r.saveFailed = true
+	r.lastErr = err
+	return r.stop(ctx, Failed, "checkpoint failed: "+err.Error())
+}
+
+// save writes a checkpoint; failures are warnings unless strict.
+func (r *run[S]) save(ctx context.Context, status Status, reason string) error {
+	err := r.saveRetrying(ctx, status, reason, r.journal.entries)
+	if err != nil {
+		r.warn(r.hist.Iteration, fmt.Sprintf("checkpoint of session %q not saved: %v", r.cfg.session, err))
+	}
+	if r.observing {
+		r.emit(CheckpointSaved{it: it{r.hist.Iteration}, Session: r.cfg.session, Generation: r.generation, Status: status, Err: err})
+	}
+	return err
+}
+
+// Strict saves are retried this many times in all, waiting saveBackoff,
+// then twice as long, between attempts: a transient fault (a full disk
+// freed, a dropped connection) should not end a run.
+const (
+	saveAttempts = 3
+	saveBackoff  = 50 * time.Millisecond
+)
+
+// saveRetrying saves, retrying a strict save that failed for a reason other
+// than a lost lock or the context's end.
+func (r *run[S]) saveRetrying(ctx context.Context, status Status, reason string, journal []entry) error {
+	wait := saveBackoff
+	for attempt := 1; ; attempt++ {
+		err := r.trySave(ctx, status, reason, journal)
+		if err == nil || r.cfg.persist&Strict == 0 || attempt == saveAttempts || errors.Is(err, checkpoint.ErrFenced) || ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
+
+// fatalSave reports whether a failed save must end the run: under
+// Strict, and always when the session's lock was lost.
+func (r *run[S]) fatalSave(err error) bool {
+	return err != nil && (r.cfg.persist&Strict != 0 || errors.Is(err, checkpoint.ErrFenced))
+}
+
+func (r *run[S]) trySave(ctx context.Context, status Status, reason string, journal []entry) error {
+	state, err := r.cfg.codec.Marshal(r.state)
+	if err != nil {
+		return fmt.Errorf("encoding state: %w", err)
+	}
+	d := r.data // a shallow copy: the saved-only fields are set on it
+	d.Settings = r.e.settings
+	d.Durations = r.durations.values()
+	d.Usage = r.usage()
+	d.History = &r.hist
+	d.Gaps = r.hist.Gaps
+	d.Journal = journal
+	d.Decision = r.decision
+	data, err := json.Marshal(&d)
+	if err != nil {
+		return fmt.Errorf("encoding engine data: %w", err)
+	}
+	data = appendMetrics(data, r.metricsEnc.values())
+	c := &checkpoint.Checkpoint{
+		Session:     r.cfg.session,
+		Generation:  r.generation + 1,
+		Token:       r.token,
+		Iteration:   r.hist.Iteration,
+		Status:      string(status),
+		Reason:      reason,
+		Time:        time.Now(),
+		Fingerprint: r.e.fingerprint,
+		Engine:      data,
+		State:       state,
+	}
+	if status == Escalated && r.data.Escalation != nil {
+		c.Question = r.data.Escalation.Question
+	}
+	if err := r.cfg.checkpointer.Save(ctx, c); err != nil {
+		return err
+	}
+	r.generation = c.Generation
+	return nil
+}
+
+// appendMetrics adds the encoded metrics to the engine data's JSON object
+// as its "metrics" field: they were encoded once each, and splicing them in
+// spares encoding/json re-validating every one at every save.
+func appendMetrics(obj []byte, metrics []json.RawMessage) []byte {
+	if len(metrics) == 0 || len(obj) < 2 || obj[len(obj)-1] != '}' {
+		return obj
+	}
+	n := len(obj) + len(`,"metrics":[]`) + len(metrics)
+	for _, m := range metrics {
+		n += len(m)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, obj[:len(obj)-1]...)
+	if len(obj) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"metrics":[`...)
+	for i, m := range metrics {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, m...)
+	}
+	return append(out, "]}"...)
+}
