@@ -87,7 +87,7 @@ const MaxFeedbackLength = 500
 //
 // Analyze returns an [*InvalidAssessmentError] when Signals.Confidence,
 // Signals.Completeness or Signals.Quality is NaN or outside [0, 1], and an
-// [*InvalidThresholdError] for invalid thresholds. It does not consult ctx.
+// error matching [ErrInvalidThreshold] for invalid thresholds. It does not consult ctx.
 //
 // Quality is safe for concurrent use.
 type Quality struct{}

@@ -60,7 +60,7 @@ const (
 // of range: Coverage, Confidence, a finding's Confidence or Relevance, a
 // conflict's Similarity or a question's Relevance that is NaN or outside
 // [0, 1], or a negative FilesAnalyzed or EstimatedFiles. It returns an
-// [*InvalidThresholdError] for invalid thresholds. It does not consult ctx.
+// error matching [ErrInvalidThreshold] for invalid thresholds. It does not consult ctx.
 //
 // Research is safe for concurrent use.
 type Research struct{}

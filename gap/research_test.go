@@ -357,7 +357,7 @@ func TestInvalidAssessmentErrorMessage(t *testing.T) {
 	}{
 		{&InvalidAssessmentError{Field: "Coverage", Value: 1.5}, "gap: invalid assessment: Coverage = 1.5, want a ratio in [0, 1]"},
 		{&InvalidAssessmentError{Field: "FilesAnalyzed", Value: -1}, "gap: invalid assessment: FilesAnalyzed = -1, want a count >= 0"},
-		{&InvalidThresholdError{Field: "MinQuality", Value: 2}, "gap: invalid threshold: MinQuality = 2, want a ratio <= 1 (0 for the default, negative to disable)"},
+		{invalidThreshold("MinQuality", 2), "gap: invalid threshold: MinQuality = 2, want a ratio <= 1 (0 for the default, negative to disable)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

@@ -62,25 +62,25 @@ type Thresholds struct {
 	MinSignalConfidence float64 `json:"min_signal_confidence,omitempty"`
 }
 
-// Validate returns an [*InvalidThresholdError] for the first field that is
-// NaN or greater than 1, or nil.
+// Validate returns an error matching [ErrInvalidThreshold], naming the
+// first field that is NaN or greater than 1, or nil.
 func (t Thresholds) Validate() error {
 	// !(v <= 1) is true for NaN and for values above 1.
 	switch {
 	case !(t.MinCoverage <= 1):
-		return &InvalidThresholdError{Field: "MinCoverage", Value: t.MinCoverage}
+		return invalidThreshold("MinCoverage", t.MinCoverage)
 	case !(t.MinConfidence <= 1):
-		return &InvalidThresholdError{Field: "MinConfidence", Value: t.MinConfidence}
+		return invalidThreshold("MinConfidence", t.MinConfidence)
 	case !(t.MinCompleteness <= 1):
-		return &InvalidThresholdError{Field: "MinCompleteness", Value: t.MinCompleteness}
+		return invalidThreshold("MinCompleteness", t.MinCompleteness)
 	case !(t.MinQuality <= 1):
-		return &InvalidThresholdError{Field: "MinQuality", Value: t.MinQuality}
+		return invalidThreshold("MinQuality", t.MinQuality)
 	case !(t.MinSignalConfidence <= 1):
-		return &InvalidThresholdError{Field: "MinSignalConfidence", Value: t.MinSignalConfidence}
+		return invalidThreshold("MinSignalConfidence", t.MinSignalConfidence)
 	case !(t.EarlyCoverage <= 1):
-		return &InvalidThresholdError{Field: "EarlyCoverage", Value: t.EarlyCoverage}
+		return invalidThreshold("EarlyCoverage", t.EarlyCoverage)
 	case !(t.EarlyConfidence <= 1):
-		return &InvalidThresholdError{Field: "EarlyConfidence", Value: t.EarlyConfidence}
+		return invalidThreshold("EarlyConfidence", t.EarlyConfidence)
 	}
 	return nil
 }
