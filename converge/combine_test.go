@@ -319,7 +319,7 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-func TestConfigErrorMessage(t *testing.T) {
+func TestInvalidPolicyMessage(t *testing.T) {
 	err := EarlyStopping{Patience: -1}.Validate()
 	want := "converge: invalid policy: EarlyStopping.Patience must not be negative, got -1"
 	if diff := cmp.Diff(want, err.Error(), described); diff != "" {
