@@ -110,22 +110,23 @@ func (u Usage) IsZero() bool {
 	return u.Iterations == 0 && u.Tokens == 0 && u.Cost == 0 && u.Wall == 0 && u.Calls == 0
 }
 
-// Validate reports a *UsageError when a field of u is negative or Cost is NaN
-// or infinite. [Budget.Reserve] rejects such an estimate.
+// Validate returns an error matching [ErrInvalidUsage], naming the field,
+// when a field of u is negative or Cost is NaN or infinite. [Budget.Reserve]
+// rejects such an estimate.
 func (u Usage) Validate() error {
 	switch {
 	case u.Iterations < 0:
-		return &UsageError{Field: "Iterations", Reason: "negative (" + strconv.Itoa(u.Iterations) + ")"}
+		return invalidUsage("Iterations", "negative ("+strconv.Itoa(u.Iterations)+")")
 	case u.Tokens < 0:
-		return &UsageError{Field: "Tokens", Reason: "negative (" + strconv.FormatInt(u.Tokens, 10) + ")"}
+		return invalidUsage("Tokens", "negative ("+strconv.FormatInt(u.Tokens, 10)+")")
 	case math.IsNaN(u.Cost) || math.IsInf(u.Cost, 0):
-		return &UsageError{Field: "Cost", Reason: "not finite (" + formatFloat(u.Cost) + ")"}
+		return invalidUsage("Cost", "not finite ("+formatFloat(u.Cost)+")")
 	case u.Cost < 0:
-		return &UsageError{Field: "Cost", Reason: "negative (" + formatFloat(u.Cost) + ")"}
+		return invalidUsage("Cost", "negative ("+formatFloat(u.Cost)+")")
 	case u.Wall < 0:
-		return &UsageError{Field: "Wall", Reason: "negative (" + u.Wall.String() + ")"}
+		return invalidUsage("Wall", "negative ("+u.Wall.String()+")")
 	case u.Calls < 0:
-		return &UsageError{Field: "Calls", Reason: "negative (" + strconv.FormatInt(u.Calls, 10) + ")"}
+		return invalidUsage("Calls", "negative ("+strconv.FormatInt(u.Calls, 10)+")")
 	}
 	return nil
 }
@@ -167,9 +168,9 @@ func satAdd(a, b, ceil int64) int64 {
 	return a + b
 }
 
-// DefaultWarnAt is the share of a limit from which checks warn when
+// defaultWarnAt is the share of a limit from which checks warn when
 // [Limits.WarnAt] is 0.
-const DefaultWarnAt = 0.8
+const defaultWarnAt = 0.8
 
 // Limits are the bounds of a budget. A zero field means "no limit" for that
 // resource. Limits is a plain value: copy it freely.
@@ -188,28 +189,29 @@ type Limits struct {
 	WarnAt float64 `json:"warn_at,omitempty"`
 }
 
-// Validate reports a *LimitError when a limit is negative, Cost is NaN or
-// infinite, WarnAt is NaN or outside [0, 1] or WarnOnly names an unknown
-// resource. It checks the fields in their declaration order and reports the
-// first invalid one.
+// Validate returns an error matching [ErrInvalidLimits] when a limit is
+// negative, Cost is NaN or infinite, WarnAt is NaN or outside [0, 1] or
+// WarnOnly names an unknown resource. It checks the fields in their
+// declaration order and reports the first invalid one by name, e.g.
+// "budget: invalid limits: Tokens: negative (-5)".
 func (l Limits) Validate() error {
 	switch {
 	case l.Iterations < 0:
-		return &LimitError{Field: "Iterations", Reason: "negative (" + strconv.Itoa(l.Iterations) + ")"}
+		return invalidLimits("Iterations", "negative ("+strconv.Itoa(l.Iterations)+")")
 	case l.Tokens < 0:
-		return &LimitError{Field: "Tokens", Reason: "negative (" + strconv.FormatInt(l.Tokens, 10) + ")"}
+		return invalidLimits("Tokens", "negative ("+strconv.FormatInt(l.Tokens, 10)+")")
 	case math.IsNaN(l.Cost) || math.IsInf(l.Cost, 0):
-		return &LimitError{Field: "Cost", Reason: "not finite (" + formatFloat(l.Cost) + ")"}
+		return invalidLimits("Cost", "not finite ("+formatFloat(l.Cost)+")")
 	case l.Cost < 0:
-		return &LimitError{Field: "Cost", Reason: "negative (" + formatFloat(l.Cost) + ")"}
+		return invalidLimits("Cost", "negative ("+formatFloat(l.Cost)+")")
 	case l.Wall < 0:
-		return &LimitError{Field: "Wall", Reason: "negative (" + l.Wall.String() + ")"}
+		return invalidLimits("Wall", "negative ("+l.Wall.String()+")")
 	case l.Calls < 0:
-		return &LimitError{Field: "Calls", Reason: "negative (" + strconv.FormatInt(l.Calls, 10) + ")"}
+		return invalidLimits("Calls", "negative ("+strconv.FormatInt(l.Calls, 10)+")")
 	case l.WarnOnly&^allResources != 0:
-		return &LimitError{Field: "WarnOnly", Reason: "unknown resource (" + l.WarnOnly.String() + ")"}
+		return invalidLimits("WarnOnly", "unknown resource ("+l.WarnOnly.String()+")")
 	case math.IsNaN(l.WarnAt) || l.WarnAt < 0 || l.WarnAt > 1:
-		return &LimitError{Field: "WarnAt", Reason: "outside [0, 1] (" + formatFloat(l.WarnAt) + ")"}
+		return invalidLimits("WarnAt", "outside [0, 1] ("+formatFloat(l.WarnAt)+")")
 	}
 	return nil
 }
@@ -217,7 +219,7 @@ func (l Limits) Validate() error {
 // warnAt returns WarnAt or its default.
 func (l Limits) warnAt() float64 {
 	if l.WarnAt == 0 {
-		return DefaultWarnAt
+		return defaultWarnAt
 	}
 	return l.WarnAt
 }
@@ -272,16 +274,6 @@ func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) 
 // (0.1+0.2 > 0.3).
 const costTolerance = 1e-9
 
-// Check is the answer to "can this estimate be afforded?".
-type Check struct {
-	// OK is true when no hard limit would be exceeded.
-	OK bool
-	// Blockers lists the resources whose hard limit the estimate would exceed.
-	Blockers []Resource
-	// Warnings lists the resources running low or over a warn-only limit.
-	Warnings []Warning
-}
-
 // ErrExceeded is matched (with errors.Is) by every *ExceededError.
 var ErrExceeded = errors.New("budget exceeded")
 
@@ -304,40 +296,26 @@ func (e *ExceededError) Error() string {
 // Is reports whether target is ErrExceeded.
 func (e *ExceededError) Is(target error) bool { return target == ErrExceeded }
 
-// ErrInvalidLimits is matched by every *LimitError.
+// ErrInvalidLimits is matched (with errors.Is) by the errors of
+// [Limits.Validate], [ContextWindow.Validate] and [New]. Their message names
+// the invalid field and what is wrong with it, e.g.
+// "budget: invalid limits: Tokens: negative (-5)".
 var ErrInvalidLimits = errors.New("budget: invalid limits")
 
-// LimitError reports an invalid field of [Limits] or of a [ContextWindow]
-// (Field "Size" or "Threshold").
-type LimitError struct {
-	Field  string
-	Reason string
-}
-
-// Error returns e.g. "budget: invalid limits: Tokens: negative (-5)".
-func (e *LimitError) Error() string {
-	return ErrInvalidLimits.Error() + ": " + e.Field + ": " + e.Reason
-}
-
-// Is reports whether target is ErrInvalidLimits.
-func (e *LimitError) Is(target error) bool { return target == ErrInvalidLimits }
-
-// ErrInvalidUsage is matched by every *UsageError.
+// ErrInvalidUsage is matched (with errors.Is) by the errors of
+// [Usage.Validate] and of [Budget.Reserve] for an invalid estimate, e.g.
+// "budget: invalid usage: Tokens: negative (-5)".
 var ErrInvalidUsage = errors.New("budget: invalid usage")
 
-// UsageError reports an invalid field of a [Usage] given as an estimate.
-type UsageError struct {
-	Field  string
-	Reason string
+// invalidLimits returns an error matching ErrInvalidLimits for field.
+func invalidLimits(field, reason string) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalidLimits, field, reason)
 }
 
-// Error returns e.g. "budget: invalid usage: Tokens: negative (-5)".
-func (e *UsageError) Error() string {
-	return ErrInvalidUsage.Error() + ": " + e.Field + ": " + e.Reason
+// invalidUsage returns an error matching ErrInvalidUsage for field.
+func invalidUsage(field, reason string) error {
+	return fmt.Errorf("%w: %s: %s", ErrInvalidUsage, field, reason)
 }
-
-// Is reports whether target is ErrInvalidUsage.
-func (e *UsageError) Is(target error) bool { return target == ErrInvalidUsage }
 
 // Budget tracks spending against [Limits]. The zero value is a budget with no
 // limits. A Budget is safe for concurrent use, so parallel tasks may reserve
@@ -361,7 +339,8 @@ type slot struct {
 	est Usage
 }
 
-// New returns a budget with the given limits, or a *LimitError.
+// New returns a budget with the given limits, or an error matching
+// [ErrInvalidLimits] (see [Limits.Validate]).
 func New(l Limits) (*Budget, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
@@ -377,17 +356,22 @@ func (b *Budget) Limits() Limits {
 }
 
 // Check reports whether est can be afforded on top of what is spent and
-// reserved, without reserving it. Blockers and warnings are listed in the
-// order Iterations, Tokens, Cost, Wall, Calls, and are nil when there is
-// nothing to report (Check then does not allocate). Check does not validate
-// est: its negative fields and a NaN cost count as 0 (see [Budget.Reserve]).
-func (b *Budget) Check(est Usage) Check {
+// reserved, without reserving it: blocked is the set of resources whose hard
+// limit est would exceed (0 when it can be afforded), and warnings lists the
+// resources running low or over a warn-only limit, in the order Iterations,
+// Tokens, Cost, Wall, Calls, or nil when there is none (Check then does not
+// allocate). Check does not validate est: its negative fields and a NaN cost
+// count as 0 (see [Budget.Reserve]).
+func (b *Budget) Check(est Usage) (blocked Resource, warnings []Warning) {
 	var blockers [len(resources)]Resource
-	var warnings [len(resources)]Warning
+	var warns [len(resources)]Warning
 	b.mu.Lock()
-	nb, nw := b.check(est.clamp(), &blockers, &warnings)
+	nb, nw := b.check(est.clamp(), &blockers, &warns)
 	b.mu.Unlock()
-	return Check{OK: nb == 0, Blockers: blockersSlice(blockers[:nb]), Warnings: warningsSlice(warnings[:nw])}
+	for _, r := range blockers[:nb] {
+		blocked |= r
+	}
+	return blocked, warningsSlice(warns[:nw])
 }
 
 // check fills blockers and warnings for est on top of spent and reserved and
@@ -451,13 +435,6 @@ func (b *Budget) check(est Usage, blockers *[len(resources)]Resource, warnings *
 	return nb, nw
 }
 
-func blockersSlice(s []Resource) []Resource {
-	if len(s) == 0 {
-		return nil
-	}
-	return append([]Resource(nil), s...)
-}
-
 func warningsSlice(s []Warning) []Warning {
 	if len(s) == 0 {
 		return nil
@@ -472,7 +449,8 @@ func warningsSlice(s []Warning) []Warning {
 // When several hard limits would be exceeded, the error names the first in
 // the order Iterations, Tokens, Cost, Wall, Calls; [Budget.Check] lists them
 // all.
-// An invalid est (see [Usage.Validate]) is refused with a *UsageError. On an
+// An invalid est (see [Usage.Validate]) is refused with an error matching
+// [ErrInvalidUsage]. On an
 // error the returned Reservation is the zero Reservation, whose Settle and
 // Release do nothing, so `defer r.Release()` is safe either way.
 //

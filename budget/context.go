@@ -2,17 +2,17 @@ package budget
 
 import "math"
 
-// Defaults of [ContextWindow] and [EstimateContext].
+// Defaults of [ContextWindow] and [EstimateContext], documented there.
 const (
-	// DefaultContextThreshold is the share of a context window at which work
+	// defaultContextThreshold is the share of a context window at which work
 	// should checkpoint when [ContextWindow.Threshold] is 0.
-	DefaultContextThreshold = 0.90
-	// DefaultTokensPerCompleted is the context a completed work item is
+	defaultContextThreshold = 0.90
+	// defaultTokensPerCompleted is the context a completed work item is
 	// assumed to take when EstimateContext is given 0.
-	DefaultTokensPerCompleted = 8000
-	// DefaultTokensPerRemaining is the context a remaining work item is
+	defaultTokensPerCompleted = 8000
+	// defaultTokensPerRemaining is the context a remaining work item is
 	// assumed to take when EstimateContext is given 0.
-	DefaultTokensPerRemaining = 6000
+	defaultTokensPerRemaining = 6000
 )
 
 // ContextWindow describes a model's context window and the share of it at
@@ -22,18 +22,19 @@ const (
 type ContextWindow struct {
 	// Size in tokens; 0 means unknown (never exhausted).
 	Size int64
-	// Threshold in (0, 1]; 0 means 0.90.
+	// Threshold in (0, 1]; 0 means the default, 0.90.
 	Threshold float64
 }
 
-// Validate reports a *LimitError (Field "Size" or "Threshold") when Size is
-// negative or Threshold is NaN or outside [0, 1].
+// Validate returns an error matching [ErrInvalidLimits], naming the field
+// ("Size" or "Threshold"), when Size is negative or Threshold is NaN or
+// outside [0, 1].
 func (w ContextWindow) Validate() error {
 	switch {
 	case w.Size < 0:
-		return &LimitError{Field: "Size", Reason: "negative (" + formatAmount(Tokens, float64(w.Size)) + ")"}
+		return invalidLimits("Size", "negative ("+formatAmount(Tokens, float64(w.Size))+")")
 	case math.IsNaN(w.Threshold) || w.Threshold < 0 || w.Threshold > 1:
-		return &LimitError{Field: "Threshold", Reason: "outside [0, 1] (" + formatFloat(w.Threshold) + ")"}
+		return invalidLimits("Threshold", "outside [0, 1] ("+formatFloat(w.Threshold)+")")
 	}
 	return nil
 }
@@ -55,7 +56,7 @@ func (w ContextWindow) Exhausted(tokens int64) bool {
 	}
 	th := w.Threshold
 	if th == 0 {
-		th = DefaultContextThreshold
+		th = defaultContextThreshold
 	}
 	// The division is correctly rounded, so a share exactly equal to the
 	// threshold compares equal to it.
@@ -65,14 +66,15 @@ func (w ContextWindow) Exhausted(tokens int64) bool {
 // EstimateContext estimates the context tokens a session needs: completed
 // work items at perCompleted tokens each plus remaining ones at perRemaining
 // tokens each. A perCompleted or perRemaining of 0 or less means the default
-// (8,000 and 6,000 tokens); negative counts count as 0. The result saturates
+// (8,000 tokens per completed item and 6,000 per remaining one, seed 003's
+// estimate); negative counts count as 0. The result saturates
 // at the largest int64 instead of overflowing.
 func EstimateContext(completed, remaining int, perCompleted, perRemaining int64) int64 {
 	if perCompleted <= 0 {
-		perCompleted = DefaultTokensPerCompleted
+		perCompleted = defaultTokensPerCompleted
 	}
 	if perRemaining <= 0 {
-		perRemaining = DefaultTokensPerRemaining
+		perRemaining = defaultTokensPerRemaining
 	}
 	c := satMul(int64(max(completed, 0)), perCompleted)
 	r := satMul(int64(max(remaining, 0)), perRemaining)

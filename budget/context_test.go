@@ -65,15 +65,15 @@ func TestContextWindowValidate(t *testing.T) {
 	tests := []struct {
 		name string
 		w    budget.ContextWindow
-		want *budget.LimitError
+		want *fieldErr
 	}{
 		{"zero", budget.ContextWindow{}, nil},
 		{"typical", budget.ContextWindow{Size: 200000, Threshold: 0.9}, nil},
 		{"threshold_one", budget.ContextWindow{Size: 1, Threshold: 1}, nil},
-		{"negative_size", budget.ContextWindow{Size: -1}, &budget.LimitError{Field: "Size", Reason: "negative (-1)"}},
-		{"negative_threshold", budget.ContextWindow{Size: 10, Threshold: -0.5}, &budget.LimitError{Field: "Threshold", Reason: "outside [0, 1] (-0.5)"}},
-		{"threshold_over_one", budget.ContextWindow{Size: 10, Threshold: 90}, &budget.LimitError{Field: "Threshold", Reason: "outside [0, 1] (90)"}},
-		{"threshold_nan", budget.ContextWindow{Size: 10, Threshold: math.NaN()}, &budget.LimitError{Field: "Threshold", Reason: "outside [0, 1] (NaN)"}},
+		{"negative_size", budget.ContextWindow{Size: -1}, &fieldErr{Field: "Size", Reason: "negative (-1)"}},
+		{"negative_threshold", budget.ContextWindow{Size: 10, Threshold: -0.5}, &fieldErr{Field: "Threshold", Reason: "outside [0, 1] (-0.5)"}},
+		{"threshold_over_one", budget.ContextWindow{Size: 10, Threshold: 90}, &fieldErr{Field: "Threshold", Reason: "outside [0, 1] (90)"}},
+		{"threshold_nan", budget.ContextWindow{Size: 10, Threshold: math.NaN()}, &fieldErr{Field: "Threshold", Reason: "outside [0, 1] (NaN)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,12 +84,11 @@ func TestContextWindowValidate(t *testing.T) {
 				}
 				return
 			}
-			var le *budget.LimitError
-			if !errors.Is(err, budget.ErrInvalidLimits) || !errors.As(err, &le) {
-				t.Fatalf("Validate() = %v, want a *LimitError", err)
+			if !errors.Is(err, budget.ErrInvalidLimits) {
+				t.Fatalf("Validate() = %v, want ErrInvalidLimits", err)
 			}
-			if diff := cmp.Diff(tt.want, le); diff != "" {
-				t.Errorf("LimitError mismatch (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tt.want.message(budget.ErrInvalidLimits), err.Error()); diff != "" {
+				t.Errorf("error mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}

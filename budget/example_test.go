@@ -25,14 +25,14 @@ func ExampleBudget_Reserve() {
 		}
 		// ... run the iteration, measure what it used ...
 		r.Settle(budget.Usage{Iterations: 1, Tokens: 12500, Wall: 40 * time.Second})
-		fmt.Printf("iteration %d: spent %s tokens\n", i, budget.FormatTokens(b.Spent().Tokens))
+		fmt.Printf("iteration %d: spent %d tokens\n", i, b.Spent().Tokens)
 	}
 	fmt.Println("exhausted:", b.Exhausted())
 	// Output:
-	// iteration 1: spent 12,500 tokens
-	// iteration 2: spent 25,000 tokens
+	// iteration 1: spent 12500 tokens
+	// iteration 2: spent 25000 tokens
 	// warning: iterations at 100% of limit (3/3)
-	// iteration 3: spent 37,500 tokens
+	// iteration 3: spent 37500 tokens
 	// stop: budget exceeded: iterations: used 3 + requested 1 > limit 3
 	// exhausted: iterations
 }
@@ -72,9 +72,9 @@ func ExampleBudget_Check() {
 		fmt.Println(err)
 		return
 	}
-	c := b.Check(budget.Usage{Tokens: 4230})
-	fmt.Println("ok:", c.OK)
-	for _, w := range c.Warnings {
+	blocked, warnings := b.Check(budget.Usage{Tokens: 4230})
+	fmt.Println("ok:", blocked == 0)
+	for _, w := range warnings {
 		fmt.Println("warning:", w)
 	}
 	// Output:
@@ -85,16 +85,11 @@ func ExampleBudget_Check() {
 func ExampleEstimateTokens() {
 	prompt := "Refine the draft until every requirement is met."
 	n := budget.EstimateTokens(prompt)
-	fmt.Printf("Token count: %s / %s budget\n", budget.FormatTokens(int64(n)), budget.FormatTokens(100000))
+	fmt.Printf("Token count: %d / %d budget\n", n, 100000)
 	fmt.Println(budget.EstimateTokens("a b c d e f"), budget.EstimateTokens(""))
 	// Output:
-	// Token count: 12 / 100,000 budget
+	// Token count: 12 / 100000 budget
 	// 6 0
-}
-
-func ExampleFormatTokens() {
-	fmt.Println(budget.FormatTokens(4230), budget.FormatTokens(100000))
-	// Output: 4,230 100,000
 }
 
 func ExampleContextWindow() {
@@ -102,10 +97,10 @@ func ExampleContextWindow() {
 	for _, done := range []int{5, 12} {
 		left := 14
 		tokens := budget.EstimateContext(done, left, 0, 0) // 8k per done, 6k per left
-		fmt.Printf("%d done, %d left: %s tokens, %.1f%%, checkpoint: %v\n",
-			done, left, budget.FormatTokens(tokens), 100*w.Usage(tokens), w.Exhausted(tokens))
+		fmt.Printf("%d done, %d left: %d tokens, %.1f%%, checkpoint: %v\n",
+			done, left, tokens, 100*w.Usage(tokens), w.Exhausted(tokens))
 	}
 	// Output:
-	// 5 done, 14 left: 124,000 tokens, 62.0%, checkpoint: false
-	// 12 done, 14 left: 180,000 tokens, 90.0%, checkpoint: true
+	// 5 done, 14 left: 124000 tokens, 62.0%, checkpoint: false
+	// 12 done, 14 left: 180000 tokens, 90.0%, checkpoint: true
 }

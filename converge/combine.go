@@ -156,7 +156,7 @@ func validateAll(name string, policies []Policy) error {
 	var errs []error
 	for i, p := range policies {
 		if p == nil {
-			errs = append(errs, &ConfigError{Policy: name, Field: "policies[" + strconv.Itoa(i) + "]", Reason: "must not be nil"})
+			errs = append(errs, invalid(name, "policies["+strconv.Itoa(i)+"]", "must not be nil"))
 			continue
 		}
 		if err := Validate(p); err != nil {

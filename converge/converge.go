@@ -15,7 +15,7 @@
 //     convergence) or Escalate.
 //   - [NoProgress]: work remaining unchanged → Stuck.
 //   - [EarlyStopping]: metrics stopped improving (Keras style) → Plateau.
-//   - [Diminishing]: the improvement assessment of [Assess] → Plateau,
+//   - [Diminishing]: the improvement outlook of [Forecast] → Plateau,
 //     Escalate, ...
 //   - [Failures]: consecutive failed iterations → Aborted.
 //   - [Done] and [Passing]: the host reports completion, or the tests pass
@@ -28,8 +28,8 @@
 // as the loop's gap analysis.
 //
 // Policies are plain values; a zero field selects its documented default.
-// Configurable policies have a Validate method returning a [*ConfigError]
-// (matched by [ErrInvalidPolicy]); [Validate] checks any policy, through
+// Configurable policies have a Validate method returning an error that
+// matches [ErrInvalidPolicy] and names the policy and the field; [Validate] checks any policy, through
 // combinators too. Decide never panics, not even on a nil [History].
 package converge
 
@@ -201,7 +201,7 @@ type Record struct {
 	// Gaps and Fixable count the gaps found and how many of them are fixable.
 	Gaps    int `json:"gaps,omitempty"`
 	Fixable int `json:"fixable,omitempty"`
-	// Triggers is a digest of the gaps' keys ([TriggerDigest]): two records
+	// Triggers is a digest of the gaps' kinds, targets and details: two records
 	// with the same digest found the same gaps.
 	Triggers uint64 `json:"triggers,omitempty"`
 	// Failed reports that the iteration which produced this state failed.
@@ -216,16 +216,17 @@ type Record struct {
 }
 
 // Metric returns the named metric of the record, as [gap.Assessment.Metric]
-// names them.
+// names them: "coverage", "confidence", "score", "conflicts" or a key of
+// Scores.
 func (r *Record) Metric(name string) (float64, bool) {
 	switch name {
-	case gap.MetricCoverage:
+	case CriterionCoverage:
 		return r.Coverage, true
-	case gap.MetricConfidence:
+	case CriterionConfidence:
 		return r.Confidence, true
-	case gap.MetricScore:
+	case metricScore:
 		return r.Score, true
-	case gap.MetricConflicts:
+	case CriterionConflicts:
 		return float64(r.Conflicts), true
 	}
 	v, ok := r.Scores[name]
@@ -338,12 +339,12 @@ func (h *History) Scores(dst []float64, metric string, n int) []float64 {
 	return dst
 }
 
-// TriggerDigest returns an order-independent digest of the gaps' kinds,
+// triggerDigest returns an order-independent digest of the gaps' kinds,
 // targets and details: equal digests mean, with overwhelming probability,
 // the same set of problems, described the same way. A gap whose detail
 // changed (coverage 0.40 → 0.60, a test failing with another value) counts
 // as a different trigger: the work moved. An empty list digests to 0.
-func TriggerDigest(gaps []gap.Gap) uint64 {
+func triggerDigest(gaps []gap.Gap) uint64 {
 	var sum uint64
 	for i := range gaps {
 		h := hashString(fnvOffset, string(gaps[i].Kind))
@@ -404,7 +405,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 		Score:      a.Score,
 		Conflicts:  a.UnresolvedConflicts(),
 		Gaps:       len(gaps),
-		Triggers:   TriggerDigest(gaps),
+		Triggers:   triggerDigest(gaps),
 		Failed:     h.Pending.Failed,
 		Action:     h.Pending.Action,
 		Duration:   h.Pending.Duration,

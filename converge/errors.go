@@ -2,43 +2,33 @@ package converge
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 )
 
-// ErrInvalidPolicy is matched (with [errors.Is]) by every [*ConfigError].
+// ErrInvalidPolicy is matched (with [errors.Is]) by every error of a
+// policy's Validate method and of [Validate]: a policy setting that cannot
+// work, such as a negative patience or a NaN minimum delta. (The thresholds
+// are validated by [gap.Thresholds.Validate].) The message names the policy
+// and the field, e.g. "converge: invalid policy: EarlyStopping.Patience must
+// not be negative, got -1". Decide never returns an error: an invalid policy
+// decides as best it can and never panics.
 var ErrInvalidPolicy = errors.New("converge: invalid policy")
 
-// ConfigError reports a policy setting that cannot work, such as a negative
-// patience or a NaN minimum delta. (The thresholds are validated by
-// [gap.Thresholds.Validate].) The Validate methods of the policies
-// return it; Decide never does (an invalid policy decides as best it can and
-// never panics).
-type ConfigError struct {
-	// Policy names the policy type, e.g. "Plateau" or "Any".
-	Policy string
-	// Field names the setting, e.g. "Patience" or "policies[2]".
-	Field string
-	// Reason says what is wrong, e.g. "must be less than the history
-	// window (32), got 40".
-	Reason string
+// invalid returns an error matching ErrInvalidPolicy that names the policy
+// and its field, and says what is wrong.
+func invalid(policy, field, reason string) error {
+	return fmt.Errorf("%w: %s.%s %s", ErrInvalidPolicy, policy, field, reason)
 }
 
-// Error returns e.g.
-// "converge: invalid Plateau.Patience: must not be negative, got -1".
-func (e *ConfigError) Error() string {
-	return "converge: invalid " + e.Policy + "." + e.Field + ": " + e.Reason
-}
-
-// Is reports whether target is [ErrInvalidPolicy].
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidPolicy }
-
-// Validate checks the configuration of p: it returns a [*ConfigError] for a
-// nil policy, the result of p's Validate method when p has one (every
-// configurable policy of this package does, and [Any] and [All] validate
-// their children), and nil otherwise.
+// Validate checks the configuration of p: it returns an error matching
+// [ErrInvalidPolicy] for a nil policy, the result of p's Validate method
+// when p has one (every configurable policy of this package does, and [Any]
+// and [All] validate their children, joining their errors), and nil
+// otherwise.
 func Validate(p Policy) error {
 	if p == nil {
-		return &ConfigError{Policy: "Policy", Field: "policy", Reason: "must not be nil"}
+		return invalid("Policy", "policy", "must not be nil")
 	}
 	if v, ok := p.(interface{ Validate() error }); ok {
 		return v.Validate()
@@ -46,11 +36,10 @@ func Validate(p Policy) error {
 	return nil
 }
 
-// checkCount returns a *ConfigError when n is negative.
+// checkCount returns an error when n is negative.
 func checkCount(policy, field string, n int) error {
 	if n < 0 {
-		return &ConfigError{Policy: policy, Field: field,
-			Reason: "must not be negative, got " + strconv.Itoa(n)}
+		return invalid(policy, field, "must not be negative, got "+strconv.Itoa(n))
 	}
 	return nil
 }

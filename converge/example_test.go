@@ -106,7 +106,7 @@ func ExampleEarlyStopping() {
 	// iteration 4: plateau: score did not improve for 2 iterations (min delta 0.01)
 }
 
-func ExampleAssess() {
+func ExampleForecast() {
 	h := &converge.History{MaxIterations: 5}
 	for i, score := range []float64{0.61, 0.62, 0.62} {
 		if i > 0 {
@@ -118,12 +118,12 @@ func ExampleAssess() {
 		{Kind: gap.ValidationFailure, Severity: 0.7, Fixable: true},
 		{Kind: gap.ValidationFailure, Severity: 1.0, Fixable: false},
 	}
-	im := converge.Assess(h, gaps)
-	fmt.Printf("trend %.3f, plateau %v, fixable %.2f, expected gain %.3f, likelihood %.2f\n",
-		im.Trend, im.DiminishingReturns, im.FixableRatio, im.ExpectedGain, im.Likelihood)
-	fmt.Printf("%s: %s\n", im.Recommendation, im.Reason())
+	o := converge.Forecast(h, gaps)
+	fmt.Printf("plateau %v, expected gain %.3f, likelihood %.2f\n",
+		o.DiminishingReturns, o.ExpectedGain, o.Likelihood)
+	fmt.Printf("%s: %s\n", o.Recommendation, o.Reason())
 	// Output:
-	// trend 0.005, plateau true, fixable 0.50, expected gain 0.128, likelihood 0.25
+	// plateau true, expected gain 0.128, likelihood 0.25
 	// escalate: scores plateaued: variance 0.00 < 0.02, trend 0.005 < 0.010
 }
 
@@ -132,5 +132,5 @@ func ExampleValidate() {
 	err := converge.Validate(policy)
 	fmt.Println(err)
 	// Output:
-	// converge: invalid EarlyStopping.Patience: must be less than the history window (32), got 40
+	// converge: invalid policy: EarlyStopping.Patience must be less than the history window (32), got 40
 }

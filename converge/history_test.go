@@ -114,7 +114,7 @@ func TestHistoryRecordMetrics(t *testing.T) {
 	h := run(0, 0, step{a: a, gaps: g})
 	a.Scores["q"] = 0.1 // the host reuses its map
 	want := Record{Coverage: 0.75, Confidence: 0.75, Score: 0.4, Scores: map[string]float64{"q": 0.9}, Conflicts: 1,
-		Gaps: 2, Fixable: 1, Triggers: TriggerDigest(g), Summary: "coverage: files"}
+		Gaps: 2, Fixable: 1, Triggers: triggerDigest(g), Summary: "coverage: files"}
 	if diff := cmp.Diff(want, *h.Last()); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
 	}
@@ -238,13 +238,13 @@ func TestTriggerDigest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.equal, TriggerDigest(tt.x) == TriggerDigest(tt.y)); diff != "" {
+			if diff := cmp.Diff(tt.equal, triggerDigest(tt.x) == triggerDigest(tt.y)); diff != "" {
 				t.Errorf("digests equal (-want +got):\n%s", diff)
 			}
 		})
 	}
-	if TriggerDigest(nil) != 0 {
-		t.Errorf("TriggerDigest(nil) = %d, want 0", TriggerDigest(nil))
+	if triggerDigest(nil) != 0 {
+		t.Errorf("triggerDigest(nil) = %d, want 0", triggerDigest(nil))
 	}
 }
 

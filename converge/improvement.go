@@ -6,7 +6,7 @@ import (
 	"github.com/refine-go/refine/gap"
 )
 
-// Recommendation is what an [Improvement] assessment advises.
+// Recommendation is what an [Outlook] advises.
 type Recommendation string
 
 // Recommendations.
@@ -18,13 +18,9 @@ const (
 	RecommendAccept Recommendation = "accept"
 	// RecommendEscalate: iterating does not help; a human must decide.
 	RecommendEscalate Recommendation = "escalate"
-	// RecommendAbort: give up. [Assess] never returns it (the rules it
-	// follows have no abort case); it is there for hosts that make their own
-	// assessments.
-	RecommendAbort Recommendation = "abort"
 )
 
-// The constants of the improvement assessment.
+// The constants of the forecast (see [Forecast]).
 const (
 	// plateauVariance: the last plateauScores scores plateau when their
 	// population variance is below it.
@@ -38,48 +34,50 @@ const (
 	minFixableRatio = 0.3
 )
 
-// Improvement is the assessment of how much another iteration can be
-// expected to improve the work (see [Assess]).
-type Improvement struct {
-	// Likelihood in [0, 1] that another iteration improves the work:
-	// FixableRatio, halved when the scores plateau.
+// Outlook is what [Forecast] expects of another iteration: how likely it is
+// to improve the work, how much it may gain, and the advice that follows.
+// [Outlook.Reason] explains the advice, quoting the values it was decided by
+// (score trend and variance, fixable share of the gaps).
+type Outlook struct {
+	// Likelihood in [0, 1] that another iteration improves the work: the
+	// share of the gaps that are fixable (1 with no gaps), halved when the
+	// scores plateau.
 	Likelihood float64 `json:"likelihood"`
-	// ExpectedGain is FixableRatio × Severity × 0.7 (0.3 when the scores
-	// plateau).
+	// ExpectedGain is fixable share × mean gap severity × 0.7 (0.3 when the
+	// scores plateau).
 	ExpectedGain float64 `json:"expected_gain"`
-	// Trend is the least-squares slope of the scores per iteration.
-	Trend float64 `json:"trend"`
-	// Variance is the population variance of the last 3 scores.
-	Variance float64 `json:"variance"`
-	// FixableRatio is the share of the gaps that are fixable (1 with no gaps).
-	FixableRatio float64 `json:"fixable_ratio"`
-	// Severity is the mean severity of the gaps (0 with no gaps).
-	Severity float64 `json:"severity"`
-	// Gaps is the number of gaps assessed.
-	Gaps int `json:"gaps"`
-	// Remaining is the number of iterations that may still run, or -1 when
-	// unlimited ([History.Remaining]).
-	Remaining int `json:"remaining"`
 	// DiminishingReturns reports that the scores plateau: at least 3 scores
-	// and a variance of the last 3 below 0.02.
+	// and a population variance of the last 3 below 0.02.
 	DiminishingReturns bool `json:"diminishing_returns"`
 	// Recommendation is the advice.
 	Recommendation Recommendation `json:"recommendation"`
+
+	// trend is the least-squares slope of the scores per iteration.
+	trend float64
+	// variance is the population variance of the last 3 scores.
+	variance float64
+	// fixableRatio is the share of the gaps that are fixable (1 with no
+	// gaps) and severity their mean severity (0 with no gaps).
+	fixableRatio, severity float64
+	// gaps is the number of gaps assessed; remaining the iterations that may
+	// still run, or -1 when unlimited ([History.Remaining]).
+	gaps, remaining int
 }
 
-// Assess estimates whether another iteration is worth running, from the
-// quality scores of the records of h (Record.Score, the window h.Recent) and
-// the gaps currently open:
+// Forecast estimates whether another iteration is worth running (the
+// improvement assessment of seed 001), from the quality scores of the
+// records of h (Record.Score, the window h.Recent) and the gaps currently
+// open:
 //
-//   - Trend is the least-squares slope of the scores against
+//   - the trend is the least-squares slope of the scores against
 //     Record.Iteration (score gained per iteration); 0 with fewer than two
-//     scores or a single iteration.
-//   - The scores plateau (DiminishingReturns) when there are at least 3 and
-//     the population variance of the last 3 is below 0.02.
-//   - FixableRatio = fixable gaps / gaps, Severity = mean severity of the
-//     gaps; with no gaps, 1 and 0.
-//   - ExpectedGain = FixableRatio × Severity × (0.3 if plateau, else 0.7).
-//   - Likelihood = FixableRatio × (0.5 if plateau, else 1).
+//     scores or a single iteration;
+//   - the scores plateau (DiminishingReturns) when there are at least 3 and
+//     the population variance of the last 3 is below 0.02;
+//   - the fixable ratio is fixable gaps / gaps and the severity the mean
+//     severity of the gaps; with no gaps, 1 and 0;
+//   - ExpectedGain = fixable ratio × severity × (0.3 if plateau, else 0.7);
+//   - Likelihood = fixable ratio × (0.5 if plateau, else 1).
 //
 // The recommendation is the first that applies of: no iteration remains →
 // accept; no gap → accept (nothing left to fix; the case is undefined in the
@@ -89,62 +87,94 @@ type Improvement struct {
 //
 // Hosts that do not report [gap.Assessment.Score] have flat scores of 0,
 // which plateau from the third record on. A nil h is an empty history of an
-// unlimited loop. Assess does not allocate.
-func Assess(h *History, gaps []gap.Gap) Improvement {
-	im := Improvement{Remaining: -1, Gaps: len(gaps)}
+// unlimited loop. Forecast does not allocate.
+func Forecast(h *History, gaps []gap.Gap) Outlook {
+	o := Outlook{remaining: -1, gaps: len(gaps)}
 	scores := 0
 	if h != nil {
-		im.Remaining = h.Remaining()
-		im.Trend = trend(h.Recent)
-		im.Variance, scores = recentVariance(h.Recent, plateauScores)
+		o.remaining = h.Remaining()
+		o.trend = trend(h.Recent)
+		o.variance, scores = recentVariance(h.Recent, plateauScores)
 	}
-	im.DiminishingReturns = scores >= plateauScores && im.Variance < plateauVariance
+	o.DiminishingReturns = scores >= plateauScores && o.variance < plateauVariance
 
-	im.FixableRatio = gap.FixableRatio(gaps) // 1 with no gaps
-	im.Severity = gap.MeanSeverity(gaps)     // 0 with no gaps
+	o.fixableRatio = fixableRatio(gaps) // 1 with no gaps
+	o.severity = meanSeverity(gaps)     // 0 with no gaps
 	factor := 0.7
-	im.Likelihood = im.FixableRatio
-	if im.DiminishingReturns {
+	o.Likelihood = o.fixableRatio
+	if o.DiminishingReturns {
 		factor = 0.3
-		im.Likelihood *= 0.5
+		o.Likelihood *= 0.5
 	}
-	im.ExpectedGain = im.FixableRatio * im.Severity * factor
+	o.ExpectedGain = o.fixableRatio * o.severity * factor
 
 	switch {
-	case im.Remaining == 0, im.Gaps == 0:
-		im.Recommendation = RecommendAccept
-	case im.DiminishingReturns && im.Trend < minTrend:
-		im.Recommendation = RecommendEscalate
-	case im.ExpectedGain < minExpectedGain:
-		im.Recommendation = RecommendAccept
-	case im.FixableRatio < minFixableRatio:
-		im.Recommendation = RecommendEscalate
+	case o.remaining == 0, o.gaps == 0:
+		o.Recommendation = RecommendAccept
+	case o.DiminishingReturns && o.trend < minTrend:
+		o.Recommendation = RecommendEscalate
+	case o.ExpectedGain < minExpectedGain:
+		o.Recommendation = RecommendAccept
+	case o.fixableRatio < minFixableRatio:
+		o.Recommendation = RecommendEscalate
 	default:
-		im.Recommendation = RecommendIterate
+		o.Recommendation = RecommendIterate
 	}
-	return im
+	return o
 }
 
-// Reason explains which rule of [Assess] decided the recommendation, e.g.
-// "diminishing returns: expected gain 0.05 < 0.10" or "scores plateaued:
-// variance 0.0067 < 0.02, trend 0.002 < 0.01".
-func (im Improvement) Reason() string {
-	switch {
-	case im.Remaining == 0:
-		return "no iterations remain"
-	case im.Gaps == 0:
-		return "no gaps left to fix"
-	case im.DiminishingReturns && im.Trend < minTrend:
-		b := append([]byte("scores plateaued: variance "), compare(im.Variance, plateauVariance)...)
-		b = append(b, ", trend "...)
-		return string(append(b, compare(im.Trend, minTrend)...))
-	case im.ExpectedGain < minExpectedGain:
-		return "diminishing returns: expected gain " + compare(im.ExpectedGain, minExpectedGain)
-	case im.FixableRatio < minFixableRatio:
-		return "only " + percent(im.FixableRatio) + " of the gaps are fixable (< " + percent(minFixableRatio) + ")"
+// fixableRatio returns the share of gaps that are Fixable: the fixability
+// ratio with which iteration detection estimates the likelihood that another
+// iteration improves the work. It is 1 for no gaps (nothing stands in the
+// way).
+func fixableRatio(gaps []gap.Gap) float64 {
+	if len(gaps) == 0 {
+		return 1
 	}
-	return "expected gain " + string(appendComparison(nil, im.ExpectedGain, minExpectedGain, true)) +
-		", " + percent(im.FixableRatio) + " of the gaps fixable"
+	n := 0
+	for i := range gaps {
+		if gaps[i].Fixable {
+			n++
+		}
+	}
+	return float64(n) / float64(len(gaps))
+}
+
+// meanSeverity returns the average Severity of gaps (the average trigger
+// severity of iteration detection), or 0 for no gaps.
+func meanSeverity(gaps []gap.Gap) float64 {
+	if len(gaps) == 0 {
+		return 0
+	}
+	var sum float64
+	for i := range gaps {
+		sum += gaps[i].Severity
+	}
+	return sum / float64(len(gaps))
+}
+
+// Reason explains which rule of [Forecast] decided the recommendation, e.g.
+// "no iterations remain", "no gaps left to fix", "diminishing returns:
+// expected gain 0.05 < 0.10", "scores plateaued: variance 0.0067 < 0.02,
+// trend 0.002 < 0.01", "only 20% of the gaps are fixable (< 30%)" or
+// "expected gain 0.24 ≥ 0.10, 100% of the gaps fixable".
+func (o Outlook) Reason() string {
+	switch {
+	case o.remaining == 0:
+		return "no iterations remain"
+	case o.gaps == 0:
+		return "no gaps left to fix"
+	case o.DiminishingReturns && o.trend < minTrend:
+		b := append([]byte("scores plateaued: variance "), compare(o.variance, plateauVariance)...)
+		b = append(b, ", trend "...)
+		return string(append(b, compare(o.trend, minTrend)...))
+	case o.ExpectedGain < minExpectedGain:
+		return "diminishing returns: expected gain " + compare(o.ExpectedGain, minExpectedGain)
+	case o.fixableRatio < minFixableRatio:
+		return "only " + percent(o.fixableRatio) + " of the gaps are fixable (< " + percent(minFixableRatio) + ")"
+	}
+	return "expected gain " + string(appendComparison(nil, o.ExpectedGain, minExpectedGain, true)) +
+		", " + percent(o.fixableRatio) + " of the gaps fixable"
 }
 
 // compare returns "v < limit", with enough decimals to tell them apart.
@@ -198,7 +228,7 @@ func recentVariance(recs []Record, n int) (float64, int) {
 	return v / float64(len(recs)), len(recs)
 }
 
-// Diminishing stops a loop when [Assess] (over h and its open gaps h.Gaps)
+// Diminishing stops a loop when [Forecast] (over h and its open gaps h.Gaps)
 // no longer recommends iterating:
 //
 //   - accept because no iteration remains → MaxIterations, "max iterations
@@ -208,32 +238,32 @@ func recentVariance(recs []Record, n int) (float64, int) {
 //     returns: expected gain 0.05 < 0.10";
 //   - escalate → Escalate, e.g. "escalate: only 20% of the gaps are fixable
 //     (< 30%)";
-//   - iterate → Continue ([Assess] never recommends abort).
+//   - iterate → Continue.
 //
 // It judges nothing before the second record (a trend needs two scores), so
 // the initial assessment alone never stops a loop. It relies on the host
-// reporting [gap.Assessment.Score] (see [Assess]). Decide does not allocate
+// reporting [gap.Assessment.Score] (see [Forecast]). Decide does not allocate
 // when it continues. Diminishing is not part of [Default].
 type Diminishing struct{}
 
-// Decide maps the recommendation of [Assess] to a decision.
+// Decide maps the recommendation of [Forecast] to a decision.
 func (Diminishing) Decide(h *History) Decision {
 	if h == nil || len(h.Recent) < 2 {
 		return Decision{}
 	}
-	im := Assess(h, h.Gaps)
-	switch im.Recommendation {
+	o := Forecast(h, h.Gaps)
+	switch o.Recommendation {
 	case RecommendAccept:
 		switch {
-		case im.Remaining == 0:
+		case o.remaining == 0:
 			return Decision{Verdict: MaxIterations, Reason: "max iterations reached: " +
 				strconv.Itoa(h.Iteration) + " of " + strconv.Itoa(h.MaxIterations)}
-		case im.Gaps == 0:
-			return Decision{Verdict: Converged, Reason: im.Reason()}
+		case o.gaps == 0:
+			return Decision{Verdict: Converged, Reason: o.Reason()}
 		}
-		return Decision{Verdict: Plateau, Reason: im.Reason()}
+		return Decision{Verdict: Plateau, Reason: o.Reason()}
 	case RecommendEscalate:
-		return Decision{Verdict: Escalate, Reason: "escalate: " + im.Reason()}
+		return Decision{Verdict: Escalate, Reason: "escalate: " + o.Reason()}
 	}
 	return Decision{}
 }

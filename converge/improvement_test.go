@@ -27,91 +27,91 @@ func loop(max int, g []gap.Gap, scores ...float64) *History {
 	return run(max, 0, steps...)
 }
 
-func TestAssess(t *testing.T) {
+func TestForecast(t *testing.T) {
 	tests := []struct {
 		name       string
 		h          *History
 		gaps       []gap.Gap
-		want       Improvement
+		want       Outlook
 		wantReason string
 	}{
 		{
 			name: "seed001/plateau_variance_below_0.02", h: loop(0, nil, 0.5, 0.6, 0.7), gaps: gaps(2, 2, 0.8),
-			want: Improvement{Likelihood: 0.5, ExpectedGain: 0.24, Trend: 0.1, Variance: 0.02 / 3, FixableRatio: 1, Severity: 0.8,
-				Gaps: 2, Remaining: -1, DiminishingReturns: true, Recommendation: RecommendIterate},
+			want: Outlook{Likelihood: 0.5, ExpectedGain: 0.24, trend: 0.1, variance: 0.02 / 3, fixableRatio: 1, severity: 0.8,
+				gaps: 2, remaining: -1, DiminishingReturns: true, Recommendation: RecommendIterate},
 			wantReason: "expected gain 0.24 ≥ 0.10, 100% of the gaps fixable",
 		},
 		{
 			name: "seed001/variance_above_0.02_no_plateau", h: loop(0, nil, 0.2, 0.5, 0.6), gaps: gaps(2, 2, 0.8),
-			want: Improvement{Likelihood: 1, ExpectedGain: 0.56, Trend: 0.2, Variance: 0.26 / 9, FixableRatio: 1, Severity: 0.8,
-				Gaps: 2, Remaining: -1, Recommendation: RecommendIterate},
+			want: Outlook{Likelihood: 1, ExpectedGain: 0.56, trend: 0.2, variance: 0.26 / 9, fixableRatio: 1, severity: 0.8,
+				gaps: 2, remaining: -1, Recommendation: RecommendIterate},
 			wantReason: "expected gain 0.56 ≥ 0.10, 100% of the gaps fixable",
 		},
 		{
 			name: "seed001/plateau_needs_3_scores", h: loop(0, nil, 0.5, 0.5), gaps: gaps(2, 2, 0.8),
-			want: Improvement{Likelihood: 1, ExpectedGain: 0.56, FixableRatio: 1, Severity: 0.8,
-				Gaps: 2, Remaining: -1, Recommendation: RecommendIterate},
+			want: Outlook{Likelihood: 1, ExpectedGain: 0.56, fixableRatio: 1, severity: 0.8,
+				gaps: 2, remaining: -1, Recommendation: RecommendIterate},
 			wantReason: "expected gain 0.56 ≥ 0.10, 100% of the gaps fixable",
 		},
 		{
 			name: "seed001/recommendation_accept_when_no_iterations_remain", h: loop(2, nil, 0.2, 0.5, 0.6), gaps: gaps(2, 2, 0.8),
-			want: Improvement{Likelihood: 1, ExpectedGain: 0.56, Trend: 0.2, Variance: 0.26 / 9, FixableRatio: 1, Severity: 0.8,
-				Gaps: 2, Remaining: 0, Recommendation: RecommendAccept},
+			want: Outlook{Likelihood: 1, ExpectedGain: 0.56, trend: 0.2, variance: 0.26 / 9, fixableRatio: 1, severity: 0.8,
+				gaps: 2, remaining: 0, Recommendation: RecommendAccept},
 			wantReason: "no iterations remain",
 		},
 		{
 			name: "seed001/recommendation_escalate_when_plateau_and_trend_below_0.01", h: loop(5, nil, 0.6, 0.6, 0.6), gaps: gaps(1, 1, 0.9),
-			want: Improvement{Likelihood: 0.5, ExpectedGain: 0.27, FixableRatio: 1, Severity: 0.9,
-				Gaps: 1, Remaining: 3, DiminishingReturns: true, Recommendation: RecommendEscalate},
+			want: Outlook{Likelihood: 0.5, ExpectedGain: 0.27, fixableRatio: 1, severity: 0.9,
+				gaps: 1, remaining: 3, DiminishingReturns: true, Recommendation: RecommendEscalate},
 			wantReason: "scores plateaued: variance 0.00 < 0.02, trend 0.00 < 0.01",
 		},
 		{
 			name: "seed001/recommendation_accept_when_expected_gain_below_0.1", h: loop(0, nil, 0.2, 0.5, 0.6), gaps: gaps(1, 1, 0.1),
-			want: Improvement{Likelihood: 1, ExpectedGain: 0.07, Trend: 0.2, Variance: 0.26 / 9, FixableRatio: 1, Severity: 0.1,
-				Gaps: 1, Remaining: -1, Recommendation: RecommendAccept},
+			want: Outlook{Likelihood: 1, ExpectedGain: 0.07, trend: 0.2, variance: 0.26 / 9, fixableRatio: 1, severity: 0.1,
+				gaps: 1, remaining: -1, Recommendation: RecommendAccept},
 			wantReason: "diminishing returns: expected gain 0.07 < 0.10",
 		},
 		{
 			name: "seed001/recommendation_escalate_when_fixability_below_0.3", h: loop(0, nil, 0.2, 0.5, 0.8), gaps: gaps(4, 1, 0.9),
-			want: Improvement{Likelihood: 0.25, ExpectedGain: 0.1575, Trend: 0.3, Variance: 0.06, FixableRatio: 0.25, Severity: 0.9,
-				Gaps: 4, Remaining: -1, Recommendation: RecommendEscalate},
+			want: Outlook{Likelihood: 0.25, ExpectedGain: 0.1575, trend: 0.3, variance: 0.06, fixableRatio: 0.25, severity: 0.9,
+				gaps: 4, remaining: -1, Recommendation: RecommendEscalate},
 			wantReason: "only 25% of the gaps are fixable (< 30%)",
 		},
 		{
 			name: "no_gaps_accept_nothing_to_fix", h: loop(0, nil, 0.2, 0.5, 0.6),
-			want: Improvement{Likelihood: 1, Trend: 0.2, Variance: 0.26 / 9, FixableRatio: 1,
-				Remaining: -1, Recommendation: RecommendAccept},
+			want: Outlook{Likelihood: 1, trend: 0.2, variance: 0.26 / 9, fixableRatio: 1,
+				remaining: -1, Recommendation: RecommendAccept},
 			wantReason: "no gaps left to fix",
 		},
 		{
 			name: "no_gaps_accept_even_when_plateau", h: loop(0, nil, 0.6, 0.6, 0.6),
-			want:       Improvement{Likelihood: 0.5, FixableRatio: 1, Remaining: -1, DiminishingReturns: true, Recommendation: RecommendAccept},
+			want:       Outlook{Likelihood: 0.5, fixableRatio: 1, remaining: -1, DiminishingReturns: true, Recommendation: RecommendAccept},
 			wantReason: "no gaps left to fix",
 		},
 		{
 			name: "trend_is_least_squares_slope", h: loop(0, nil, 0.2, 0.4, 0.9), gaps: gaps(2, 2, 0.5),
-			want: Improvement{Likelihood: 1, ExpectedGain: 0.35, Trend: 0.35, Variance: 0.26 / 3, FixableRatio: 1, Severity: 0.5,
-				Gaps: 2, Remaining: -1, Recommendation: RecommendIterate},
+			want: Outlook{Likelihood: 1, ExpectedGain: 0.35, trend: 0.35, variance: 0.26 / 3, fixableRatio: 1, severity: 0.5,
+				gaps: 2, remaining: -1, Recommendation: RecommendIterate},
 			wantReason: "expected gain 0.35 ≥ 0.10, 100% of the gaps fixable",
 		},
 		{
 			name: "variance_of_last_3_trend_over_window", h: loop(0, nil, 0.0, 1.0, 0.5, 0.5, 0.5), gaps: gaps(1, 1, 1),
-			want: Improvement{Likelihood: 0.5, ExpectedGain: 0.3, Trend: 0.05, Variance: 0, FixableRatio: 1, Severity: 1,
-				Gaps: 1, Remaining: -1, DiminishingReturns: true, Recommendation: RecommendIterate},
+			want: Outlook{Likelihood: 0.5, ExpectedGain: 0.3, trend: 0.05, variance: 0, fixableRatio: 1, severity: 1,
+				gaps: 1, remaining: -1, DiminishingReturns: true, Recommendation: RecommendIterate},
 			wantReason: "expected gain 0.30 ≥ 0.10, 100% of the gaps fixable",
 		},
 		{
 			name: "nil_history", gaps: gaps(2, 1, 0.5),
-			want: Improvement{Likelihood: 0.5, ExpectedGain: 0.175, FixableRatio: 0.5, Severity: 0.5,
-				Gaps: 2, Remaining: -1, Recommendation: RecommendIterate},
+			want: Outlook{Likelihood: 0.5, ExpectedGain: 0.175, fixableRatio: 0.5, severity: 0.5,
+				gaps: 2, remaining: -1, Recommendation: RecommendIterate},
 			wantReason: "expected gain 0.17 ≥ 0.10, 50% of the gaps fixable",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Assess(tt.h, tt.gaps)
-			if diff := cmp.Diff(tt.want, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
-				t.Errorf("Assess (-want +got):\n%s", diff)
+			got := Forecast(tt.h, tt.gaps)
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(Outlook{}), cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+				t.Errorf("Forecast (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.wantReason, got.Reason()); diff != "" {
 				t.Errorf("Reason (-want +got):\n%s", diff)
@@ -152,5 +152,31 @@ func TestDiminishingDoesNotAllocateWhenContinuing(t *testing.T) {
 	h := loop(0, gaps(2, 2, 0.8), 0.2, 0.5, 0.6)
 	if got := testing.AllocsPerRun(100, func() { (Diminishing{}).Decide(h) }); got != 0 {
 		t.Errorf("allocs per Decide = %v, want 0", got)
+	}
+}
+
+func TestStats(t *testing.T) {
+	tests := []struct {
+		name         string
+		gaps         []gap.Gap
+		wantFixable  float64
+		wantSeverity float64
+	}{
+		{"seed001/empty_fixable_1_severity_0", nil, 1, 0},
+		{"seed001/fixability_ratio_and_average_severity", []gap.Gap{
+			{Fixable: true, Severity: 1},
+			{Fixable: false, Severity: 0.7},
+			{Fixable: true, Severity: 0.4},
+			{Fixable: true, Severity: 0.5},
+		}, 0.75, 0.65},
+		{"none_fixable", []gap.Gap{{Severity: 0.2}}, 0, 0.2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := []float64{fixableRatio(tt.gaps), meanSeverity(tt.gaps)}
+			if diff := cmp.Diff([]float64{tt.wantFixable, tt.wantSeverity}, got, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+				t.Errorf("(fixableRatio, meanSeverity) (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

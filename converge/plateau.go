@@ -4,14 +4,15 @@ import (
 	"math"
 	"strconv"
 	"strings"
-
-	"github.com/refine-go/refine/gap"
 )
 
-// DefaultPatience is the patience of [EarlyStopping] when its Patience is zero.
-const DefaultPatience = 3
+// defaultPatience is the patience of [EarlyStopping] when its Patience is zero.
+const defaultPatience = 3
 
-var defaultPlateauMetrics = []string{gap.MetricScore}
+// metricScore names the quality score, as [gap.Assessment.Metric] does.
+const metricScore = "score"
+
+var defaultPlateauMetrics = []string{metricScore}
 
 // EarlyStopping stops a loop whose metrics stopped improving, in the manner of
 // Keras' EarlyStopping callback (verdict Plateau), over the bounded window of records of the
@@ -53,7 +54,7 @@ type EarlyStopping struct {
 	// [gap.Assessment.Scores]); empty means []string{"score"}.
 	Metrics []string `json:"metrics,omitempty"`
 	// Patience is the number of iterations without improvement after which
-	// the loop stops; 0 means DefaultPatience.
+	// the loop stops; 0 means 3.
 	Patience int `json:"patience,omitempty"`
 	// MinDelta is the change that counts as an improvement (strictly more).
 	MinDelta float64 `json:"min_delta,omitempty"`
@@ -67,7 +68,7 @@ type EarlyStopping struct {
 	Minimize bool `json:"minimize,omitempty"`
 }
 
-// Validate returns a [*ConfigError] when Patience is negative or not less
+// Validate returns an error matching [ErrInvalidPolicy] when Patience is negative or not less
 // than [DefaultWindow], MinDelta is negative or not finite, WarmUp is
 // negative, Baseline is not finite, or a metric name is empty.
 func (p EarlyStopping) Validate() error {
@@ -75,23 +76,21 @@ func (p EarlyStopping) Validate() error {
 		return err
 	}
 	if p.Patience >= DefaultWindow {
-		return &ConfigError{Policy: "EarlyStopping", Field: "Patience",
-			Reason: "must be less than the history window (" + strconv.Itoa(DefaultWindow) + "), got " + strconv.Itoa(p.Patience)}
+		return invalid("EarlyStopping", "Patience",
+			"must be less than the history window ("+strconv.Itoa(DefaultWindow)+"), got "+strconv.Itoa(p.Patience))
 	}
 	if p.MinDelta < 0 || math.IsNaN(p.MinDelta) || math.IsInf(p.MinDelta, 0) {
-		return &ConfigError{Policy: "EarlyStopping", Field: "MinDelta",
-			Reason: "must be a finite value >= 0, got " + formatFloat(p.MinDelta)}
+		return invalid("EarlyStopping", "MinDelta", "must be a finite value >= 0, got "+formatFloat(p.MinDelta))
 	}
 	if err := checkCount("EarlyStopping", "WarmUp", p.WarmUp); err != nil {
 		return err
 	}
 	if p.Baseline != nil && (math.IsNaN(*p.Baseline) || math.IsInf(*p.Baseline, 0)) {
-		return &ConfigError{Policy: "EarlyStopping", Field: "Baseline",
-			Reason: "must be finite, got " + formatFloat(*p.Baseline)}
+		return invalid("EarlyStopping", "Baseline", "must be finite, got "+formatFloat(*p.Baseline))
 	}
 	for i, m := range p.Metrics {
 		if m == "" {
-			return &ConfigError{Policy: "EarlyStopping", Field: "Metrics[" + strconv.Itoa(i) + "]", Reason: "must not be empty"}
+			return invalid("EarlyStopping", "Metrics["+strconv.Itoa(i)+"]", "must not be empty")
 		}
 	}
 	return nil
@@ -100,7 +99,7 @@ func (p EarlyStopping) Validate() error {
 // Decide returns Plateau when no watched metric improved within the
 // patience, and Continue otherwise.
 func (p EarlyStopping) Decide(h *History) Decision {
-	patience := countOr(p.Patience, DefaultPatience)
+	patience := countOr(p.Patience, defaultPatience)
 	if h == nil || patience < 0 || h.Iteration <= p.WarmUp {
 		return Decision{}
 	}

@@ -11,16 +11,17 @@ import (
 // Defaults of the policies. A zero field of a policy selects its default.
 // The thresholds' defaults are gap's (see [gap.Thresholds]).
 const (
-	// DefaultStuckAfter is the number of consecutive unchanged assessments
+	// defaultStuckAfter is the number of consecutive unchanged assessments
 	// after which [NoProgress] halts.
-	DefaultStuckAfter = 2
+	defaultStuckAfter = 2
 	// DefaultFailureThreshold is the number of consecutive failed
 	// iterations after which [Failures] aborts, unless the loop sets
 	// [History.FailureThreshold].
 	DefaultFailureThreshold = 3
 )
 
-// Criterion names of [ThresholdsMet] and [HighConfidence].
+// Criterion names of [ThresholdsMet] and [HighConfidence]. Coverage,
+// confidence and conflicts are also metric names ([Record.Metric]).
 const (
 	CriterionCoverage   = "coverage"
 	CriterionConfidence = "confidence"
@@ -291,12 +292,13 @@ type NoProgress struct {
 	After int `json:"after,omitempty"`
 }
 
-// Validate returns a [*ConfigError] when After is negative.
+// Validate returns an error matching [ErrInvalidPolicy] when After is
+// negative.
 func (s NoProgress) Validate() error { return checkCount("NoProgress", "After", s.After) }
 
 // Decide returns Stuck once the work remaining has been unchanged long enough.
 func (s NoProgress) Decide(h *History) Decision {
-	after := countOr(s.After, DefaultStuckAfter)
+	after := countOr(s.After, defaultStuckAfter)
 	if h == nil || h.Unchanged < after || after < 0 {
 		return Decision{}
 	}

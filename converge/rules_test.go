@@ -80,7 +80,7 @@ func TestOneThresholdsDeclaration(t *testing.T) {
 		{
 			name:   "coverage_0.80_meets_default_0.70",
 			a:      research(0.80, 0.85),
-			wantTh: map[string]float64{CriterionCoverage: gap.DefaultMinCoverage, CriterionConfidence: gap.DefaultMinConfidence},
+			wantTh: map[string]float64{CriterionCoverage: gap.Thresholds{}.Effective().MinCoverage, CriterionConfidence: gap.Thresholds{}.Effective().MinConfidence},
 		},
 		{
 			name:      "coverage_from_files_below_0.90",
@@ -158,7 +158,7 @@ func TestOneThresholdsDeclaration(t *testing.T) {
 			a: gap.Assessment{Coverage: 0.9, Confidence: 0.9,
 				Conflicts: []gap.Conflict{{ID: "c1", A: gap.Claim{Source: "A", Statement: "x"}, B: gap.Claim{Source: "B", Statement: "y"}}}},
 			wantKinds: []gap.Kind{gap.ConflictingFindings},
-			wantTh:    map[string]float64{CriterionConflicts: gap.DefaultMaxConflicts},
+			wantTh:    map[string]float64{CriterionConflicts: float64(gap.Thresholds{}.Effective().MaxConflicts)},
 		},
 		{
 			name:      "unanswered_critical_question_blocks",

@@ -2,6 +2,7 @@ package gap
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 )
 
@@ -9,8 +10,13 @@ import (
 // [*InvalidAssessmentError].
 var ErrInvalidAssessment = errors.New("gap: invalid assessment")
 
-// ErrInvalidThreshold is matched (with [errors.Is]) by every
-// [*InvalidThresholdError].
+// ErrInvalidThreshold is matched (with [errors.Is]) by the errors of
+// [Thresholds.Validate] and of the analyzers given invalid thresholds: a
+// field of [Thresholds] that is NaN or greater than 1. (Zero selects the
+// default and a negative value disables the check, so neither is an error.)
+// The message names the field and its value, e.g. "gap: invalid threshold:
+// MinCoverage = 1.5, want a ratio <= 1 (0 for the default, negative to
+// disable)".
 var ErrInvalidThreshold = errors.New("gap: invalid threshold")
 
 // InvalidAssessmentError reports a field of an [Assessment] that an analyzer
@@ -39,25 +45,12 @@ func (e *InvalidAssessmentError) Is(target error) bool { return target == ErrInv
 
 func isCountField(f string) bool { return f == "FilesAnalyzed" || f == "EstimatedFiles" }
 
-// InvalidThresholdError reports a field of [Thresholds] that is NaN or
-// greater than 1. (Zero selects the default and a negative value disables
-// the check, so neither is an error.)
-type InvalidThresholdError struct {
-	// Field is the name of the threshold, such as "MinCoverage".
-	Field string
-	// Value is the offending value.
-	Value float64
+// invalidThreshold returns an error matching [ErrInvalidThreshold] that
+// names the threshold field and its value.
+func invalidThreshold(field string, value float64) error {
+	return fmt.Errorf("%w: %s = %s, want a ratio <= 1 (0 for the default, negative to disable)",
+		ErrInvalidThreshold, field, strconv.FormatFloat(value, 'g', -1, 64))
 }
-
-// Error describes the threshold and its value.
-func (e *InvalidThresholdError) Error() string {
-	return "gap: invalid threshold: " + e.Field + " = " +
-		strconv.FormatFloat(e.Value, 'g', -1, 64) +
-		", want a ratio <= 1 (0 for the default, negative to disable)"
-}
-
-// Is reports whether target is [ErrInvalidThreshold].
-func (e *InvalidThresholdError) Is(target error) bool { return target == ErrInvalidThreshold }
 
 // inUnit reports whether v is a ratio in [0, 1]; it is false for NaN.
 func inUnit(v float64) bool { return v >= 0 && v <= 1 }

@@ -80,9 +80,7 @@ func ExampleQuality() {
 	for _, g := range gaps {
 		fmt.Printf("%s %.2f fixable=%t %s\n", g.Kind, g.Severity, g.Fixable, g.Detail)
 	}
-	fmt.Printf("fixable %.2f, mean severity %.2f\n", gap.FixableRatio(gaps), gap.MeanSeverity(gaps))
 	// Output:
 	// validation_failure 0.70 fixable=true $.analysis.security: Required field 'security' is missing
 	// low_confidence 0.38 fixable=true Confidence 62% below threshold 75%
-	// fixable 1.00, mean severity 0.54
 }

@@ -293,11 +293,12 @@ func (a *Assessment) UnresolvedConflicts() int {
 	return n
 }
 
-// ConflictSimilarity is the similarity below which two conclusions conflict.
-const ConflictSimilarity = 0.70
+// conflictSimilarity is the similarity below which two conclusions conflict
+// (see [Conflict.Similarity]).
+const conflictSimilarity = 0.70
 
 func isConflicting(c Conflict) bool {
-	return !c.Resolved && (c.Similarity == 0 || c.Similarity < ConflictSimilarity)
+	return !c.Resolved && (c.Similarity == 0 || c.Similarity < conflictSimilarity)
 }
 
 // CriticalQuestions returns how many critical questions there are and how many
@@ -321,13 +322,13 @@ func (a *Assessment) CriticalQuestions() (answered, total int) {
 // unknown name.
 func (a *Assessment) Metric(name string) (v float64, ok bool) {
 	switch name {
-	case MetricCoverage:
+	case metricCoverage:
 		return a.CoverageRatio(), true
-	case MetricConfidence:
+	case metricConfidence:
 		return a.AverageConfidence(), true
-	case MetricScore:
+	case metricScore:
 		return a.Score, true
-	case MetricConflicts:
+	case metricConflicts:
 		return float64(a.UnresolvedConflicts()), true
 	}
 	v, ok = a.Scores[name]
@@ -336,8 +337,8 @@ func (a *Assessment) Metric(name string) (v float64, ok bool) {
 
 // Names of the built-in metrics of [Assessment.Metric].
 const (
-	MetricCoverage   = "coverage"
-	MetricConfidence = "confidence"
-	MetricScore      = "score"
-	MetricConflicts  = "conflicts"
+	metricCoverage   = "coverage"
+	metricConfidence = "confidence"
+	metricScore      = "score"
+	metricConflicts  = "conflicts"
 )

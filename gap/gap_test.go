@@ -57,8 +57,8 @@ func TestAssessmentMetrics(t *testing.T) {
 	get := func(name string) float64 { v, _ := a.Metric(name); return v }
 	_, unknownOK := a.Metric("nope")
 	got := metrics{
-		Coverage: get(MetricCoverage), Confidence: get(MetricConfidence), Score: get(MetricScore),
-		Conflicts: get(MetricConflicts), Lint: get("lint"),
+		Coverage: get(metricCoverage), Confidence: get(metricConfidence), Score: get(metricScore),
+		Conflicts: get(metricConflicts), Lint: get("lint"),
 		Unresolved: a.UnresolvedConflicts(), Answered: answered, Total: total, UnknownOK: unknownOK,
 	}
 	want := metrics{

@@ -250,29 +250,3 @@ func TestSelectNoAllocs(t *testing.T) {
 		t.Errorf("Select allocs = %v, want 0", allocs)
 	}
 }
-
-func TestStats(t *testing.T) {
-	tests := []struct {
-		name         string
-		gaps         []Gap
-		wantFixable  float64
-		wantSeverity float64
-	}{
-		{"seed001/empty_fixable_1_severity_0", nil, 1, 0},
-		{"seed001/fixability_ratio_and_average_severity", []Gap{
-			{Fixable: true, Severity: 1},
-			{Fixable: false, Severity: 0.7},
-			{Fixable: true, Severity: 0.4},
-			{Fixable: true, Severity: 0.5},
-		}, 0.75, 0.65},
-		{"none_fixable", []Gap{{Severity: 0.2}}, 0, 0.2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := []float64{FixableRatio(tt.gaps), MeanSeverity(tt.gaps)}
-			if diff := cmp.Diff([]float64{tt.wantFixable, tt.wantSeverity}, got, approx); diff != "" {
-				t.Errorf("(FixableRatio, MeanSeverity) (-want +got):\n%s", diff)
-			}
-		})
-	}
-}

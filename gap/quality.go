@@ -8,17 +8,17 @@ import (
 	"unicode/utf8"
 )
 
-// Sources of the gaps found by [Quality].
+// Sources of the gaps found by [Quality], listed in its doc.
 const (
-	SourceValidator     = "output-validator"
-	SourceConfidence    = "confidence-scorer"
-	SourceHallucination = "hallucination-detector"
-	SourceUser          = "user"
-	SourceRequirement   = "requirement-checker"
-	SourceCompleteness  = "completeness-checker"
-	SourceQuality       = "quality-scorer"
-	SourceTests         = "test-runner"
-	SourceReviewer      = "reviewer"
+	sourceValidator     = "output-validator"
+	sourceConfidence    = "confidence-scorer"
+	sourceHallucination = "hallucination-detector"
+	sourceUser          = "user"
+	sourceRequirement   = "requirement-checker"
+	sourceCompleteness  = "completeness-checker"
+	sourceQuality       = "quality-scorer"
+	sourceTests         = "test-runner"
+	sourceReviewer      = "reviewer"
 )
 
 // MaxFeedbackLength is the length in bytes to which [Quality] truncates raw
@@ -75,13 +75,19 @@ const MaxFeedbackLength = 500
 //     with no issue one gap with Target "review", Detail "review rejected".
 //     Approve and pending reviews have no gaps.
 //
-// Each gap's Source is the check that detected it (SourceValidator, ...).
+// Each gap's Source names the check that detected it: "output-validator"
+// (ValidationFailure), "confidence-scorer" (LowConfidence),
+// "hallucination-detector" (Hallucination), "user" (ExplicitFeedback,
+// UserRejection), "requirement-checker" (RequirementUnmet),
+// "completeness-checker" (IncompleteOutput), "quality-scorer"
+// (QualityThreshold), "test-runner" (TestFailure) and "reviewer"
+// (ReviewRejected).
 // No gap has a Priority (see [Prioritize]). Unset signals are not checked,
 // so an assessment without signals has no gaps.
 //
 // Analyze returns an [*InvalidAssessmentError] when Signals.Confidence,
 // Signals.Completeness or Signals.Quality is NaN or outside [0, 1], and an
-// [*InvalidThresholdError] for invalid thresholds. It does not consult ctx.
+// error matching [ErrInvalidThreshold] for invalid thresholds. It does not consult ctx.
 //
 // Quality is safe for concurrent use.
 type Quality struct{}
@@ -164,7 +170,7 @@ func (p *qualityPlan) fill(dst []Gap, a *Assessment) []Gap {
 			Fixable:  e.Code != CodeTypeMismatch && e.Code != CodeSchemaViolation,
 			Target:   e.Path,
 			Detail:   e.Message,
-			Source:   SourceValidator,
+			Source:   sourceValidator,
 		}
 		if e.Critical {
 			g.Severity = 1
@@ -181,9 +187,9 @@ func (p *qualityPlan) fill(dst []Gap, a *Assessment) []Gap {
 			Kind:     LowConfidence,
 			Severity: 1 - c,
 			Fixable:  true,
-			Target:   MetricConfidence,
+			Target:   metricConfidence,
 			Detail:   percentDetail("Confidence ", c, "% below threshold ", t.MinSignalConfidence, "%"),
-			Source:   SourceConfidence,
+			Source:   sourceConfidence,
 		})
 	}
 
@@ -198,7 +204,7 @@ func (p *qualityPlan) fill(dst []Gap, a *Assessment) []Gap {
 			Fixable:  true,
 			Target:   h.Claim,
 			Detail:   h.Type + ": " + h.Claim,
-			Source:   SourceHallucination,
+			Source:   sourceHallucination,
 		}
 		if h.Severity == HallucinationConfirmed {
 			g.Severity = 1
@@ -213,7 +219,7 @@ func (p *qualityPlan) fill(dst []Gap, a *Assessment) []Gap {
 			Fixable:  true,
 			Target:   "feedback",
 			Detail:   s.Feedback.Message,
-			Source:   SourceUser,
+			Source:   sourceUser,
 		})
 	}
 
@@ -228,7 +234,7 @@ func (p *qualityPlan) fill(dst []Gap, a *Assessment) []Gap {
 			Fixable:  r.Fixable,
 			Target:   r.Description,
 			Detail:   "Requirement not met: " + r.Description,
-			Source:   SourceRequirement,
+			Source:   sourceRequirement,
 		}
 		if r.Required {
 			g.Severity = 0.9
@@ -244,7 +250,7 @@ func (p *qualityPlan) fill(dst []Gap, a *Assessment) []Gap {
 			Fixable:  true,
 			Target:   "completeness",
 			Detail:   percentDetail("Output ", c, "% complete, minimum ", t.MinCompleteness, "%"),
-			Source:   SourceCompleteness,
+			Source:   sourceCompleteness,
 		})
 	}
 
@@ -256,7 +262,7 @@ func (p *qualityPlan) fill(dst []Gap, a *Assessment) []Gap {
 			Fixable:  true,
 			Target:   "quality",
 			Detail:   percentDetail("Quality ", v, "% below threshold ", t.MinQuality, "%"),
-			Source:   SourceQuality,
+			Source:   sourceQuality,
 		})
 	}
 
@@ -267,7 +273,7 @@ func (p *qualityPlan) fill(dst []Gap, a *Assessment) []Gap {
 			Fixable:  true,
 			Target:   "rejection",
 			Detail:   s.Rejected,
-			Source:   SourceUser,
+			Source:   sourceUser,
 		})
 	}
 
@@ -280,7 +286,7 @@ func (p *qualityPlan) fill(dst []Gap, a *Assessment) []Gap {
 				Fixable:  true,
 				Target:   f.Name,
 				Detail:   testDetail(f),
-				Source:   SourceTests,
+				Source:   sourceTests,
 			})
 		}
 		if len(s.Tests.Failures) == 0 {
@@ -294,7 +300,7 @@ func (p *qualityPlan) fill(dst []Gap, a *Assessment) []Gap {
 				Fixable:  true,
 				Target:   "tests",
 				Detail:   detail,
-				Source:   SourceTests,
+				Source:   sourceTests,
 			})
 		}
 	}
@@ -307,7 +313,7 @@ func (p *qualityPlan) fill(dst []Gap, a *Assessment) []Gap {
 				Fixable:  true,
 				Target:   issue,
 				Detail:   issue,
-				Source:   SourceReviewer,
+				Source:   sourceReviewer,
 			})
 		}
 		if len(s.Review.Issues) == 0 {
@@ -317,7 +323,7 @@ func (p *qualityPlan) fill(dst []Gap, a *Assessment) []Gap {
 				Fixable:  true,
 				Target:   "review",
 				Detail:   "review rejected",
-				Source:   SourceReviewer,
+				Source:   sourceReviewer,
 			})
 		}
 	}

@@ -24,7 +24,7 @@ func TestQuality(t *testing.T) {
 			}},
 			want: []Gap{{
 				Kind: ValidationFailure, Severity: 1, Fixable: true, Target: "$.analysis.security",
-				Detail: "$.analysis.security: Required field 'security' is missing", Source: SourceValidator,
+				Detail: "$.analysis.security: Required field 'security' is missing", Source: sourceValidator,
 			}},
 		},
 		{
@@ -32,7 +32,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Validation: []ValidationError{{Path: "$.a", Message: "too short", Code: "MIN_LENGTH"}}},
 			want: []Gap{{
 				Kind: ValidationFailure, Severity: 0.7, Fixable: true, Target: "$.a",
-				Detail: "$.a: too short", Source: SourceValidator,
+				Detail: "$.a: too short", Source: sourceValidator,
 			}},
 		},
 		{
@@ -40,7 +40,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Validation: []ValidationError{{Path: "$.n", Message: "want number", Code: CodeTypeMismatch}}},
 			want: []Gap{{
 				Kind: ValidationFailure, Severity: 0.7, Fixable: false, Target: "$.n",
-				Detail: "$.n: want number", Source: SourceValidator,
+				Detail: "$.n: want number", Source: sourceValidator,
 			}},
 		},
 		{
@@ -48,7 +48,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Validation: []ValidationError{{Message: "bad schema", Code: CodeSchemaViolation, Critical: true}}},
 			want: []Gap{{
 				Kind: ValidationFailure, Severity: 1, Fixable: false,
-				Detail: "bad schema", Source: SourceValidator,
+				Detail: "bad schema", Source: sourceValidator,
 			}},
 		},
 		{
@@ -57,7 +57,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Confidence: Float(0.62)},
 			want: []Gap{{
 				Kind: LowConfidence, Severity: 0.38, Fixable: true, Target: "confidence",
-				Detail: "Confidence 62% below threshold 75%", Source: SourceConfidence,
+				Detail: "Confidence 62% below threshold 75%", Source: sourceConfidence,
 			}},
 		},
 		{
@@ -66,7 +66,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Confidence: Float(0.85)},
 			want: []Gap{{
 				Kind: LowConfidence, Severity: 0.15, Fixable: true, Target: "confidence",
-				Detail: "Confidence 85% below threshold 90%", Source: SourceConfidence,
+				Detail: "Confidence 85% below threshold 90%", Source: sourceConfidence,
 			}},
 		},
 		{
@@ -74,7 +74,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Confidence: Float(0.625)},
 			want: []Gap{{
 				Kind: LowConfidence, Severity: 0.375, Fixable: true, Target: "confidence",
-				Detail: "Confidence 63% below threshold 80%", Source: SourceConfidence,
+				Detail: "Confidence 63% below threshold 80%", Source: sourceConfidence,
 			}},
 		},
 		{
@@ -98,11 +98,11 @@ func TestQuality(t *testing.T) {
 			want: []Gap{
 				{
 					Kind: Hallucination, Severity: 1, Fixable: true, Target: "jwt.magic()",
-					Detail: "fabricated_api: jwt.magic()", Source: SourceHallucination,
+					Detail: "fabricated_api: jwt.magic()", Source: sourceHallucination,
 				},
 				{
 					Kind: Hallucination, Severity: 0.7, Fixable: true, Target: "42 users",
-					Detail: "number: 42 users", Source: SourceHallucination,
+					Detail: "number: 42 users", Source: sourceHallucination,
 				},
 			},
 		},
@@ -111,7 +111,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Feedback: &Feedback{Negative: true, Message: "too vague"}},
 			want: []Gap{{
 				Kind: ExplicitFeedback, Severity: 0.9, Fixable: true, Target: "feedback",
-				Detail: "too vague", Source: SourceUser,
+				Detail: "too vague", Source: sourceUser,
 			}},
 		},
 		{
@@ -129,11 +129,11 @@ func TestQuality(t *testing.T) {
 			want: []Gap{
 				{
 					Kind: RequirementUnmet, Severity: 0.9, Fixable: true, Target: "Must include performance analysis",
-					Detail: "Requirement not met: Must include performance analysis", Source: SourceRequirement,
+					Detail: "Requirement not met: Must include performance analysis", Source: sourceRequirement,
 				},
 				{
 					Kind: RequirementUnmet, Severity: 0.5, Fixable: false, Target: "Nice diagrams",
-					Detail: "Requirement not met: Nice diagrams", Source: SourceRequirement,
+					Detail: "Requirement not met: Nice diagrams", Source: sourceRequirement,
 				},
 			},
 		},
@@ -142,7 +142,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Completeness: Float(0.6)},
 			want: []Gap{{
 				Kind: IncompleteOutput, Severity: 0.4, Fixable: true, Target: "completeness",
-				Detail: "Output 60% complete, minimum 90%", Source: SourceCompleteness,
+				Detail: "Output 60% complete, minimum 90%", Source: sourceCompleteness,
 			}},
 		},
 		{
@@ -155,7 +155,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Quality: Float(0.55)},
 			want: []Gap{{
 				Kind: QualityThreshold, Severity: 0.45, Fixable: true, Target: "quality",
-				Detail: "Quality 55% below threshold 70%", Source: SourceQuality,
+				Detail: "Quality 55% below threshold 70%", Source: sourceQuality,
 			}},
 		},
 		{
@@ -169,7 +169,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Rejected: "wrong language"},
 			want: []Gap{{
 				Kind: UserRejection, Severity: 1, Fixable: true, Target: "rejection",
-				Detail: "wrong language", Source: SourceUser,
+				Detail: "wrong language", Source: sourceUser,
 			}},
 		},
 		{
@@ -182,15 +182,15 @@ func TestQuality(t *testing.T) {
 			want: []Gap{
 				{
 					Kind: TestFailure, Severity: 0.9, Fixable: true, Target: "login.test.ts",
-					Detail: "Expected: token to contain userId, Received: undefined", Source: SourceTests,
+					Detail: "Expected: token to contain userId, Received: undefined", Source: sourceTests,
 				},
 				{
 					Kind: TestFailure, Severity: 0.9, Fixable: true, Target: "logout.test.ts",
-					Detail: "timeout", Source: SourceTests,
+					Detail: "timeout", Source: sourceTests,
 				},
 				{
 					Kind: TestFailure, Severity: 0.9, Fixable: true, Target: "refresh.test.ts",
-					Detail: "assertion: Expected: 1, Received: 2", Source: SourceTests,
+					Detail: "assertion: Expected: 1, Received: 2", Source: sourceTests,
 				},
 			},
 		},
@@ -199,7 +199,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Tests: &TestResult{Output: "FAIL src/auth/login.test.ts"}},
 			want: []Gap{{
 				Kind: TestFailure, Severity: 0.9, Fixable: true, Target: "tests",
-				Detail: "FAIL src/auth/login.test.ts", Source: SourceTests,
+				Detail: "FAIL src/auth/login.test.ts", Source: sourceTests,
 			}},
 		},
 		{
@@ -207,7 +207,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Tests: &TestResult{Output: long}},
 			want: []Gap{{
 				Kind: TestFailure, Severity: 0.9, Fixable: true, Target: "tests",
-				Detail: long[:MaxFeedbackLength-1], Source: SourceTests,
+				Detail: long[:MaxFeedbackLength-1], Source: sourceTests,
 			}},
 		},
 		{
@@ -215,7 +215,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Tests: &TestResult{}},
 			want: []Gap{{
 				Kind: TestFailure, Severity: 0.9, Fixable: true, Target: "tests",
-				Detail: "tests failed", Source: SourceTests,
+				Detail: "tests failed", Source: sourceTests,
 			}},
 		},
 		{
@@ -229,11 +229,11 @@ func TestQuality(t *testing.T) {
 			want: []Gap{
 				{
 					Kind: ReviewRejected, Severity: 0.7, Fixable: true, Target: "missing error handling",
-					Detail: "missing error handling", Source: SourceReviewer,
+					Detail: "missing error handling", Source: sourceReviewer,
 				},
 				{
 					Kind: ReviewRejected, Severity: 0.7, Fixable: true, Target: "no tests",
-					Detail: "no tests", Source: SourceReviewer,
+					Detail: "no tests", Source: sourceReviewer,
 				},
 			},
 		},
@@ -242,7 +242,7 @@ func TestQuality(t *testing.T) {
 			s:    Signals{Review: &Review{Status: ReviewReject}},
 			want: []Gap{{
 				Kind: ReviewRejected, Severity: 0.7, Fixable: true, Target: "review",
-				Detail: "review rejected", Source: SourceReviewer,
+				Detail: "review rejected", Source: sourceReviewer,
 			}},
 		},
 		{

@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// SourceResearch is the Source of every gap found by [Research].
-const SourceResearch = "research"
+// sourceResearch is the Source of every gap found by [Research].
+const sourceResearch = "research"
 
 // Severities of the research gaps that have no measured shortfall.
 const (
@@ -42,7 +42,7 @@ const (
 //     threshold (or there are no findings) a single [Confidence] gap with
 //     Target "confidence" reports the average.
 //   - [ConflictingFindings]: one gap per conflict that is unresolved and
-//     whose similarity is unmeasured or below [ConflictSimilarity]. Target
+//     whose similarity is unmeasured or below 0.70. Target
 //     the conflict ID, Detail `A says "X" vs B says "Y"`, Severity
 //     1-Similarity (1 when unmeasured).
 //   - [MissingContext]: one gap per non-empty Context item, Target the item,
@@ -52,7 +52,7 @@ const (
 //     answered"). Target the question, Relevance the question's, Severity 0.9
 //     (0.6 when partial).
 //
-// Every gap is Fixable, has Source [SourceResearch] and no Priority (see
+// Every gap is Fixable, has Source "research" and no Priority (see
 // [Prioritize]). Signals are ignored (see [Quality]). An assessment that
 // measured nothing has no gaps.
 //
@@ -60,7 +60,7 @@ const (
 // of range: Coverage, Confidence, a finding's Confidence or Relevance, a
 // conflict's Similarity or a question's Relevance that is NaN or outside
 // [0, 1], or a negative FilesAnalyzed or EstimatedFiles. It returns an
-// [*InvalidThresholdError] for invalid thresholds. It does not consult ctx.
+// error matching [ErrInvalidThreshold] for invalid thresholds. It does not consult ctx.
 //
 // Research is safe for concurrent use.
 type Research struct{}
@@ -144,9 +144,9 @@ func (p *researchPlan) fill(dst []Gap, a *Assessment) []Gap {
 			Kind:     Coverage,
 			Severity: shortfall(coverage, t.MinCoverage),
 			Fixable:  true,
-			Target:   MetricCoverage,
+			Target:   metricCoverage,
 			Detail:   coverageDetail(a, coverage, t.MinCoverage),
-			Source:   SourceResearch,
+			Source:   sourceResearch,
 			Focus:    a.Missing[:len(a.Missing):len(a.Missing)],
 		})
 	}
@@ -164,7 +164,7 @@ func (p *researchPlan) fill(dst []Gap, a *Assessment) []Gap {
 				Fixable:   true,
 				Target:    f.ID,
 				Detail:    confidenceDetail("confidence ", f.Confidence, t.MinConfidence, reason, f.Description),
-				Source:    SourceResearch,
+				Source:    sourceResearch,
 				Relevance: f.Relevance,
 			})
 		}
@@ -173,9 +173,9 @@ func (p *researchPlan) fill(dst []Gap, a *Assessment) []Gap {
 				Kind:     Confidence,
 				Severity: shortfall(avg, t.MinConfidence),
 				Fixable:  true,
-				Target:   MetricConfidence,
+				Target:   metricConfidence,
 				Detail:   confidenceDetail("average confidence ", avg, t.MinConfidence, "", ""),
-				Source:   SourceResearch,
+				Source:   sourceResearch,
 			})
 		}
 	}
@@ -191,7 +191,7 @@ func (p *researchPlan) fill(dst []Gap, a *Assessment) []Gap {
 			Fixable:  true,
 			Target:   c.ID,
 			Detail:   conflictDetail(c),
-			Source:   SourceResearch,
+			Source:   sourceResearch,
 		})
 	}
 
@@ -205,7 +205,7 @@ func (p *researchPlan) fill(dst []Gap, a *Assessment) []Gap {
 			Fixable:  true,
 			Target:   c,
 			Detail:   "unclear: " + c,
-			Source:   SourceResearch,
+			Source:   sourceResearch,
 		})
 	}
 
@@ -220,7 +220,7 @@ func (p *researchPlan) fill(dst []Gap, a *Assessment) []Gap {
 			Fixable:   true,
 			Target:    q.Text,
 			Detail:    "unanswered",
-			Source:    SourceResearch,
+			Source:    sourceResearch,
 			Relevance: q.Relevance,
 		}
 		if q.Partial {

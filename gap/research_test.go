@@ -35,7 +35,7 @@ func TestResearch(t *testing.T) {
 			want: []Gap{{
 				Kind: Coverage, Severity: (0.70 - 0.60) / 0.70, Fixable: true,
 				Target: "coverage", Detail: "coverage 0.60 below 0.70 (15 of 25 files)",
-				Source: SourceResearch, Focus: []string{"JwtService.cs", "AuthMiddleware.cs"},
+				Source: sourceResearch, Focus: []string{"JwtService.cs", "AuthMiddleware.cs"},
 			}},
 		},
 		{
@@ -53,7 +53,7 @@ func TestResearch(t *testing.T) {
 			a:    Assessment{Coverage: 0.35},
 			want: []Gap{{
 				Kind: Coverage, Severity: 0.5, Fixable: true,
-				Target: "coverage", Detail: "coverage 0.35 below 0.70", Source: SourceResearch,
+				Target: "coverage", Detail: "coverage 0.35 below 0.70", Source: sourceResearch,
 			}},
 		},
 		{
@@ -61,7 +61,7 @@ func TestResearch(t *testing.T) {
 			a:    Assessment{EstimatedFiles: 25},
 			want: []Gap{{
 				Kind: Coverage, Severity: 1, Fixable: true,
-				Target: "coverage", Detail: "coverage 0.00 below 0.70 (0 of 25 files)", Source: SourceResearch,
+				Target: "coverage", Detail: "coverage 0.00 below 0.70 (0 of 25 files)", Source: sourceResearch,
 			}},
 		},
 		{
@@ -75,7 +75,7 @@ func TestResearch(t *testing.T) {
 			a:    Assessment{Coverage: 0.45},
 			want: []Gap{{
 				Kind: Coverage, Severity: 0.5, Fixable: true,
-				Target: "coverage", Detail: "coverage 0.45 below 0.90", Source: SourceResearch,
+				Target: "coverage", Detail: "coverage 0.45 below 0.90", Source: sourceResearch,
 			}},
 		},
 		{
@@ -101,7 +101,7 @@ func TestResearch(t *testing.T) {
 			want: []Gap{{
 				Kind: Evidence, Severity: (0.8 - 0.6) / 0.8, Fixable: true, Target: "f1",
 				Detail: "confidence 0.60 below 0.80 (missing evidence): Uses caching",
-				Source: SourceResearch, Relevance: 0.4,
+				Source: sourceResearch, Relevance: 0.4,
 			}},
 		},
 		{
@@ -111,7 +111,7 @@ func TestResearch(t *testing.T) {
 			}},
 			want: []Gap{{
 				Kind: Evidence, Severity: (0.8 - 0.6) / 0.8, Fixable: true, Target: "f1",
-				Detail: "confidence 0.60 below 0.80 (missing evidence): d", Source: SourceResearch,
+				Detail: "confidence 0.60 below 0.80 (missing evidence): d", Source: sourceResearch,
 			}},
 		},
 		{
@@ -121,7 +121,7 @@ func TestResearch(t *testing.T) {
 			}},
 			want: []Gap{{
 				Kind: Pattern, Severity: (0.8 - 0.5) / 0.8, Fixable: true, Target: "p1",
-				Detail: "confidence 0.50 below 0.80 (unclear pattern): Repository pattern", Source: SourceResearch,
+				Detail: "confidence 0.50 below 0.80 (unclear pattern): Repository pattern", Source: sourceResearch,
 			}},
 		},
 		{
@@ -133,11 +133,11 @@ func TestResearch(t *testing.T) {
 			want: []Gap{
 				{
 					Kind: Security, Severity: 0.5, Fixable: true, Target: "s1",
-					Detail: "confidence 0.40 below 0.80 (security uncertainty): Token check", Source: SourceResearch,
+					Detail: "confidence 0.40 below 0.80 (security uncertainty): Token check", Source: sourceResearch,
 				},
 				{
 					Kind: Performance, Severity: 0.5, Fixable: true, Target: "p1",
-					Detail: "confidence 0.40 below 0.80 (performance uncertainty): Hot loop", Source: SourceResearch,
+					Detail: "confidence 0.40 below 0.80 (performance uncertainty): Hot loop", Source: sourceResearch,
 				},
 			},
 		},
@@ -148,7 +148,7 @@ func TestResearch(t *testing.T) {
 			}},
 			want: []Gap{{
 				Kind: Confidence, Severity: (0.8 - 0.55) / 0.8, Fixable: true, Target: "f1",
-				Detail: "confidence 0.55 below 0.80 (needs verification): d", Source: SourceResearch,
+				Detail: "confidence 0.55 below 0.80 (needs verification): d", Source: sourceResearch,
 			}},
 		},
 		{
@@ -156,7 +156,7 @@ func TestResearch(t *testing.T) {
 			a:    Assessment{Confidence: 0.6},
 			want: []Gap{{
 				Kind: Confidence, Severity: (0.8 - 0.6) / 0.8, Fixable: true, Target: "confidence",
-				Detail: "average confidence 0.60 below 0.80", Source: SourceResearch,
+				Detail: "average confidence 0.60 below 0.80", Source: sourceResearch,
 			}},
 		},
 		{
@@ -179,11 +179,11 @@ func TestResearch(t *testing.T) {
 				{
 					Kind: ConflictingFindings, Severity: 1, Fixable: true, Target: "c1",
 					Detail: `ExploreAgent says "Uses SQL Server" vs PatternAgent says "Uses PostgreSQL"`,
-					Source: SourceResearch,
+					Source: sourceResearch,
 				},
 				{
 					Kind: ConflictingFindings, Severity: 0.5, Fixable: true, Target: "c2",
-					Detail: `unknown says "x" vs B says "y"`, Source: SourceResearch,
+					Detail: `unknown says "x" vs B says "y"`, Source: sourceResearch,
 				},
 			},
 		},
@@ -202,11 +202,11 @@ func TestResearch(t *testing.T) {
 			want: []Gap{
 				{
 					Kind: MissingContext, Severity: 0.6, Fixable: true, Target: "token validation flow",
-					Detail: "unclear: token validation flow", Source: SourceResearch,
+					Detail: "unclear: token validation flow", Source: sourceResearch,
 				},
 				{
 					Kind: MissingContext, Severity: 0.6, Fixable: true, Target: "refresh mechanism",
-					Detail: "unclear: refresh mechanism", Source: SourceResearch,
+					Detail: "unclear: refresh mechanism", Source: sourceResearch,
 				},
 			},
 		},
@@ -222,12 +222,12 @@ func TestResearch(t *testing.T) {
 				{
 					Kind: UnansweredQuestion, Severity: 0.9, Fixable: true,
 					Target: "Is it possible to add OAuth providers?", Detail: "unanswered",
-					Source: SourceResearch, Relevance: 0.9,
+					Source: sourceResearch, Relevance: 0.9,
 				},
 				{
 					Kind: UnansweredQuestion, Severity: 0.6, Fixable: true,
 					Target: "What handles session management?", Detail: "partially answered",
-					Source: SourceResearch,
+					Source: sourceResearch,
 				},
 			},
 		},
@@ -357,7 +357,7 @@ func TestInvalidAssessmentErrorMessage(t *testing.T) {
 	}{
 		{&InvalidAssessmentError{Field: "Coverage", Value: 1.5}, "gap: invalid assessment: Coverage = 1.5, want a ratio in [0, 1]"},
 		{&InvalidAssessmentError{Field: "FilesAnalyzed", Value: -1}, "gap: invalid assessment: FilesAnalyzed = -1, want a count >= 0"},
-		{&InvalidThresholdError{Field: "MinQuality", Value: 2}, "gap: invalid threshold: MinQuality = 2, want a ratio <= 1 (0 for the default, negative to disable)"},
+		{invalidThreshold("MinQuality", 2), "gap: invalid threshold: MinQuality = 2, want a ratio <= 1 (0 for the default, negative to disable)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

@@ -1,17 +1,16 @@
 package gap
 
-// Default thresholds. The research thresholds come from the iteration rules
-// of research refinement (coverage 0.70, confidence 0.80, at most 2
-// unresolved conflicts, early exit at coverage 0.85 and confidence 0.90);
-// the others from output quality detection.
+// The default thresholds, documented on [Thresholds]. The research
+// thresholds come from the iteration rules of research refinement; the
+// others from output quality detection.
 const (
-	DefaultMinCoverage     = 0.70
-	DefaultMinConfidence   = 0.80
-	DefaultMaxConflicts    = 2
-	DefaultEarlyCoverage   = 0.85
-	DefaultEarlyConfidence = 0.90
-	DefaultMinCompleteness = 0.90
-	DefaultMinQuality      = 0.70
+	defaultMinCoverage     = 0.70
+	defaultMinConfidence   = 0.80
+	defaultMaxConflicts    = 2
+	defaultEarlyCoverage   = 0.85
+	defaultEarlyConfidence = 0.90
+	defaultMinCompleteness = 0.90
+	defaultMinQuality      = 0.70
 )
 
 // Thresholds are the one declaration of the levels a loop is judged by. The
@@ -19,6 +18,12 @@ const (
 // convergence policies of package converge decide by the same values (the
 // engine hands both the thresholds it was configured with), so whatever
 // keeps a loop from converging is a gap its strategy can target.
+//
+// The defaults: MinCoverage 0.70, MinConfidence 0.80, MaxConflicts 2,
+// EarlyCoverage 0.85, EarlyConfidence 0.90 (the iteration rules of research
+// refinement), MinCompleteness 0.90, MinQuality 0.70 and MinSignalConfidence
+// the value of MinConfidence (output quality detection).
+// [Thresholds.Effective] returns them.
 //
 // A zero field selects its default; a negative field disables its check
 // (no gap, and the convergence criterion requires nothing; a negative
@@ -57,25 +62,25 @@ type Thresholds struct {
 	MinSignalConfidence float64 `json:"min_signal_confidence,omitempty"`
 }
 
-// Validate returns an [*InvalidThresholdError] for the first field that is
-// NaN or greater than 1, or nil.
+// Validate returns an error matching [ErrInvalidThreshold], naming the
+// first field that is NaN or greater than 1, or nil.
 func (t Thresholds) Validate() error {
 	// !(v <= 1) is true for NaN and for values above 1.
 	switch {
 	case !(t.MinCoverage <= 1):
-		return &InvalidThresholdError{Field: "MinCoverage", Value: t.MinCoverage}
+		return invalidThreshold("MinCoverage", t.MinCoverage)
 	case !(t.MinConfidence <= 1):
-		return &InvalidThresholdError{Field: "MinConfidence", Value: t.MinConfidence}
+		return invalidThreshold("MinConfidence", t.MinConfidence)
 	case !(t.MinCompleteness <= 1):
-		return &InvalidThresholdError{Field: "MinCompleteness", Value: t.MinCompleteness}
+		return invalidThreshold("MinCompleteness", t.MinCompleteness)
 	case !(t.MinQuality <= 1):
-		return &InvalidThresholdError{Field: "MinQuality", Value: t.MinQuality}
+		return invalidThreshold("MinQuality", t.MinQuality)
 	case !(t.MinSignalConfidence <= 1):
-		return &InvalidThresholdError{Field: "MinSignalConfidence", Value: t.MinSignalConfidence}
+		return invalidThreshold("MinSignalConfidence", t.MinSignalConfidence)
 	case !(t.EarlyCoverage <= 1):
-		return &InvalidThresholdError{Field: "EarlyCoverage", Value: t.EarlyCoverage}
+		return invalidThreshold("EarlyCoverage", t.EarlyCoverage)
 	case !(t.EarlyConfidence <= 1):
-		return &InvalidThresholdError{Field: "EarlyConfidence", Value: t.EarlyConfidence}
+		return invalidThreshold("EarlyConfidence", t.EarlyConfidence)
 	}
 	return nil
 }
@@ -88,25 +93,25 @@ func (t Thresholds) Effective() Thresholds { return t.withDefaults() }
 // Negative (disabled) fields are kept.
 func (t Thresholds) withDefaults() Thresholds {
 	if t.MinCoverage == 0 {
-		t.MinCoverage = DefaultMinCoverage
+		t.MinCoverage = defaultMinCoverage
 	}
 	if t.MinConfidence == 0 {
-		t.MinConfidence = DefaultMinConfidence
+		t.MinConfidence = defaultMinConfidence
 	}
 	if t.MinCompleteness == 0 {
-		t.MinCompleteness = DefaultMinCompleteness
+		t.MinCompleteness = defaultMinCompleteness
 	}
 	if t.MinQuality == 0 {
-		t.MinQuality = DefaultMinQuality
+		t.MinQuality = defaultMinQuality
 	}
 	if t.MaxConflicts == 0 {
-		t.MaxConflicts = DefaultMaxConflicts
+		t.MaxConflicts = defaultMaxConflicts
 	}
 	if t.EarlyCoverage == 0 {
-		t.EarlyCoverage = DefaultEarlyCoverage
+		t.EarlyCoverage = defaultEarlyCoverage
 	}
 	if t.EarlyConfidence == 0 {
-		t.EarlyConfidence = DefaultEarlyConfidence
+		t.EarlyConfidence = defaultEarlyConfidence
 	}
 	if t.MinSignalConfidence == 0 {
 		t.MinSignalConfidence = t.MinConfidence
