@@ -211,8 +211,11 @@ type Record struct {
 	// Summary is a one-line account of the state: its most severe gap in
 	// actionable form ("TestLogin: Expected: 123, Received: \"123\"").
 	Summary string `json:"summary,omitempty"`
-	// Duration of the iteration which produced this state.
-	Duration time.Duration `json:"duration,omitempty"`
+	// Duration of the iteration which produced this state, and its Tasks
+	// and how many of them failed.
+	Duration    time.Duration `json:"duration,omitempty"`
+	Tasks       int           `json:"tasks,omitempty"`
+	FailedTasks int           `json:"failed_tasks,omitempty"`
 }
 
 // Metric returns the named metric of the record, as [gap.Assessment.Metric]
@@ -290,11 +293,14 @@ type History struct {
 	base []Record
 }
 
-// Outcome is how one iteration went, as [History.Complete] records it.
+// Outcome is how one iteration went, as [History.Complete] records it: whether
+// it failed, the strategy it followed, how long it took, and its tasks.
 type Outcome struct {
-	Failed   bool          `json:"failed,omitempty"`
-	Action   string        `json:"action,omitempty"`
-	Duration time.Duration `json:"duration,omitempty"`
+	Failed      bool          `json:"failed,omitempty"`
+	Action      string        `json:"action,omitempty"`
+	Duration    time.Duration `json:"duration,omitempty"`
+	Tasks       int           `json:"tasks,omitempty"`
+	FailedTasks int           `json:"failed_tasks,omitempty"`
 }
 
 // Remaining returns how many iterations may still run, or -1 when unlimited.
@@ -406,9 +412,11 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 		Conflicts:  a.UnresolvedConflicts(),
 		Gaps:       len(gaps),
 		Triggers:   triggerDigest(gaps),
-		Failed:     h.Pending.Failed,
-		Action:     h.Pending.Action,
-		Duration:   h.Pending.Duration,
+		Failed:      h.Pending.Failed,
+		Action:      h.Pending.Action,
+		Duration:    h.Pending.Duration,
+		Tasks:       h.Pending.Tasks,
+		FailedTasks: h.Pending.FailedTasks,
 	}
 	if len(a.Scores) > 0 {
 		// The host may reuse its map; the record must not change with it.
@@ -431,6 +439,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 			h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
 		}
 		rec.Failed, rec.Action, rec.Duration = last.Failed, last.Action, last.Duration
+		rec.Tasks, rec.FailedTasks = last.Tasks, last.FailedTasks
 		*last = rec
 		if a.Score > h.BestScore {
 			h.BestScore, h.BestIteration = a.Score, h.Iteration
@@ -492,16 +501,16 @@ func summarize(g *gap.Gap) string {
 	return g.Target + ": " + g.Detail
 }
 
-// Complete records that one more iteration finished, whether it failed, the
-// strategy it followed and how long it took. A successful iteration resets
-// ConsecutiveFailures.
-func (h *History) Complete(failed bool, action string, d time.Duration) {
+// Complete records that one more iteration finished, and how it went; the
+// next [History.Observe] files the outcome in the record of the state it
+// produced. A successful iteration resets ConsecutiveFailures.
+func (h *History) Complete(o Outcome) {
 	h.Iteration++
-	if failed {
+	if o.Failed {
 		h.ConsecutiveFailures++
 		h.Failures++
 	} else {
 		h.ConsecutiveFailures = 0
 	}
-	h.Pending = Outcome{Failed: failed, Action: action, Duration: d}
+	h.Pending = o
 }

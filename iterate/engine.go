@@ -2,7 +2,6 @@ package iterate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -63,18 +62,8 @@ type engine[S any] struct {
 	concluder  Concluder[S]
 }
 
-// snapshot is what the metrics compare between assessments.
-type snapshot struct {
-	Coverage, Confidence float64
-}
-
-// snapshotOf takes the ratios from the assessment's record in the history,
-// which computed them already.
-func snapshotOf(r *converge.Record) snapshot {
-	return snapshot{r.Coverage, r.Confidence}
-}
-
-const metricsWindow = 32
+// durationsWindow bounds the durations of recent iterations a run keeps.
+const durationsWindow = 32
 
 // unlimited is what Budget.Remaining reports for a budget without limits.
 var unlimited = budget.Usage{Iterations: -1, Tokens: -1, Cost: -1, Wall: -1, Calls: -1}
@@ -95,8 +84,6 @@ type run[S any] struct {
 	data       engineData
 	durations  window[time.Duration]
 	generation uint64
-	metrics    window[IterationMetrics]
-	metricsEnc window[json.RawMessage] // metrics, encoded for checkpoints
 	outs       []Outcome[S]
 	// taskBufs alternate between iterations so that the previous plan's
 	// tasks stay intact while the next plan reuses the other buffer.
@@ -118,9 +105,8 @@ func (e *engine[S]) newRun() (*run[S], error) {
 		return nil, &ConfigError{Option: "WithBudget", Reason: "invalid limits", Err: err}
 	}
 	r := &run[S]{e: e, cfg: &e.cfg, log: e.cfg.logger, budget: b, observing: len(e.cfg.observers) > 0,
-		durations: newWindow[time.Duration](metricsWindow), metrics: newWindow[IterationMetrics](metricsWindow),
-		metricsEnc: newWindow[json.RawMessage](metricsWindow),
-		limited:    e.cfg.limits != (budget.Limits{})}
+		durations: newWindow[time.Duration](durationsWindow),
+		limited:   e.cfg.limits != (budget.Limits{})}
 	r.configureHistory()
 	return r, nil
 }
@@ -300,7 +286,6 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 			return r.fail(ctx, "gap analysis failed", err)
 		}
 		r.hist.Observe(a, gaps)
-		r.fillMetrics()
 		if r.observing {
 			r.emit(GapsFound{it: it{n}, Assessment: r.hist.Current, Gaps: gaps})
 		}
@@ -456,7 +441,8 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 	usage.Iterations++
 	usage.Wall += dur
 	r.settle(reservation, usage)
-	r.hist.Complete(failed, string(plan.Action), dur)
+	r.hist.Complete(converge.Outcome{Failed: failed, Action: string(plan.Action), Duration: dur,
+		Tasks: len(outs), FailedTasks: failedTasks})
 	if r.cfg.persist&Journal != 0 {
 		r.journal.forget()
 	}
@@ -491,15 +477,13 @@ type iterationEnd struct {
 	usage                 budget.Usage
 }
 
-// ended counts a completed iteration in the totals and the pending metrics,
-// emits IterationEnded and logs it.
+// ended counts a completed iteration in the totals, emits IterationEnded
+// and logs it.
 func (r *run[S]) ended(e iterationEnd) {
 	r.data.Totals.Iterations++
 	r.data.Totals.Tasks += e.tasks
 	r.data.Totals.FailedTasks += e.failedTasks
 	r.data.Totals.Duration += e.dur
-	r.data.Pending = IterationMetrics{Iteration: e.n, Tasks: e.tasks, FailedTasks: e.failedTasks,
-		Duration: e.dur, Usage: e.usage, Action: e.action, Failed: e.failed}
 
 	if r.observing {
 		r.emit(IterationEnded{it: it{e.n}, Time: e.end, Duration: e.dur, Failed: e.failed, Err: e.err,
@@ -519,26 +503,6 @@ func (r *run[S]) ended(e iterationEnd) {
 
 func (r *run[S]) pushDuration(d time.Duration) {
 	r.durations.push(d)
-}
-
-// fillMetrics completes the pending iteration's metrics with the gains the
-// new assessment shows.
-func (r *run[S]) fillMetrics() {
-	now := snapshotOf(r.hist.Last())
-	if p := &r.data.Pending; p.Iteration > 0 {
-		prev := r.data.Prev
-		p.Coverage, p.Confidence = now.Coverage, now.Confidence
-		p.CoverageGain = now.Coverage - prev.Coverage
-		p.ConfidenceGain = now.Confidence - prev.Confidence
-		r.metrics.push(*p)
-		if r.cfg.checkpointer != nil {
-			if raw, err := json.Marshal(p); err == nil {
-				r.metricsEnc.push(raw)
-			}
-		}
-		r.data.Pending = IterationMetrics{}
-	}
-	r.data.Prev = now
 }
 
 func (r *run[S]) assess(ctx context.Context) (a gap.Assessment, err error) {
@@ -794,8 +758,7 @@ func (r *run[S]) result(status Status, reason string, err error) *Result[S] {
 		History:    r.hist,
 		Err:        err,
 	}
-	res.Metrics.Iterations = append([]IterationMetrics(nil), r.metrics.values()...)
-	res.Metrics.Total = r.data.Totals
+	res.Totals = r.data.Totals
 	return res
 }
 

@@ -296,7 +296,6 @@ func TestInterruptResumeEqualsUninterrupted(t *testing.T) {
 	ignore := cmp.Options{
 		cmpopts.IgnoreFields(converge.Record{}, "Duration"),
 		cmpopts.IgnoreFields(converge.Outcome{}, "Duration"),
-		cmpopts.IgnoreFields(iterate.IterationMetrics{}, "Duration", "Usage"),
 		cmpopts.IgnoreFields(iterate.Totals{}, "Duration"),
 		cmpopts.IgnoreFields(budget.Usage{}, "Wall"),
 		cmpopts.IgnoreUnexported(converge.History{}),

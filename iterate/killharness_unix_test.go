@@ -14,7 +14,7 @@ package iterate_test
 // What must be equal, and why:
 //
 //   - The final state, status, reason, iteration count and the counters
-//     (Metrics.Total: iterations, tasks, failed tasks) equal those of an
+//     (Result.Totals: iterations, tasks, failed tasks) equal those of an
 //     uninterrupted run, always: a resume continues from the last saved
 //     iteration and runs the iteration in flight again.
 //   - The usage on the books (Result.Usage: tokens, calls, iterations; not
@@ -250,8 +250,8 @@ func killSummarize(res *iterate.Result[killState]) killSummary {
 	u := res.Usage
 	u.Wall = 0
 	return killSummary{State: res.State, Status: res.Status, Reason: res.Reason, Iterations: res.Iterations,
-		Usage: u, Tasks: res.Metrics.Total.Tasks, Failed: res.Metrics.Total.FailedTasks,
-		TotalsIterations: res.Metrics.Total.Iterations}
+		Usage: u, Tasks: res.Totals.Tasks, Failed: res.Totals.FailedTasks,
+		TotalsIterations: res.Totals.Iterations}
 }
 
 // killSaved is what the harness reads in a checkpoint: the state, the

@@ -39,15 +39,7 @@ type engineData struct {
 	Escalation      *Escalation       `json:"escalation,omitempty"`
 	Unresolved      []gap.Gap         `json:"unresolved,omitempty"`
 	Totals          Totals            `json:"totals"`
-	Prev            snapshot          `json:"prev"`
-	// Pending is the last iteration's metrics until the next assessment
-	// fills in its gains (Iteration 0: none).
-	Pending  IterationMetrics  `json:"pending,omitzero"`
-	Decision converge.Decision `json:"decision"`
-	// Metrics is the window of recent iterations' metrics, so that a
-	// resumed run reports them too; each is encoded once, when its
-	// iteration is measured, not at every save.
-	Metrics []json.RawMessage `json:"metrics,omitempty"`
+	Decision        converge.Decision `json:"decision"`
 }
 
 func (r *run[S]) lock(ctx context.Context) (func(), error) {
@@ -127,20 +119,12 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 	r.durations.set(r.data.Durations)
 	r.decision = r.data.Decision
 	r.sit.Unresolved = r.data.Unresolved
-	for _, raw := range r.data.Metrics {
-		var m IterationMetrics
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return corrupt("metrics", err)
-		}
-		r.metrics.push(m)
-		r.metricsEnc.push(raw)
-	}
 	for _, e := range r.data.Journal {
 		if e.Iteration == c.Iteration+1 {
 			r.journal.entries = append(r.journal.entries, e)
 		}
 	}
-	r.data.Metrics, r.data.Journal = nil, nil
+	r.data.Journal = nil
 	return nil
 }
 
@@ -227,7 +211,6 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 	if err != nil {
 		return fmt.Errorf("encoding engine data: %w", err)
 	}
-	data = appendMetrics(data, r.metricsEnc.values())
 	c := &checkpoint.Checkpoint{
 		Session:     r.cfg.session,
 		Generation:  r.generation + 1,
@@ -248,30 +231,4 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 	}
 	r.generation = c.Generation
 	return nil
-}
-
-// appendMetrics adds the encoded metrics to the engine data's JSON object
-// as its "metrics" field: they were encoded once each, and splicing them in
-// spares encoding/json re-validating every one at every save.
-func appendMetrics(obj []byte, metrics []json.RawMessage) []byte {
-	if len(metrics) == 0 || len(obj) < 2 || obj[len(obj)-1] != '}' {
-		return obj
-	}
-	n := len(obj) + len(`,"metrics":[]`) + len(metrics)
-	for _, m := range metrics {
-		n += len(m)
-	}
-	out := make([]byte, 0, n)
-	out = append(out, obj[:len(obj)-1]...)
-	if len(obj) > 2 {
-		out = append(out, ',')
-	}
-	out = append(out, `"metrics":[`...)
-	for i, m := range metrics {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, m...)
-	}
-	return append(out, "]}"...)
 }

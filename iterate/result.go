@@ -93,40 +93,18 @@ type Result[S any] struct {
 	Decision converge.Decision
 	// Usage is what the loop spent, across resumes.
 	Usage budget.Usage
-	// History is the convergence history (its window of recent records);
-	// History.Gaps are the gaps open at the last assessment.
+	// History is the convergence history: History.Recent holds a record of
+	// each of the most recent iterations (a window kept across resumes, so
+	// that a loop of any length costs constant space), with the coverage
+	// and confidence it reached, its action, tasks, failed tasks and
+	// duration; History.Gaps are the gaps open at the last assessment.
 	History converge.History
-	// Metrics are seed 000's per-iteration and cumulative metrics.
-	Metrics Metrics
+	// Totals sums over every iteration, across resumes.
+	Totals Totals
 	// Escalation is set when Status is Escalated.
 	Escalation *Escalation
 	// Err is the error that ended the loop, if any (also returned by Run).
 	Err error
-}
-
-// Metrics measure the work of a run.
-type Metrics struct {
-	// Iterations holds the metrics of the most recent iterations, oldest
-	// first: a window of at most 32, kept across resumes, so that a loop of
-	// any length costs constant space.
-	Iterations []IterationMetrics
-	// Total sums over every iteration, across resumes.
-	Total Totals
-}
-
-// IterationMetrics are the metrics of one iteration.
-type IterationMetrics struct {
-	Iteration int
-	// Tasks spawned and how many failed.
-	Tasks, FailedTasks int
-	// Coverage and Confidence are the values after the iteration, and
-	// CoverageGain and ConfidenceGain their change during it.
-	Coverage, Confidence         float64
-	CoverageGain, ConfidenceGain float64
-	Duration                     time.Duration
-	Usage                        budget.Usage
-	Action                       Action
-	Failed                       bool
 }
 
 // Totals are cumulative metrics.

@@ -170,10 +170,46 @@ func TestSeed000AgentFailure(t *testing.T) {
 	if res.History.Failures != 0 {
 		t.Errorf("an iteration with one failed task counted as failed")
 	}
-	if res.Metrics.Total.FailedTasks != 1 {
-		t.Errorf("failed tasks = %d, want 1", res.Metrics.Total.FailedTasks)
+	if res.Totals.FailedTasks != 1 {
+		t.Errorf("failed tasks = %d, want 1", res.Totals.FailedTasks)
 	}
 	if len(sits) != 2 || len(sits[1].Unresolved) != 1 || sits[1].Unresolved[0].Kind != gap.UnansweredQuestion {
 		t.Errorf("the failed task's gap is not reported unresolved to the next plan: %+v", sits)
+	}
+}
+
+// TestSeed000IterationMetrics: seed 000's per-iteration metrics (agents
+// spawned, duration, coverage and confidence gains) are the records of the
+// history, one per iteration; the cumulative ones are Result.Totals.
+func TestSeed000IterationMetrics(t *testing.T) {
+	script := &iteratetest.Script{Steps: []iteratetest.Step{
+		{Assessment: research(0.3, 0.6, 2, 1), FailTasks: []int{0}},
+		{Assessment: research(0.5, 0.7, 0, 1)},
+		{Assessment: research(0.9, 0.95, 0, 0)},
+	}}
+	res, err := iterate.New(script).Run(context.Background(), iteratetest.State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tasks := script.Calls()
+	recs := res.History.Recent
+	if len(recs) != 3 || res.Iterations != 2 {
+		t.Fatalf("%d records after %d iterations, want 3 (the initial state and 2 iterations)", len(recs), res.Iterations)
+	}
+	ran := 0
+	for i, r := range recs[1:] {
+		if r.Iteration != i+1 || r.Tasks == 0 || r.Action == "" {
+			t.Errorf("record %+v lacks the iteration's metrics", r)
+		}
+		ran += r.Tasks
+	}
+	if ran != len(tasks) || recs[1].FailedTasks != 1 || recs[2].FailedTasks != 0 {
+		t.Errorf("tasks %d (want %d), failed %d and %d (want 1 and 0)", ran, len(tasks), recs[1].FailedTasks, recs[2].FailedTasks)
+	}
+	if gain := recs[2].Coverage - recs[1].Coverage; gain < 0.39 || gain > 0.41 {
+		t.Errorf("coverage gain of iteration 2 = %.2f, want 0.40", gain)
+	}
+	if res.Totals.Iterations != 2 || res.Totals.Tasks != len(tasks) || res.Totals.FailedTasks != 1 {
+		t.Errorf("totals %+v", res.Totals)
 	}
 }
