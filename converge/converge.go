@@ -405,13 +405,13 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	h.Gaps = gaps
 
 	rec := Record{
-		Iteration:  h.Iteration,
-		Coverage:   a.CoverageRatio(),
-		Confidence: a.AverageConfidence(),
-		Score:      a.Score,
-		Conflicts:  a.UnresolvedConflicts(),
-		Gaps:       len(gaps),
-		Triggers:   triggerDigest(gaps),
+		Iteration:   h.Iteration,
+		Coverage:    a.CoverageRatio(),
+		Confidence:  a.AverageConfidence(),
+		Score:       a.Score,
+		Conflicts:   a.UnresolvedConflicts(),
+		Gaps:        len(gaps),
+		Triggers:    triggerDigest(gaps),
 		Failed:      h.Pending.Failed,
 		Action:      h.Pending.Action,
 		Duration:    h.Pending.Duration,

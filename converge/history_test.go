@@ -167,7 +167,7 @@ func TestHistoryJSONRoundTrip(t *testing.T) {
 		{a: gap.Assessment{Score: 0.55, WorkRemaining: []string{"x"}}, failed: true, action: "refine"},
 	}
 	h := run(6, 2, steps...)
-	h.Complete(Outcome{Failed: false, Action: "expand", Duration: 3*time.Second}) // saved between Complete and Observe
+	h.Complete(Outcome{Failed: false, Action: "expand", Duration: 3 * time.Second}) // saved between Complete and Observe
 
 	data, err := json.Marshal(h)
 	if err != nil {
