@@ -204,18 +204,13 @@ type Record struct {
 	// Triggers is a digest of the gaps' kinds, targets and details: two records
 	// with the same digest found the same gaps.
 	Triggers uint64 `json:"triggers,omitempty"`
-	// Failed reports that the iteration which produced this state failed.
-	Failed bool `json:"failed,omitempty"`
-	// Action is the strategy of the iteration which produced this state.
-	Action string `json:"action,omitempty"`
 	// Summary is a one-line account of the state: its most severe gap in
 	// actionable form ("TestLogin: Expected: 123, Received: \"123\"").
 	Summary string `json:"summary,omitempty"`
-	// Duration of the iteration which produced this state, and its Tasks
-	// and how many of them failed.
-	Duration    time.Duration `json:"duration,omitempty"`
-	Tasks       int           `json:"tasks,omitempty"`
-	FailedTasks int           `json:"failed_tasks,omitempty"`
+	// Outcome is how the iteration which produced this state went: whether
+	// it failed, its action, duration, tasks and failed tasks (zero for
+	// the initial state).
+	Outcome
 }
 
 // Metric returns the named metric of the record, as [gap.Assessment.Metric]
@@ -405,18 +400,14 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	h.Gaps = gaps
 
 	rec := Record{
-		Iteration:   h.Iteration,
-		Coverage:    a.CoverageRatio(),
-		Confidence:  a.AverageConfidence(),
-		Score:       a.Score,
-		Conflicts:   a.UnresolvedConflicts(),
-		Gaps:        len(gaps),
-		Triggers:    triggerDigest(gaps),
-		Failed:      h.Pending.Failed,
-		Action:      h.Pending.Action,
-		Duration:    h.Pending.Duration,
-		Tasks:       h.Pending.Tasks,
-		FailedTasks: h.Pending.FailedTasks,
+		Iteration:  h.Iteration,
+		Coverage:   a.CoverageRatio(),
+		Confidence: a.AverageConfidence(),
+		Score:      a.Score,
+		Conflicts:  a.UnresolvedConflicts(),
+		Gaps:       len(gaps),
+		Triggers:   triggerDigest(gaps),
+		Outcome:    h.Pending,
 	}
 	if len(a.Scores) > 0 {
 		// The host may reuse its map; the record must not change with it.
@@ -438,8 +429,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 			h.Unchanged = 0
 			h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
 		}
-		rec.Failed, rec.Action, rec.Duration = last.Failed, last.Action, last.Duration
-		rec.Tasks, rec.FailedTasks = last.Tasks, last.FailedTasks
+		rec.Outcome = last.Outcome
 		*last = rec
 		if a.Score > h.BestScore {
 			h.BestScore, h.BestIteration = a.Score, h.Iteration
