@@ -24,6 +24,9 @@ import (
 // Checkpoint.Engine. The run works on it directly, so a new resume field is
 // one line here.
 type engineData struct {
+	// Version is recordVersion when saved; a record of another version is
+	// refused by name rather than misread.
+	Version         int               `json:"v"`
 	Settings        []setting         `json:"settings"`
 	StartedAt       time.Time         `json:"started_at"`
 	LastIterationAt time.Time         `json:"last_iteration_at,omitzero"`
@@ -41,6 +44,9 @@ type engineData struct {
 	Totals          Totals            `json:"totals"`
 	Decision        converge.Decision `json:"decision"`
 }
+
+// recordVersion is the version of engineData that this engine writes.
+const recordVersion = 1
 
 func (r *run[S]) lock(ctx context.Context) (func(), error) {
 	l, ok := r.cfg.checkpointer.(Locker)
@@ -106,6 +112,10 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 	r.state = s
 	if err := json.Unmarshal(c.Engine, &r.data); err != nil {
 		return corrupt("engine record", err)
+	}
+	if r.data.Version != recordVersion {
+		return fmt.Errorf("iterate: resume session %q: engine record version %d, this engine reads version %d: %w",
+			r.cfg.session, r.data.Version, recordVersion, checkpoint.ErrVersion)
 	}
 	if r.data.History != nil {
 		r.hist = *r.data.History
@@ -200,6 +210,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 		return fmt.Errorf("encoding state: %w", err)
 	}
 	d := r.data // a shallow copy: the saved-only fields are set on it
+	d.Version = recordVersion
 	d.Settings = r.e.settings
 	d.Durations = r.durations.values()
 	d.Usage = r.usage()

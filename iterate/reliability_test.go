@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -192,5 +193,20 @@ func TestLostLockStopsWriter(t *testing.T) {
 	}
 	if files := generationFiles(t, dir); len(files) != 0 {
 		t.Errorf("the fenced writer saved %v behind the new holder", files)
+	}
+}
+
+// TestEngineRecordVersion: a resume record written by another version of
+// the engine is refused by name, not misread.
+func TestEngineRecordVersion(t *testing.T) {
+	store := &checkpoint.Memory{}
+	c := &checkpoint.Checkpoint{Session: iterate.DefaultSession, Generation: 1, Status: string(iterate.Interrupted),
+		Iteration: 1, Engine: []byte(`{"v":99}`), State: []byte(`1`)}
+	if err := store.Save(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	_, err := iterate.New(iterate.Func(step1), iterate.WithCheckpointer(store)).Resume(context.Background())
+	if !errors.Is(err, checkpoint.ErrVersion) || !strings.Contains(err.Error(), "version 99") {
+		t.Fatalf("err = %v, want a version error naming 99", err)
 	}
 }
