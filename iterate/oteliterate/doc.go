@@ -13,12 +13,14 @@
 // TaskEnded. All are of kind Internal, and carry the attribute
 // refine.session.
 //
-//   - refine.run: refine.resumed, refine.max_iterations,
-//     refine.completed_iterations (iterations done before a resume); at the
-//     stop refine.status, refine.reason, refine.iteration (the last
-//     completed), refine.iterations (completed in this run), the usage of
-//     this run's iterations, and refine.coverage and refine.confidence of the
-//     last assessment. Its status is Error for the stops failed, aborted and
+//   - refine.run: refine.resumed, refine.max_iterations, refine.started_at
+//     (the session's first start, RFC 3339), refine.completed_iterations
+//     (iterations done before a resume); at the stop refine.status,
+//     refine.reason, refine.iteration (the last completed),
+//     refine.iterations (completed in this run), refine.elapsed (seconds of
+//     all iterations, across resumes), refine.consecutive_failures,
+//     refine.checkpoint.saved, the usage of this run's iterations, and
+//     refine.coverage and refine.confidence of the last assessment. Its status is Error for the stops failed, aborted and
 //     interrupted, with the reason as description; a checkpoint that could
 //     not be saved is recorded as an error event. Checkpoints saved,
 //     recoveries from damaged checkpoints and warnings are span events

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -534,5 +535,29 @@ func TestConcurrentTasks(t *testing.T) {
 	got := collect(t, tel.reader)
 	if want := []point{{"refine.session=default,refine.task.role=", 2 * n}}; !cmp.Equal(want, got["refine.tokens {token}"]) {
 		t.Errorf("tokens %v, want %v", got["refine.tokens {token}"], want)
+	}
+}
+
+// Without options, an Observer records with the global providers.
+func TestGlobalProvidersByDefault(t *testing.T) {
+	tel := newTelemetry(t)
+	prevTP, prevMP := otel.GetTracerProvider(), otel.GetMeterProvider()
+	otel.SetTracerProvider(tel.tp)
+	otel.SetMeterProvider(tel.mp)
+	t.Cleanup(func() {
+		otel.SetTracerProvider(prevTP)
+		otel.SetMeterProvider(prevMP)
+	})
+	step := func(_ context.Context, n int, _ iterate.Round) (int, error) { return n + 1, nil }
+	obs := oteliterate.New(oteliterate.WithTracerProvider(nil)) // nil: the global one
+	eng := iterate.New(iterate.Func(step), iterate.WithMaxIterations(1), iterate.WithObserver(obs.Observe))
+	if _, err := eng.Run(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(tel.spans.Ended()); got != 3 {
+		t.Errorf("%d spans, want 3", got)
+	}
+	if got := collect(t, tel.reader)["refine.iterations {iteration}"]; len(got) != 1 || got[0].Value != 1 {
+		t.Errorf("refine.iterations = %v, want 1", got)
 	}
 }
