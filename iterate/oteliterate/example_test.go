@@ -49,7 +49,7 @@ func Example() {
 		attrs := attribute.NewSet(s.Attributes()...)
 		for _, k := range []attribute.Key{"refine.task.id", "refine.iteration", "refine.status"} {
 			if v, ok := attrs.Value(k); ok {
-				fmt.Printf(" %s=%s", k, v.Emit())
+				fmt.Printf(" %s=%s", k, v.String())
 			}
 		}
 		if st := s.Status(); st.Code != 0 {

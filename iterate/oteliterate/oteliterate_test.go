@@ -74,7 +74,7 @@ func line(s sdktrace.ReadOnlySpan) string {
 	attrs := attribute.NewSet(s.Attributes()...)
 	for _, k := range shown[s.Name()] {
 		if v, ok := attrs.Value(k); ok {
-			fmt.Fprintf(&b, " %s=%s", strings.TrimPrefix(string(k), "refine."), v.Emit())
+			fmt.Fprintf(&b, " %s=%s", strings.TrimPrefix(string(k), "refine."), v.String())
 		}
 	}
 	if s.Status().Code != codes.Unset {
@@ -337,7 +337,7 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string][]point {
 	attrs := func(s attribute.Set) string {
 		var kv []string
 		for _, a := range s.ToSlice() {
-			kv = append(kv, string(a.Key)+"="+a.Value.Emit())
+			kv = append(kv, string(a.Key)+"="+a.Value.String())
 		}
 		return strings.Join(kv, ",")
 	}
@@ -381,9 +381,9 @@ func TestMetrics(t *testing.T) {
 	)
 	want := map[string][]point{
 		"refine.iterations {iteration}": {{s, 3}},
-		"refine.iteration.duration s":    {{s, 3}},
-		"refine.tasks {task}":            {{explore, 2}, {citation, 2}, {verify, 1}},
-		"refine.task.duration s":         {{explore, 2}, {citation, 2}, {verify, 1}},
+		"refine.iteration.duration s":   {{s, 3}},
+		"refine.tasks {task}":           {{explore, 2}, {citation, 2}, {verify, 1}},
+		"refine.task.duration s":        {{explore, 2}, {citation, 2}, {verify, 1}},
 		"refine.failures {failure}": {
 			{"refine.scope=iteration," + s, 1},
 			{"refine.scope=task," + explore, 1},
