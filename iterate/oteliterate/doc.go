@@ -25,7 +25,8 @@
 //     not be saved is recorded as an error event. Checkpoints saved,
 //     recoveries from damaged checkpoints and warnings are span events
 //     ("refine.checkpoint", "refine.recovered", "refine.warning"; a warning
-//     goes on the iteration in progress, if any).
+//     goes on the iteration in progress, if any; those that Resume reports
+//     before the run starts go on the run).
 //   - refine.iteration: refine.iteration, refine.action, refine.decision
 //     (the convergence verdict that let it run), refine.gaps (how many gaps
 //     the assessment before it found), refine.coverage and refine.confidence

@@ -61,6 +61,7 @@ type Observer struct {
 	// resumable, to link a resume to it; at most maxLast sessions.
 	last  map[trace.TraceID]trace.SpanContext // session trace → run
 	order []trace.TraceID                     // the keys of last, oldest first
+	pre   []spanEvent                         // events for the next run
 }
 
 // maxLast bounds the runs an Observer remembers for linking resumes.
@@ -166,8 +167,10 @@ type run struct {
 }
 
 // Observe records e. It is the function to pass to iterate.WithObserver.
-// Events that arrive outside a run (before LoopStarted, after LoopStopped)
-// are ignored.
+// Recovered and Warned events that arrive before LoopStarted (Resume
+// reports a fallback to an older checkpoint before it starts) are added to
+// the next run's span, at most 16 of them; other events outside a run
+// (before LoopStarted, after LoopStopped) are ignored.
 func (o *Observer) Observe(e iterate.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -177,6 +180,7 @@ func (o *Observer) Observe(e iterate.Event) {
 	}
 	r := o.run
 	if r == nil {
+		o.early(e)
 		return
 	}
 	switch e := e.(type) {
@@ -207,14 +211,13 @@ func (o *Observer) Observe(e iterate.Event) {
 		}
 		r.span.AddEvent("refine.checkpoint", trace.WithAttributes(attrs...))
 	case iterate.Recovered:
-		r.span.AddEvent("refine.recovered", trace.WithAttributes(
-			keyGeneration.Int64(int64(e.Generation)), keySkipped.Int(len(e.Skipped))))
+		recovered(e).addTo(r.span)
 	case iterate.Warned:
 		span := r.span
 		if r.iter != nil {
 			span = r.iter
 		}
-		span.AddEvent("refine.warning", trace.WithAttributes(keyMessage.String(e.Message)))
+		warning(e).addTo(span)
 	case iterate.LoopStopped:
 		o.stop(r, e)
 	}
@@ -253,7 +256,50 @@ func (o *Observer) start(e iterate.LoopStarted) {
 	}
 	opts = append(opts, trace.WithAttributes(attrs...))
 	r.ctx, r.span = o.tracer.Start(trace.ContextWithRemoteSpanContext(context.Background(), r.anchor), "refine.run", opts...)
+	for _, ev := range o.pre {
+		ev.addTo(r.span)
+	}
+	o.pre = o.pre[:0]
 	o.run = r
+}
+
+// spanEvent is a span event waiting for its run.
+type spanEvent struct {
+	name string
+	opts []trace.EventOption
+}
+
+func (ev spanEvent) addTo(span trace.Span) { span.AddEvent(ev.name, ev.opts...) }
+
+// maxPre bounds the events kept for the next run.
+const maxPre = 16
+
+// early keeps the Recovered and Warned events that arrive before a run
+// starts (Resume reports a fallback to an older checkpoint before
+// LoopStarted) for the next run's span, with the time they arrived.
+func (o *Observer) early(e iterate.Event) {
+	var ev spanEvent
+	switch e := e.(type) {
+	case iterate.Recovered:
+		ev = recovered(e)
+	case iterate.Warned:
+		ev = warning(e)
+	default:
+		return
+	}
+	if len(o.pre) < maxPre {
+		ev.opts = append(ev.opts, trace.WithTimestamp(time.Now()))
+		o.pre = append(o.pre, ev)
+	}
+}
+
+func recovered(e iterate.Recovered) spanEvent {
+	return spanEvent{"refine.recovered", []trace.EventOption{trace.WithAttributes(
+		keyGeneration.Int64(int64(e.Generation)), keySkipped.Int(len(e.Skipped)))}}
+}
+
+func warning(e iterate.Warned) spanEvent {
+	return spanEvent{"refine.warning", []trace.EventOption{trace.WithAttributes(keyMessage.String(e.Message))}}
 }
 
 func (o *Observer) startTask(r *run, t *iterate.Task) {

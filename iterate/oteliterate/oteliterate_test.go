@@ -561,3 +561,44 @@ func TestGlobalProvidersByDefault(t *testing.T) {
 		t.Errorf("refine.iterations = %v, want 1", got)
 	}
 }
+
+// Resume reports a fallback to an older checkpoint before LoopStarted: the
+// events go on the run that follows.
+func TestEventsBeforeTheRunGoOnIt(t *testing.T) {
+	tel := newTelemetry(t)
+	obs := tel.observer()
+	now := time.Now()
+	for _, e := range []iterate.Event{
+		iterate.Warned{Message: "checkpoint generations [3] damaged"},
+		iterate.Recovered{Generation: 2, Skipped: []uint64{3}},
+		iterate.LoopStarted{Session: "s", Resumed: true, Completed: 2, Time: now, StartedAt: now},
+		iterate.Warned{Message: "budget low"},
+		iterate.LoopStopped{Status: iterate.Interrupted, Reason: "interrupted", Time: now},
+	} {
+		obs.Observe(e)
+	}
+	ended := tel.spans.Ended()
+	if len(ended) != 1 {
+		t.Fatalf("%d spans, want 1", len(ended))
+	}
+	var got []string
+	for _, ev := range ended[0].Events() {
+		var kv []string
+		for _, a := range ev.Attributes {
+			kv = append(kv, string(a.Key)+"="+a.Value.String())
+		}
+		got = append(got, ev.Name+" "+strings.Join(kv, " "))
+	}
+	want := []string{
+		"refine.warning refine.message=checkpoint generations [3] damaged",
+		"refine.recovered refine.checkpoint.generation=2 refine.checkpoint.skipped=1",
+		"refine.warning refine.message=budget low",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("run events (-want +got):\n%s", diff)
+	}
+	// The link of a resume this Observer did not see: the session's context.
+	if links := ended[0].Links(); len(links) != 1 || !links[0].SpanContext.Equal(ended[0].Parent()) {
+		t.Errorf("links %v, want one to the parent %v", links, ended[0].Parent())
+	}
+}
