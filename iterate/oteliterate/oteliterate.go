@@ -167,9 +167,9 @@ type run struct {
 }
 
 // Observe records e. It is the function to pass to iterate.WithObserver.
-// Recovered and Warned events that arrive before LoopStarted (Resume
-// reports a fallback to an older checkpoint before it starts) are added to
-// the next run's span, at most 16 of them; other events outside a run
+// Recovered events, and Warned events of iteration 0, that arrive before
+// LoopStarted (Resume reports a fallback to an older checkpoint before it
+// starts) are added to the next run's span, at most 16 of them; other events outside a run
 // (before LoopStarted, after LoopStopped) are ignored.
 func (o *Observer) Observe(e iterate.Event) {
 	o.mu.Lock()
@@ -283,6 +283,9 @@ func (o *Observer) early(e iterate.Event) {
 	case iterate.Recovered:
 		ev = recovered(e)
 	case iterate.Warned:
+		if e.Iteration() != 0 { // a late warning of a run that stopped
+			return
+		}
 		ev = warning(e)
 	default:
 		return
