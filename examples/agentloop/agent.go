@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/examples/internal/xcmd"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -185,9 +186,9 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 }
 
 // runCommand runs command with sh -c in the workspace, stdin on its
-// standard input, in its own process group. Cancelling ctx sends SIGTERM to
-// the group, then SIGKILL after killGrace; whatever is left of the group is
-// killed before runCommand returns.
+// standard input, in its own process group (xcmd). Cancelling ctx sends
+// SIGTERM to the group, then SIGKILL after killGrace; whatever is left of
+// the group is killed as soon as the command exits.
 func (a *agent) runCommand(ctx context.Context, what, command, stdin string, env []string) error {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
 	cmd.Dir = a.set.Workspace
@@ -196,11 +197,9 @@ func (a *agent) runCommand(ctx context.Context, what, command, stdin string, env
 		cmd.Stdin = strings.NewReader(stdin)
 	}
 	cmd.Stdout, cmd.Stderr = a.stdout, a.stderr
-	cmd.WaitDelay = killGrace
-	isolate(cmd)
-	err := cmd.Run()
+	xcmd.Prepare(cmd, killGrace)
+	err := xcmd.Run(cmd)
 	if ctx.Err() != nil {
-		killGroup(cmd)
 		return context.Cause(ctx)
 	}
 	if err == nil {
@@ -212,7 +211,7 @@ func (a *agent) runCommand(ctx context.Context, what, command, stdin string, env
 	case errors.As(err, &ee) && ee.Exited():
 		ce.Code = ee.ExitCode()
 	case errors.As(err, &ee):
-		ce.Signal = signalName(ee.ProcessState)
+		ce.Signal = xcmd.SignalName(ee.ProcessState)
 	default:
 		ce.Err = err
 	}

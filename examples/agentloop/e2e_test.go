@@ -51,6 +51,8 @@ type fixture struct {
 	aux  string // files of the test outside the workspace
 	env  map[string]string
 	cred *syscall.Credential
+	// bin is the agentloop binary the fixture runs.
+	bin string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -65,7 +67,7 @@ func newFixtureIn(t *testing.T, ws, aux string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, ws: ws, aux: aux, env: map[string]string{
+	f := &fixture{t: t, ws: ws, aux: aux, bin: binary, env: map[string]string{
 		"PATH":                    os.Getenv("PATH"),
 		"HOME":                    aux,
 		"AGENTLOOP_GLOBAL_CONFIG": filepath.Join(aux, "global.json"),
@@ -98,7 +100,7 @@ func copyDir(t *testing.T, from, to string) {
 }
 
 func (f *fixture) command(extraEnv map[string]string, args ...string) *exec.Cmd {
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(f.bin, args...)
 	cmd.Dir = f.ws
 	for k, v := range f.env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -417,7 +419,9 @@ func TestSeed004Example4DryRun(t *testing.T) {
 	}
 }
 
-// waitFor polls for a file, within a bound.
+// waitFor polls for a file, within a bound. If it never appears, it kills
+// the running cmd and fails the test with cmd's output, read once cmd.Wait
+// has returned (the output is written meanwhile by cmd's goroutines).
 func waitFor(t *testing.T, path string, cmd *exec.Cmd, out *bytes.Buffer) {
 	t.Helper()
 	for i := 0; i < 3000; i++ {
@@ -427,7 +431,8 @@ func waitFor(t *testing.T, path string, cmd *exec.Cmd, out *bytes.Buffer) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	cmd.Process.Kill()
-	t.Fatalf("%s never appeared; output so far:\n%s", path, out)
+	cmd.Wait()
+	t.Fatalf("%s never appeared; output:\n%s", path, out)
 }
 
 // gone reports whether the process pid has ended (a zombie no one reaps has
@@ -927,6 +932,27 @@ func TestSeed004PersistenceFailure(t *testing.T) {
 	})
 }
 
+// runAs makes the fixture run the binary and the fake AI CLI with the
+// credentials cred. Both are copied into the fixture's auxiliary directory
+// first: the user may not be able to reach the originals (a clone in a
+// 0700 directory, a test binary in a private temporary directory).
+func (f *fixture) runAs(cred *syscall.Credential) {
+	f.t.Helper()
+	f.bin = filepath.Join(f.aux, "agentloop")
+	fake := filepath.Join(f.aux, "fakeai.sh")
+	for from, to := range map[string]string{binary: f.bin, filepath.Join("testdata", "fakeai.sh"): fake} {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if err := os.WriteFile(to, data, 0o755); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.env["AGENTLOOP_AI_CMD"] = "bash " + fake
+	f.cred = cred
+}
+
 // readOnlyStateFixture returns a fixture whose state directory exists but
 // cannot be written (its lock file can), made so for root too by running
 // the binary as nobody.
@@ -946,7 +972,9 @@ func readOnlyStateFixture(t *testing.T) *fixture {
 	}
 	ws, aux := open(), open()
 	f := newFixtureIn(t, ws, aux)
-	f.cred = cred
+	if cred != nil {
+		f.runAs(cred)
+	}
 	state := f.stateDir()
 	if err := os.MkdirAll(state, 0o777); err != nil {
 		t.Fatal(err)
