@@ -118,6 +118,9 @@ type agent struct {
 	env    []string
 	stdout io.Writer
 	stderr io.Writer
+	// hurry is closed when the running command must be killed at once,
+	// without its grace period (a second interrupt).
+	hurry <-chan struct{}
 }
 
 // iteration is the engine's work function (iterate.Func): one fresh AI CLI
@@ -188,7 +191,8 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 // runCommand runs command with sh -c in the workspace, stdin on its
 // standard input, in its own process group (xcmd). Cancelling ctx sends
 // SIGTERM to the group, then SIGKILL after killGrace; whatever is left of
-// the group is killed as soon as the command exits.
+// the group is killed as soon as the command exits, and the whole group at
+// once when a.hurry is closed.
 func (a *agent) runCommand(ctx context.Context, what, command, stdin string, env []string) error {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
 	cmd.Dir = a.set.Workspace
@@ -198,7 +202,12 @@ func (a *agent) runCommand(ctx context.Context, what, command, stdin string, env
 	}
 	cmd.Stdout, cmd.Stderr = a.stdout, a.stderr
 	xcmd.Prepare(cmd, killGrace)
-	err := xcmd.Run(cmd)
+	err := cmd.Start()
+	if err == nil {
+		stop := whenClosed(a.hurry, func() { xcmd.KillGroup(cmd) })
+		err = xcmd.Wait(cmd)
+		stop()
+	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}

@@ -561,6 +561,50 @@ func TestSeed004Example3InterruptAndResume(t *testing.T) {
 	}
 }
 
+// TestSecondInterruptKeepsState: a second signal, while agentloop waits
+// for an AI CLI that ignores SIGTERM, kills the AI CLI at once but does not
+// end agentloop before it has saved the interrupted state. (A SIGINT
+// ignored by the shell that started the tests stays ignored in agentloop
+// once it stops listening: the SIGTERM case does not depend on that.)
+func TestSecondInterruptKeepsState(t *testing.T) {
+	for _, second := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run("sigint_then_"+strings.ToLower(second.String()), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			term := filepath.Join(f.aux, "term")
+			f.env["FAKEAI_TRAP_TERM"] = term
+			cmd, stdout, stderr, child := f.hang("build", "--max-iterations", "10")
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, term, cmd, stdout) // the first interrupt reached the AI CLI
+			if err := cmd.Process.Signal(second); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+				t.Errorf("interrupted run: %v, want exit code 130; stderr %s", err, stderr)
+			}
+			waitGone(t, child)
+			lines := strings.Split(strings.TrimSuffix(normalize(stdout.String()), "\n"), "\n")
+			if last := lines[len(lines)-1]; last != "[T] Interrupted. State saved. Resume with: agentloop resume build" {
+				t.Errorf("last line %q, want the saved interruption\nstdout:\n%s", last, stdout)
+			}
+			if st := f.summaryFile(); st["status"] != "interrupted" || st["iteration"] != 5.0 {
+				t.Errorf("state after two signals: %v", st)
+			}
+			if !strings.Contains(stderr.String(), "interrupted again") {
+				t.Errorf("stderr does not acknowledge the second signal: %q", stderr)
+			}
+			resumed := f.run(nil, "resume", "build", "--max-iterations", "6")
+			if resumed.code != exitOK || !strings.Contains(resumed.stdout, "Resuming procedure: build from iteration 5") {
+				t.Errorf("resume after two signals: exit %d\n%s%s", resumed.code, resumed.stdout, resumed.stderr)
+			}
+		})
+	}
+}
+
 // TestResumeAfterCrash: a run killed outright leaves its state "running";
 // with no live process holding it, the next start offers resume, and
 // resume continues.

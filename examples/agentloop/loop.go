@@ -79,7 +79,7 @@ func newLogger(set *settings, stderr io.Writer) (*zap.Logger, func(), error) {
 
 // runLoop checks the procedure's saved state, runs or resumes the loop, and
 // returns the exit code.
-func runLoop(ctx context.Context, set *settings, environ []string, log *zap.Logger, stdout, stderr io.Writer) int {
+func runLoop(ctx context.Context, hurry <-chan struct{}, set *settings, environ []string, log *zap.Logger, stdout, stderr io.Writer) int {
 	out := &console{w: stdout, tty: isTerminal(stdout)}
 	if !set.Resume {
 		if code := preflight(set, stderr); code >= 0 {
@@ -116,7 +116,7 @@ func runLoop(ctx context.Context, set *settings, environ []string, log *zap.Logg
 	}
 
 	rep := newReporter(out, set, persist)
-	ag := &agent{set: set, log: log, env: environ, stdout: stdout, stderr: stderr}
+	ag := &agent{set: set, log: log, env: environ, stdout: stdout, stderr: stderr, hurry: hurry}
 	opts := []iterate.Option{
 		iterate.WithSession(set.Procedure),
 		iterate.WithMaxIterations(maxIter),
