@@ -43,11 +43,13 @@ type runSettings struct {
 	Context     []string `json:"context,omitempty"`
 	Prompts     string   `json:"prompts"`
 	TokenBudget int      `json:"token_budget"`
+	AITimeout   duration `json:"ai_timeout,omitempty"`
 }
 
 // runSettingsOf returns the settings of set that a resume takes over.
 func runSettingsOf(set *settings) *runSettings {
-	return &runSettings{AICmd: set.AICmd, Gates: set.Gates, Context: set.Context, Prompts: set.Prompts, TokenBudget: set.TokenBudget}
+	return &runSettings{AICmd: set.AICmd, Gates: set.Gates, Context: set.Context, Prompts: set.Prompts, TokenBudget: set.TokenBudget,
+		AITimeout: duration(set.AITimeout)}
 }
 
 // apply sets the settings of set that the resume command line does not
@@ -67,6 +69,9 @@ func (r *runSettings) apply(set *settings, flags *layer) {
 	}
 	if flags.TokenBudget == nil && r.TokenBudget > 0 {
 		set.TokenBudget = r.TokenBudget
+	}
+	if flags.AITimeout == nil {
+		set.AITimeout = time.Duration(r.AITimeout)
 	}
 }
 
@@ -159,7 +164,7 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 	})
 
 	start = time.Now()
-	err = a.runCommand(ctx, "AI CLI", a.set.AICmd, prompt, env)
+	err = a.runAI(ctx, prompt, env)
 	log.Info("AI CLI finished", zap.String("phase", "ai_cli"), zap.Duration("duration", time.Since(start)),
 		zap.String("outcome", outcome(err == nil, "succeeded", "failed")), zap.Int("exit_code", exitCode(err)), zap.Error(err))
 	if err != nil {
@@ -186,6 +191,19 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 	s.Succeeded++
 	s.Settings = runSettingsOf(a.set)
 	return s, nil
+}
+
+// runAI runs the AI CLI with the prompt, within the AI timeout if there is
+// one: a run that exceeds it is stopped as a cancelled one is, and fails
+// the iteration.
+func (a *agent) runAI(ctx context.Context, prompt string, env []string) error {
+	if a.set.AITimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, a.set.AITimeout, &commandError{
+			What: "AI CLI", Code: -1, Err: fmt.Errorf("timed out after %s", a.set.AITimeout)})
+		defer cancel()
+	}
+	return a.runCommand(ctx, "AI CLI", a.set.AICmd, prompt, env)
 }
 
 // runCommand runs command with sh -c in the workspace, stdin on its

@@ -273,6 +273,71 @@ func TestSeed004Example1LimitedIterations(t *testing.T) {
 	}
 }
 
+// TestEveryIterationFailed: a run whose every iteration failed, below the
+// failure threshold, ends with a line that says so and how, and exit 1.
+func TestEveryIterationFailed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	got := f.run(map[string]string{"FAKEAI_FAIL_ON": "1 2"}, "build", "--max-iterations", "2")
+	want := progress(
+		"Starting procedure: build (max 2 iterations)",
+		"Iteration 1/2 starting...",
+		"WARNING: AI CLI failed (exit 1), consecutive failures: 1/3",
+		"Iteration 1/2 completed in D",
+		"Iteration 2/2 starting...",
+		"WARNING: AI CLI failed (exit 1), consecutive failures: 2/3",
+		"Iteration 2/2 completed in D",
+		"Reached max iterations: 2 (total: D)",
+		"ERROR: every iteration failed (2 of 2); the last: AI CLI failed (exit 1)",
+	)
+	checkRun(t, got, exitError, want)
+
+	// One success among failures is a completed run.
+	f = newFixture(t)
+	got = f.run(map[string]string{"FAKEAI_FAIL_ON": "1"}, "build", "--max-iterations", "2")
+	if got.code != exitOK || strings.Contains(got.stdout, "every iteration failed") {
+		t.Errorf("one success of two: exit %d\n%s", got.code, got.stdout)
+	}
+}
+
+// TestAITimeout: an AI CLI that runs longer than --ai-timeout (or
+// AGENTLOOP_AI_TIMEOUT) is stopped with its children, and its iteration
+// fails; the loop goes on. (The limit leaves a wide margin to the second
+// iteration, which must not time out on a loaded machine.)
+func TestAITimeout(t *testing.T) {
+	for _, how := range []string{"flag", "env"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			childFile := filepath.Join(f.aux, "child.pid")
+			env := map[string]string{"FAKEAI_HANG_ON": "1", "FAKEAI_MARKER": filepath.Join(f.aux, "running"), "FAKEAI_CHILD": childFile}
+			args := []string{"build", "--max-iterations", "2"}
+			if how == "flag" {
+				args = append(args, "--ai-timeout", "3s")
+			} else {
+				env["AGENTLOOP_AI_TIMEOUT"] = "3s"
+			}
+			got := f.run(env, args...)
+			want := progress(
+				"Starting procedure: build (max 2 iterations)",
+				"Iteration 1/2 starting...",
+				"WARNING: AI CLI failed (timed out after 3s), consecutive failures: 1/3",
+				"Iteration 1/2 completed in D",
+				"Iteration 2/2 starting...",
+				"Iteration 2/2 completed in D",
+				"Reached max iterations: 2 (total: D)",
+			)
+			checkRun(t, got, exitOK, want)
+			data, err := os.ReadFile(childFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			child, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+			waitGone(t, child)
+		})
+	}
+}
+
 // TestSeed004Example2ConsecutiveFailureAbort: failures on iterations 4, 5
 // and 6 abort the loop before the limit; the state is kept as aborted.
 func TestSeed004Example2ConsecutiveFailureAbort(t *testing.T) {

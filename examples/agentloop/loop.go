@@ -168,10 +168,22 @@ func runLoop(ctx context.Context, hurry <-chan struct{}, set *settings, environ 
 	case err != nil:
 		fmt.Fprintf(stderr, "agentloop: %v\n", err)
 		return exitError
+	case allFailed(res, rep.lastErr):
+		// Seed 004 counts the iterations below the failure threshold as
+		// done; a run that never succeeded did nothing, and says so.
+		out.print(fmt.Sprintf("ERROR: every iteration failed (%d of %d); the last: %v", res.Iterations, res.Iterations, rep.lastErr))
+		return exitError
 	case res.Status == iterate.MaxIterations || res.Status.Success():
 		return exitOK
 	}
 	return exitError
+}
+
+// allFailed reports whether a loop that reached its iteration limit never
+// had a successful iteration, across resumes, and this run saw the last
+// failure (lastErr).
+func allFailed(res *iterate.Result[loopState], lastErr error) bool {
+	return res.Status == iterate.MaxIterations && res.Iterations > 0 && res.State.Succeeded == 0 && lastErr != nil
 }
 
 // preflight checks that an AI CLI is configured (exit code 2 otherwise) and

@@ -55,6 +55,8 @@ type reporter struct {
 	out      *console
 	progress func(iterate.Event)
 	summary  *summary // nil when state is not persisted
+	// lastErr is the error of the last failed iteration of this run.
+	lastErr error
 }
 
 func newReporter(out *console, set *settings, persisted bool) *reporter {
@@ -79,6 +81,9 @@ func (r *reporter) observe(e iterate.Event) {
 			r.summary.started(e)
 		}
 	case iterate.IterationEnded:
+		if e.Failed {
+			r.lastErr = e.Err
+		}
 		r.progress(e)
 		if r.summary != nil {
 			r.summary.iterationEnded(e)
