@@ -34,6 +34,8 @@ type invocation struct {
 	dryRun    bool
 	fresh     bool
 	verbose   bool
+	json      bool
+	version   bool
 	logFile   string
 }
 
@@ -123,6 +125,8 @@ func parseArgs(args []string, cwd string, stdout io.Writer) (*invocation, error)
 	fs.BoolVar(&inv.fresh, "fresh", false, "discard an interrupted state of the procedure and start over")
 	fs.StringVar(&inv.logFile, "log", "", "append structured JSON logs (iteration, phase, duration, outcome) to `file`")
 	fs.BoolVar(&inv.verbose, "verbose", false, "write structured logs to stderr")
+	fs.BoolVar(&inv.json, "json", false, "write the final result as JSON to stdout (status, reason, iterations, usage, exit_code); the progress lines go to stderr")
+	fs.BoolVar(&inv.version, "version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), synopsis)
 		fs.PrintDefaults()
@@ -147,6 +151,9 @@ func parseArgs(args []string, cwd string, stdout io.Writer) (*invocation, error)
 		args = args[1:]
 	}
 
+	if inv.version {
+		return inv, nil
+	}
 	if len(positional) > 0 && positional[0] == "resume" {
 		inv.resume = true
 		positional = positional[1:]

@@ -238,7 +238,10 @@ type settings struct {
 	AITimeout     time.Duration
 	DryRun, Fresh bool
 	Verbose       bool
-	LogFile       string
+	// JSON moves the progress lines to stderr and writes the final result
+	// as JSON to stdout.
+	JSON    bool
+	LogFile string
 	// LimitsFromFlags is true when --max-iterations or --failure-threshold
 	// was given: a resume then uses them instead of the saved ones.
 	LimitsFromFlags bool
@@ -259,6 +262,7 @@ func resolve(inv *invocation, getenv func(string) string, cwd string) (*settings
 		DryRun:    inv.dryRun,
 		Fresh:     inv.fresh,
 		Verbose:   inv.verbose,
+		JSON:      inv.json,
 		LogFile:   inv.logFile,
 		flags:     &inv.flags,
 	}

@@ -1229,6 +1229,7 @@ func TestUsage(t *testing.T) {
 		t.Errorf("--help: exit %d", help.code)
 	}
 	for _, flag := range []string{"-ai-cmd", "-max-iterations", "-failure-threshold", "-token-budget", "-gate", "-context", "-prompts", "-workspace", "-dry-run", "-fresh", "-log", "-verbose",
+		"-ai-timeout", "-json", "-version", "AGENTLOOP_AI_TIMEOUT", "ai_timeout",
 		"agentloop resume [flags] <procedure>", "AGENTLOOP_AI_CMD", "AGENTLOOP_GLOBAL_CONFIG", "Exit codes"} {
 		if !strings.Contains(help.stdout, flag) {
 			t.Errorf("--help does not mention %s", flag)
@@ -1248,6 +1249,7 @@ func TestUsage(t *testing.T) {
 		{"no_ai_cmd", []string{"build"}, map[string]string{"AGENTLOOP_AI_CMD": ""}, exitUsage, "agentloop: no AI CLI configured: give --ai-cmd, set AGENTLOOP_AI_CMD, or set ai_cmd in .agentloop/config.json\n"},
 		{"missing_prompts", []string{"deploy"}, nil, exitError, "agentloop: reading the observe prompt: open PROMPTS/deploy/observe.md: no such file or directory\n"},
 		{"resume_without_state", []string{"resume", "build"}, nil, exitError, "agentloop: no saved state of procedure build to resume; start it with: agentloop build\n"},
+		{"extra_argument", []string{"build", "now"}, nil, exitUsage, "agentloop: unexpected arguments after procedure \"build\": now\nRun 'agentloop --help' for usage.\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1290,5 +1292,73 @@ func TestResumeWithSavedSettings(t *testing.T) {
 	data, _ := os.ReadFile(gateLog)
 	if diff := cmp.Diff("gate 1\ngate 2\ngate 3\ngate 4\ngate 5\ngate 6\n", string(data)); diff != "" {
 		t.Errorf("gates run (-want +got):\n%s", diff)
+	}
+}
+
+// TestVersion: --version prints the program's version line, with or
+// without a procedure.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, args := range [][]string{{"--version"}, {"build", "--version"}} {
+		got := f.run(nil, args...)
+		if got.code != exitOK || !strings.HasPrefix(got.stdout, "agentloop ") || !strings.Contains(got.stdout, "go1.") || got.stderr != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, got.code, got.stdout, got.stderr)
+		}
+	}
+	if calls := f.calls(); calls != nil {
+		t.Errorf("the AI CLI ran: %q", calls)
+	}
+}
+
+// TestJSONResult: --json writes only the final result to stdout; the
+// progress lines and the AI CLI's output go to stderr.
+func TestJSONResult(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		wantCode int
+		want     map[string]any
+	}{
+		{
+			name: "completed", env: map[string]string{"FAKEAI_ECHO": "1"}, args: []string{"build", "--max-iterations", "2"}, wantCode: exitOK,
+			want: map[string]any{"status": "max_iterations", "iterations": 2.0, "succeeded": 2.0, "exit_code": 0.0},
+		},
+		{
+			name: "every_iteration_failed", env: map[string]string{"FAKEAI_FAIL_ON": "1"}, args: []string{"build", "--max-iterations", "1"}, wantCode: exitError,
+			want: map[string]any{"status": "max_iterations", "iterations": 1.0, "succeeded": 0.0, "exit_code": 1.0,
+				"last_error": "AI CLI failed (exit 1)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			got := f.run(tt.env, append(tt.args, "--json")...)
+			if got.code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", got.code, tt.wantCode, got.stderr)
+			}
+			var r map[string]any
+			if err := json.Unmarshal([]byte(got.stdout), &r); err != nil || strings.Count(got.stdout, "\n") != 1 {
+				t.Fatalf("stdout is not one JSON line (%v):\n%s", err, got.stdout)
+			}
+			usage, _ := r["usage"].(map[string]any)
+			if tokens, _ := usage["tokens"].(float64); tokens <= 0 {
+				t.Errorf("usage %v, want tokens", r["usage"])
+			}
+			// The reason is the engine's wording: present, not pinned here.
+			if reason, _ := r["reason"].(string); reason == "" {
+				t.Errorf("no reason in %v", r)
+			}
+			delete(r, "usage")
+			delete(r, "reason")
+			if diff := cmp.Diff(tt.want, r); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(got.stderr, "Starting procedure: build") {
+				t.Errorf("stderr lacks the progress:\n%s", got.stderr)
+			}
+		})
 	}
 }

@@ -19,6 +19,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/refine-go/refine/examples/internal/buildinfo"
 )
 
 // Exit codes.
@@ -53,6 +55,10 @@ func run(ctx context.Context, hurry <-chan struct{}, args, environ []string, std
 	if err != nil {
 		fmt.Fprintf(stderr, "agentloop: %v\nRun 'agentloop --help' for usage.\n", err)
 		return exitUsage
+	}
+	if inv.version {
+		fmt.Fprintln(stdout, buildinfo.Version("agentloop"))
+		return exitOK
 	}
 	set, err := resolve(inv, getenv, cwd)
 	if err != nil {
