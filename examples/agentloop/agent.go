@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/examples/internal/xcmd"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -42,11 +43,13 @@ type runSettings struct {
 	Context     []string `json:"context,omitempty"`
 	Prompts     string   `json:"prompts"`
 	TokenBudget int      `json:"token_budget"`
+	AITimeout   duration `json:"ai_timeout,omitempty"`
 }
 
 // runSettingsOf returns the settings of set that a resume takes over.
 func runSettingsOf(set *settings) *runSettings {
-	return &runSettings{AICmd: set.AICmd, Gates: set.Gates, Context: set.Context, Prompts: set.Prompts, TokenBudget: set.TokenBudget}
+	return &runSettings{AICmd: set.AICmd, Gates: set.Gates, Context: set.Context, Prompts: set.Prompts, TokenBudget: set.TokenBudget,
+		AITimeout: duration(set.AITimeout)}
 }
 
 // apply sets the settings of set that the resume command line does not
@@ -66,6 +69,9 @@ func (r *runSettings) apply(set *settings, flags *layer) {
 	}
 	if flags.TokenBudget == nil && r.TokenBudget > 0 {
 		set.TokenBudget = r.TokenBudget
+	}
+	if flags.AITimeout == nil {
+		set.AITimeout = time.Duration(r.AITimeout)
 	}
 }
 
@@ -117,6 +123,9 @@ type agent struct {
 	env    []string
 	stdout io.Writer
 	stderr io.Writer
+	// hurry is closed when the running command must be killed at once,
+	// without its grace period (a second interrupt).
+	hurry <-chan struct{}
 }
 
 // iteration is the engine's work function (iterate.Func): one fresh AI CLI
@@ -155,7 +164,7 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 	})
 
 	start = time.Now()
-	err = a.runCommand(ctx, "AI CLI", a.set.AICmd, prompt, env)
+	err = a.runAI(ctx, prompt, env)
 	log.Info("AI CLI finished", zap.String("phase", "ai_cli"), zap.Duration("duration", time.Since(start)),
 		zap.String("outcome", outcome(err == nil, "succeeded", "failed")), zap.Int("exit_code", exitCode(err)), zap.Error(err))
 	if err != nil {
@@ -184,10 +193,24 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 	return s, nil
 }
 
+// runAI runs the AI CLI with the prompt, within the AI timeout if there is
+// one: a run that exceeds it is stopped as a cancelled one is, and fails
+// the iteration.
+func (a *agent) runAI(ctx context.Context, prompt string, env []string) error {
+	if a.set.AITimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, a.set.AITimeout, &commandError{
+			What: "AI CLI", Code: -1, Err: fmt.Errorf("timed out after %s", a.set.AITimeout)})
+		defer cancel()
+	}
+	return a.runCommand(ctx, "AI CLI", a.set.AICmd, prompt, env)
+}
+
 // runCommand runs command with sh -c in the workspace, stdin on its
-// standard input, in its own process group. Cancelling ctx sends SIGTERM to
-// the group, then SIGKILL after killGrace; whatever is left of the group is
-// killed before runCommand returns.
+// standard input, in its own process group (xcmd). Cancelling ctx sends
+// SIGTERM to the group, then SIGKILL after killGrace; whatever is left of
+// the group is killed as soon as the command exits, and the whole group at
+// once when a.hurry is closed.
 func (a *agent) runCommand(ctx context.Context, what, command, stdin string, env []string) error {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
 	cmd.Dir = a.set.Workspace
@@ -196,11 +219,14 @@ func (a *agent) runCommand(ctx context.Context, what, command, stdin string, env
 		cmd.Stdin = strings.NewReader(stdin)
 	}
 	cmd.Stdout, cmd.Stderr = a.stdout, a.stderr
-	cmd.WaitDelay = killGrace
-	isolate(cmd)
-	err := cmd.Run()
+	xcmd.Prepare(cmd, killGrace)
+	err := cmd.Start()
+	if err == nil {
+		stop := whenClosed(a.hurry, func() { xcmd.KillGroup(cmd) })
+		err = xcmd.Wait(cmd)
+		stop()
+	}
 	if ctx.Err() != nil {
-		killGroup(cmd)
 		return context.Cause(ctx)
 	}
 	if err == nil {
@@ -212,7 +238,7 @@ func (a *agent) runCommand(ctx context.Context, what, command, stdin string, env
 	case errors.As(err, &ee) && ee.Exited():
 		ce.Code = ee.ExitCode()
 	case errors.As(err, &ee):
-		ce.Signal = signalName(ee.ProcessState)
+		ce.Signal = xcmd.SignalName(ee.ProcessState)
 	default:
 		ce.Err = err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/refine-go/refine/checkpoint"
 )
@@ -33,6 +34,8 @@ type invocation struct {
 	dryRun    bool
 	fresh     bool
 	verbose   bool
+	json      bool
+	version   bool
 	logFile   string
 }
 
@@ -73,8 +76,9 @@ Flags (they may come before or after the procedure):
 
 const epilogue = `
 Environment (overridden by flags, overriding config files):
-  AGENTLOOP_AI_CMD, AGENTLOOP_MAX_ITERATIONS, AGENTLOOP_FAILURE_THRESHOLD,
-  AGENTLOOP_TOKEN_BUDGET, AGENTLOOP_PROMPTS, AGENTLOOP_WORKSPACE
+  AGENTLOOP_AI_CMD, AGENTLOOP_AI_TIMEOUT, AGENTLOOP_MAX_ITERATIONS,
+  AGENTLOOP_FAILURE_THRESHOLD, AGENTLOOP_TOKEN_BUDGET, AGENTLOOP_PROMPTS,
+  AGENTLOOP_WORKSPACE
   AGENTLOOP_GLOBAL_CONFIG   path of the global config file (default
                             $XDG_CONFIG_HOME/agentloop/config.json or
                             ~/.config/agentloop/config.json)
@@ -82,9 +86,10 @@ Environment (overridden by flags, overriding config files):
 Config files (JSON; the workspace's overrides the global one, and within one
 file procedures.<name> overrides the top level):
   <workspace>/.agentloop/config.json
-  {"ai_cmd": "claude -p", "max_iterations": 5, "failure_threshold": 3,
-   "token_budget": 100000, "gates": ["go test ./..."], "context": ["AGENTS.md"],
-   "prompts": "prompts/build", "procedures": {"build": {"max_iterations": 10}}}
+  {"ai_cmd": "claude -p", "ai_timeout": "20m", "max_iterations": 5,
+   "failure_threshold": 3, "token_budget": 100000, "gates": ["go test ./..."],
+   "context": ["AGENTS.md"], "prompts": "prompts/build",
+   "procedures": {"build": {"max_iterations": 10}}}
   ("default_iterations" is accepted as another name for "max_iterations";
   relative paths are relative to the workspace.)
 
@@ -105,8 +110,10 @@ func parseArgs(args []string, cwd string, stdout io.Writer) (*invocation, error)
 		aiCmd, prompts, workspace       string
 		maxIter, threshold, tokenBudget int
 		gates, contexts                 stringList
+		aiTimeout                       time.Duration
 	)
 	fs.StringVar(&aiCmd, "ai-cmd", "", "AI CLI `command` run each iteration with the prompt on stdin (env AGENTLOOP_AI_CMD)")
+	fs.DurationVar(&aiTimeout, "ai-timeout", 0, "time limit of each run of the AI CLI, e.g. 10m; a run that exceeds it is stopped (SIGTERM, then SIGKILL) and the iteration fails (0 = none; env AGENTLOOP_AI_TIMEOUT)")
 	fs.IntVar(&maxIter, "max-iterations", 0, "iterations to run, 0 = unlimited (default: procedures.<name>.max_iterations, then max_iterations of the config files, then 0)")
 	fs.IntVar(&threshold, "failure-threshold", 3, "consecutive failed iterations that abort the loop")
 	fs.IntVar(&tokenBudget, "token-budget", 100000, "token budget of the prompt; a larger prompt is warned about and sent anyway")
@@ -118,6 +125,8 @@ func parseArgs(args []string, cwd string, stdout io.Writer) (*invocation, error)
 	fs.BoolVar(&inv.fresh, "fresh", false, "discard an interrupted state of the procedure and start over")
 	fs.StringVar(&inv.logFile, "log", "", "append structured JSON logs (iteration, phase, duration, outcome) to `file`")
 	fs.BoolVar(&inv.verbose, "verbose", false, "write structured logs to stderr")
+	fs.BoolVar(&inv.json, "json", false, "write the final result as JSON to stdout (status, reason, iterations, usage, exit_code); the progress lines go to stderr")
+	fs.BoolVar(&inv.version, "version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), synopsis)
 		fs.PrintDefaults()
@@ -142,6 +151,9 @@ func parseArgs(args []string, cwd string, stdout io.Writer) (*invocation, error)
 		args = args[1:]
 	}
 
+	if inv.version {
+		return inv, nil
+	}
 	if len(positional) > 0 && positional[0] == "resume" {
 		inv.resume = true
 		positional = positional[1:]
@@ -179,6 +191,8 @@ func parseArgs(args []string, cwd string, stdout io.Writer) (*invocation, error)
 			inv.flags.FailureThreshold = &threshold
 		case "token-budget":
 			inv.flags.TokenBudget = &tokenBudget
+		case "ai-timeout":
+			inv.flags.AITimeout = (*duration)(&aiTimeout)
 		case "gate":
 			g := []string(gates)
 			inv.flags.Gates = &g

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Defaults of the settings no source gives.
@@ -28,6 +29,30 @@ type layer struct {
 	Gates            *[]string `json:"gates,omitempty"`
 	Context          *[]string `json:"context,omitempty"`
 	Prompts          *string   `json:"prompts,omitempty"`
+	// AITimeout bounds each run of the AI CLI; 0 means no bound.
+	AITimeout *duration `json:"ai_timeout,omitempty"`
+}
+
+// duration is a time.Duration written as a string in JSON, e.g. "10m".
+type duration time.Duration
+
+// UnmarshalJSON reads a duration written as time.ParseDuration reads it.
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"10m\", got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (such as \"10m\")", s)
+	}
+	*d = duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration as a string, e.g. "10m0s".
+func (d duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
 }
 
 // validate checks the values the layer sets; name turns a setting's JSON key
@@ -44,6 +69,8 @@ func (l *layer) validate(name func(key string) string) error {
 		return usagef("%s must be at least 1, got %d", name("token_budget"), *l.TokenBudget)
 	case l.Prompts != nil && strings.TrimSpace(*l.Prompts) == "":
 		return usagef("%s must not be empty", name("prompts"))
+	case l.AITimeout != nil && *l.AITimeout < 0:
+		return usagef("%s must be 0 (none) or more, got %s", name("ai_timeout"), time.Duration(*l.AITimeout))
 	}
 	if l.Gates != nil {
 		for _, g := range *l.Gates {
@@ -176,6 +203,13 @@ func envLayer(getenv func(string) string, cwd string) (*layer, error) {
 	if l.TokenBudget, err = num("AGENTLOOP_TOKEN_BUDGET"); err != nil {
 		return nil, err
 	}
+	if v := getenv("AGENTLOOP_AI_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil {
+			return nil, usagef("AGENTLOOP_AI_TIMEOUT: %q is not a duration (such as 10m)", v)
+		}
+		l.AITimeout = (*duration)(&d)
+	}
 	if p := str("AGENTLOOP_PROMPTS"); p != nil {
 		a := abs(cwd, *p)
 		l.Prompts = &a
@@ -200,9 +234,14 @@ type settings struct {
 	Gates            []string
 	Context          []string
 	Prompts          string
-	DryRun, Fresh    bool
-	Verbose          bool
-	LogFile          string
+	// AITimeout bounds each run of the AI CLI; 0 means no bound.
+	AITimeout     time.Duration
+	DryRun, Fresh bool
+	Verbose       bool
+	// JSON moves the progress lines to stderr and writes the final result
+	// as JSON to stdout.
+	JSON    bool
+	LogFile string
 	// LimitsFromFlags is true when --max-iterations or --failure-threshold
 	// was given: a resume then uses them instead of the saved ones.
 	LimitsFromFlags bool
@@ -223,6 +262,7 @@ func resolve(inv *invocation, getenv func(string) string, cwd string) (*settings
 		DryRun:    inv.dryRun,
 		Fresh:     inv.fresh,
 		Verbose:   inv.verbose,
+		JSON:      inv.json,
 		LogFile:   inv.logFile,
 		flags:     &inv.flags,
 	}
@@ -263,6 +303,7 @@ func resolve(inv *invocation, getenv func(string) string, cwd string) (*settings
 	s.Gates = first(layers, func(l *layer) *[]string { return l.Gates }, nil)
 	s.Context = first(layers, func(l *layer) *[]string { return l.Context }, nil)
 	s.Prompts = first(layers, func(l *layer) *string { return l.Prompts }, filepath.Join(s.Workspace, "prompts", s.Procedure))
+	s.AITimeout = time.Duration(first(layers, func(l *layer) *duration { return l.AITimeout }, 0))
 	s.LimitsFromFlags = inv.flags.MaxIterations != nil || inv.flags.FailureThreshold != nil
 	return s, nil
 }

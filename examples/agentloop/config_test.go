@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -152,6 +153,51 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestResolveAITimeout: the AI timeout has the precedence of the other
+// settings: flag > environment > workspace config (its procedure first) >
+// global config > none.
+func TestResolveAITimeout(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      []string
+		env       string // AGENTLOOP_AI_TIMEOUT
+		workspace string
+		global    string
+		want      time.Duration
+	}{
+		{name: "none_by_default", want: 0},
+		{name: "global_config", global: `{"ai_timeout": "1m"}`, want: time.Minute},
+		{name: "global_procedure_over_global_top_level", global: `{"ai_timeout": "1m", "procedures": {"build": {"ai_timeout": "2m"}}}`, want: 2 * time.Minute},
+		{name: "workspace_over_global", workspace: `{"ai_timeout": "90s"}`, global: `{"procedures": {"build": {"ai_timeout": "2m"}}}`, want: 90 * time.Second},
+		{name: "environment_over_workspace", env: "45s", workspace: `{"procedures": {"build": {"ai_timeout": "90s"}}}`, want: 45 * time.Second},
+		{name: "flag_over_environment", args: []string{"--ai-timeout", "10m"}, env: "45s", want: 10 * time.Minute},
+		{name: "flag_0_turns_it_off", args: []string{"--ai-timeout", "0"}, workspace: `{"ai_timeout": "90s"}`, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ws, home := t.TempDir(), t.TempDir()
+			env := map[string]string{"AGENTLOOP_GLOBAL_CONFIG": filepath.Join(home, "global.json"), "AGENTLOOP_AI_TIMEOUT": tt.env}
+			if tt.workspace != "" {
+				writeFile(t, filepath.Join(ws, ".agentloop", "config.json"), tt.workspace)
+			}
+			if tt.global != "" {
+				writeFile(t, filepath.Join(home, "global.json"), tt.global)
+			}
+			inv, err := parseArgs(append(append([]string{}, tt.args...), "build"), ws, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := resolve(inv, func(k string) string { return env[k] }, ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.AITimeout != tt.want {
+				t.Errorf("AITimeout = %s, want %s", s.AITimeout, tt.want)
+			}
+		})
+	}
+}
+
 // TestGlobalConfigPath: AGENTLOOP_GLOBAL_CONFIG, then XDG_CONFIG_HOME, then
 // ~/.config.
 func TestGlobalConfigPath(t *testing.T) {
@@ -191,6 +237,11 @@ func TestResolveErrors(t *testing.T) {
 		{"config_unknown_key", nil, `{"max_iteration": 3}`, `config WS/.agentloop/config.json: json: unknown field "max_iteration"`},
 		{"config_procedure_value", nil, `{"procedures": {"build": {"token_budget": 0}}}`, "config WS/.agentloop/config.json: procedures.build.token_budget must be at least 1, got 0"},
 		{"config_empty_gate", nil, `{"gates": [""]}`, "config WS/.agentloop/config.json: gates must not hold an empty command"},
+		{"env_ai_timeout_not_a_duration", map[string]string{"AGENTLOOP_AI_TIMEOUT": "10"}, "", `AGENTLOOP_AI_TIMEOUT: "10" is not a duration (such as 10m)`},
+		{"env_ai_timeout_negative", map[string]string{"AGENTLOOP_AI_TIMEOUT": "-1s"}, "", "AGENTLOOP_AI_TIMEOUT must be 0 (none) or more, got -1s"},
+		{"config_ai_timeout_number", nil, `{"ai_timeout": 60}`, `config WS/.agentloop/config.json: a duration is a string such as "10m", got 60`},
+		{"config_ai_timeout_bad", nil, `{"procedures": {"build": {"ai_timeout": "soon"}}}`, `config WS/.agentloop/config.json: "soon" is not a duration (such as "10m")`},
+		{"config_ai_timeout_negative", nil, `{"ai_timeout": "-1m"}`, "config WS/.agentloop/config.json: ai_timeout must be 0 (none) or more, got -1m0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -51,6 +51,8 @@ type fixture struct {
 	aux  string // files of the test outside the workspace
 	env  map[string]string
 	cred *syscall.Credential
+	// bin is the agentloop binary the fixture runs.
+	bin string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -65,7 +67,7 @@ func newFixtureIn(t *testing.T, ws, aux string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, ws: ws, aux: aux, env: map[string]string{
+	f := &fixture{t: t, ws: ws, aux: aux, bin: binary, env: map[string]string{
 		"PATH":                    os.Getenv("PATH"),
 		"HOME":                    aux,
 		"AGENTLOOP_GLOBAL_CONFIG": filepath.Join(aux, "global.json"),
@@ -98,7 +100,7 @@ func copyDir(t *testing.T, from, to string) {
 }
 
 func (f *fixture) command(extraEnv map[string]string, args ...string) *exec.Cmd {
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(f.bin, args...)
 	cmd.Dir = f.ws
 	for k, v := range f.env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -271,6 +273,71 @@ func TestSeed004Example1LimitedIterations(t *testing.T) {
 	}
 }
 
+// TestEveryIterationFailed: a run whose every iteration failed, below the
+// failure threshold, ends with a line that says so and how, and exit 1.
+func TestEveryIterationFailed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	got := f.run(map[string]string{"FAKEAI_FAIL_ON": "1 2"}, "build", "--max-iterations", "2")
+	want := progress(
+		"Starting procedure: build (max 2 iterations)",
+		"Iteration 1/2 starting...",
+		"WARNING: AI CLI failed (exit 1), consecutive failures: 1/3",
+		"Iteration 1/2 completed in D",
+		"Iteration 2/2 starting...",
+		"WARNING: AI CLI failed (exit 1), consecutive failures: 2/3",
+		"Iteration 2/2 completed in D",
+		"Reached max iterations: 2 (total: D)",
+		"ERROR: every iteration failed (2 of 2); the last: AI CLI failed (exit 1)",
+	)
+	checkRun(t, got, exitError, want)
+
+	// One success among failures is a completed run.
+	f = newFixture(t)
+	got = f.run(map[string]string{"FAKEAI_FAIL_ON": "1"}, "build", "--max-iterations", "2")
+	if got.code != exitOK || strings.Contains(got.stdout, "every iteration failed") {
+		t.Errorf("one success of two: exit %d\n%s", got.code, got.stdout)
+	}
+}
+
+// TestAITimeout: an AI CLI that runs longer than --ai-timeout (or
+// AGENTLOOP_AI_TIMEOUT) is stopped with its children, and its iteration
+// fails; the loop goes on. (The limit leaves a wide margin to the second
+// iteration, which must not time out on a loaded machine.)
+func TestAITimeout(t *testing.T) {
+	for _, how := range []string{"flag", "env"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			childFile := filepath.Join(f.aux, "child.pid")
+			env := map[string]string{"FAKEAI_HANG_ON": "1", "FAKEAI_MARKER": filepath.Join(f.aux, "running"), "FAKEAI_CHILD": childFile}
+			args := []string{"build", "--max-iterations", "2"}
+			if how == "flag" {
+				args = append(args, "--ai-timeout", "3s")
+			} else {
+				env["AGENTLOOP_AI_TIMEOUT"] = "3s"
+			}
+			got := f.run(env, args...)
+			want := progress(
+				"Starting procedure: build (max 2 iterations)",
+				"Iteration 1/2 starting...",
+				"WARNING: AI CLI failed (timed out after 3s), consecutive failures: 1/3",
+				"Iteration 1/2 completed in D",
+				"Iteration 2/2 starting...",
+				"Iteration 2/2 completed in D",
+				"Reached max iterations: 2 (total: D)",
+			)
+			checkRun(t, got, exitOK, want)
+			data, err := os.ReadFile(childFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			child, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+			waitGone(t, child)
+		})
+	}
+}
+
 // TestSeed004Example2ConsecutiveFailureAbort: failures on iterations 4, 5
 // and 6 abort the loop before the limit; the state is kept as aborted.
 func TestSeed004Example2ConsecutiveFailureAbort(t *testing.T) {
@@ -417,7 +484,9 @@ func TestSeed004Example4DryRun(t *testing.T) {
 	}
 }
 
-// waitFor polls for a file, within a bound.
+// waitFor polls for a file, within a bound. If it never appears, it kills
+// the running cmd and fails the test with cmd's output, read once cmd.Wait
+// has returned (the output is written meanwhile by cmd's goroutines).
 func waitFor(t *testing.T, path string, cmd *exec.Cmd, out *bytes.Buffer) {
 	t.Helper()
 	for i := 0; i < 3000; i++ {
@@ -427,7 +496,8 @@ func waitFor(t *testing.T, path string, cmd *exec.Cmd, out *bytes.Buffer) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	cmd.Process.Kill()
-	t.Fatalf("%s never appeared; output so far:\n%s", path, out)
+	cmd.Wait()
+	t.Fatalf("%s never appeared; output:\n%s", path, out)
 }
 
 // gone reports whether the process pid has ended (a zombie no one reaps has
@@ -551,6 +621,50 @@ func TestSeed004Example3InterruptAndResume(t *testing.T) {
 			}
 			if files := f.stateFiles(); len(files) != 0 {
 				t.Errorf("state left after the resumed run completed: %q", files)
+			}
+		})
+	}
+}
+
+// TestSecondInterruptKeepsState: a second signal, while agentloop waits
+// for an AI CLI that ignores SIGTERM, kills the AI CLI at once but does not
+// end agentloop before it has saved the interrupted state. (A SIGINT
+// ignored by the shell that started the tests stays ignored in agentloop
+// once it stops listening: the SIGTERM case does not depend on that.)
+func TestSecondInterruptKeepsState(t *testing.T) {
+	for _, second := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run("sigint_then_"+strings.ToLower(second.String()), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			term := filepath.Join(f.aux, "term")
+			f.env["FAKEAI_TRAP_TERM"] = term
+			cmd, stdout, stderr, child := f.hang("build", "--max-iterations", "10")
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, term, cmd, stdout) // the first interrupt reached the AI CLI
+			if err := cmd.Process.Signal(second); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
+				t.Errorf("interrupted run: %v, want exit code 130; stderr %s", err, stderr)
+			}
+			waitGone(t, child)
+			lines := strings.Split(strings.TrimSuffix(normalize(stdout.String()), "\n"), "\n")
+			if last := lines[len(lines)-1]; last != "[T] Interrupted. State saved. Resume with: agentloop resume build" {
+				t.Errorf("last line %q, want the saved interruption\nstdout:\n%s", last, stdout)
+			}
+			if st := f.summaryFile(); st["status"] != "interrupted" || st["iteration"] != 5.0 {
+				t.Errorf("state after two signals: %v", st)
+			}
+			if !strings.Contains(stderr.String(), "interrupted again") {
+				t.Errorf("stderr does not acknowledge the second signal: %q", stderr)
+			}
+			resumed := f.run(nil, "resume", "build", "--max-iterations", "6")
+			if resumed.code != exitOK || !strings.Contains(resumed.stdout, "Resuming procedure: build from iteration 5") {
+				t.Errorf("resume after two signals: exit %d\n%s%s", resumed.code, resumed.stdout, resumed.stderr)
 			}
 		})
 	}
@@ -927,6 +1041,27 @@ func TestSeed004PersistenceFailure(t *testing.T) {
 	})
 }
 
+// runAs makes the fixture run the binary and the fake AI CLI with the
+// credentials cred. Both are copied into the fixture's auxiliary directory
+// first: the user may not be able to reach the originals (a clone in a
+// 0700 directory, a test binary in a private temporary directory).
+func (f *fixture) runAs(cred *syscall.Credential) {
+	f.t.Helper()
+	f.bin = filepath.Join(f.aux, "agentloop")
+	fake := filepath.Join(f.aux, "fakeai.sh")
+	for from, to := range map[string]string{binary: f.bin, filepath.Join("testdata", "fakeai.sh"): fake} {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if err := os.WriteFile(to, data, 0o755); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.env["AGENTLOOP_AI_CMD"] = "bash " + fake
+	f.cred = cred
+}
+
 // readOnlyStateFixture returns a fixture whose state directory exists but
 // cannot be written (its lock file can), made so for root too by running
 // the binary as nobody.
@@ -946,7 +1081,9 @@ func readOnlyStateFixture(t *testing.T) *fixture {
 	}
 	ws, aux := open(), open()
 	f := newFixtureIn(t, ws, aux)
-	f.cred = cred
+	if cred != nil {
+		f.runAs(cred)
+	}
 	state := f.stateDir()
 	if err := os.MkdirAll(state, 0o777); err != nil {
 		t.Fatal(err)
@@ -1092,6 +1229,7 @@ func TestUsage(t *testing.T) {
 		t.Errorf("--help: exit %d", help.code)
 	}
 	for _, flag := range []string{"-ai-cmd", "-max-iterations", "-failure-threshold", "-token-budget", "-gate", "-context", "-prompts", "-workspace", "-dry-run", "-fresh", "-log", "-verbose",
+		"-ai-timeout", "-json", "-version", "AGENTLOOP_AI_TIMEOUT", "ai_timeout",
 		"agentloop resume [flags] <procedure>", "AGENTLOOP_AI_CMD", "AGENTLOOP_GLOBAL_CONFIG", "Exit codes"} {
 		if !strings.Contains(help.stdout, flag) {
 			t.Errorf("--help does not mention %s", flag)
@@ -1111,6 +1249,7 @@ func TestUsage(t *testing.T) {
 		{"no_ai_cmd", []string{"build"}, map[string]string{"AGENTLOOP_AI_CMD": ""}, exitUsage, "agentloop: no AI CLI configured: give --ai-cmd, set AGENTLOOP_AI_CMD, or set ai_cmd in .agentloop/config.json\n"},
 		{"missing_prompts", []string{"deploy"}, nil, exitError, "agentloop: reading the observe prompt: open PROMPTS/deploy/observe.md: no such file or directory\n"},
 		{"resume_without_state", []string{"resume", "build"}, nil, exitError, "agentloop: no saved state of procedure build to resume; start it with: agentloop build\n"},
+		{"extra_argument", []string{"build", "now"}, nil, exitUsage, "agentloop: unexpected arguments after procedure \"build\": now\nRun 'agentloop --help' for usage.\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1153,5 +1292,73 @@ func TestResumeWithSavedSettings(t *testing.T) {
 	data, _ := os.ReadFile(gateLog)
 	if diff := cmp.Diff("gate 1\ngate 2\ngate 3\ngate 4\ngate 5\ngate 6\n", string(data)); diff != "" {
 		t.Errorf("gates run (-want +got):\n%s", diff)
+	}
+}
+
+// TestVersion: --version prints the program's version line, with or
+// without a procedure.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	for _, args := range [][]string{{"--version"}, {"build", "--version"}} {
+		got := f.run(nil, args...)
+		if got.code != exitOK || !strings.HasPrefix(got.stdout, "agentloop ") || !strings.Contains(got.stdout, "go1.") || got.stderr != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, got.code, got.stdout, got.stderr)
+		}
+	}
+	if calls := f.calls(); calls != nil {
+		t.Errorf("the AI CLI ran: %q", calls)
+	}
+}
+
+// TestJSONResult: --json writes only the final result to stdout; the
+// progress lines and the AI CLI's output go to stderr.
+func TestJSONResult(t *testing.T) {
+	tests := []struct {
+		name     string
+		env      map[string]string
+		args     []string
+		wantCode int
+		want     map[string]any
+	}{
+		{
+			name: "completed", env: map[string]string{"FAKEAI_ECHO": "1"}, args: []string{"build", "--max-iterations", "2"}, wantCode: exitOK,
+			want: map[string]any{"status": "max_iterations", "iterations": 2.0, "succeeded": 2.0, "exit_code": 0.0},
+		},
+		{
+			name: "every_iteration_failed", env: map[string]string{"FAKEAI_FAIL_ON": "1"}, args: []string{"build", "--max-iterations", "1"}, wantCode: exitError,
+			want: map[string]any{"status": "max_iterations", "iterations": 1.0, "succeeded": 0.0, "exit_code": 1.0,
+				"last_error": "AI CLI failed (exit 1)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t)
+			got := f.run(tt.env, append(tt.args, "--json")...)
+			if got.code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", got.code, tt.wantCode, got.stderr)
+			}
+			var r map[string]any
+			if err := json.Unmarshal([]byte(got.stdout), &r); err != nil || strings.Count(got.stdout, "\n") != 1 {
+				t.Fatalf("stdout is not one JSON line (%v):\n%s", err, got.stdout)
+			}
+			usage, _ := r["usage"].(map[string]any)
+			if tokens, _ := usage["tokens"].(float64); tokens <= 0 {
+				t.Errorf("usage %v, want tokens", r["usage"])
+			}
+			// The reason is the engine's wording: present, not pinned here.
+			if reason, _ := r["reason"].(string); reason == "" {
+				t.Errorf("no reason in %v", r)
+			}
+			delete(r, "usage")
+			delete(r, "reason")
+			if diff := cmp.Diff(tt.want, r); diff != "" {
+				t.Errorf("result (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(got.stderr, "Starting procedure: build") {
+				t.Errorf("stderr lacks the progress:\n%s", got.stderr)
+			}
+		})
 	}
 }

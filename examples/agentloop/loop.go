@@ -78,9 +78,42 @@ func newLogger(set *settings, stderr io.Writer) (*zap.Logger, func(), error) {
 }
 
 // runLoop checks the procedure's saved state, runs or resumes the loop, and
-// returns the exit code.
-func runLoop(ctx context.Context, set *settings, environ []string, log *zap.Logger, stdout, stderr io.Writer) int {
-	out := &console{w: stdout, tty: isTerminal(stdout)}
+// returns the exit code. The progress lines go to stdout, or to stderr
+// with --json, which writes the final result to stdout (see writeResult).
+func runLoop(ctx context.Context, hurry <-chan struct{}, set *settings, environ []string, log *zap.Logger, stdout, stderr io.Writer) int {
+	progress := stdout
+	if set.JSON {
+		progress = stderr
+	}
+	tty := isTerminal(progress)
+	out := &console{w: progress, tty: tty, color: useColor(tty, lookup(environ))}
+	run := loopRun{ctx: ctx, hurry: hurry, set: set, environ: environ, log: log, out: out, stderr: stderr}
+	code := run.run()
+	if set.JSON {
+		writeResult(stdout, code, run.res, run.err, run.rep)
+	}
+	return code
+}
+
+// loopRun is one run of the loop and what it ended with.
+type loopRun struct {
+	ctx     context.Context
+	hurry   <-chan struct{}
+	set     *settings
+	environ []string
+	log     *zap.Logger
+	out     *console
+	stderr  io.Writer
+
+	// Set by run: the engine's result and error, and the reporter.
+	res *iterate.Result[loopState]
+	err error
+	rep *reporter
+}
+
+// run runs or resumes the loop and returns the exit code.
+func (l *loopRun) run() int {
+	ctx, set, out, stderr := l.ctx, l.set, l.out, l.stderr
 	if !set.Resume {
 		if code := preflight(set, stderr); code >= 0 {
 			return code
@@ -116,7 +149,8 @@ func runLoop(ctx context.Context, set *settings, environ []string, log *zap.Logg
 	}
 
 	rep := newReporter(out, set, persist)
-	ag := &agent{set: set, log: log, env: environ, stdout: stdout, stderr: stderr}
+	l.rep = rep
+	ag := &agent{set: set, log: l.log, env: l.environ, stdout: out.w, stderr: stderr, hurry: l.hurry}
 	opts := []iterate.Option{
 		iterate.WithSession(set.Procedure),
 		iterate.WithMaxIterations(maxIter),
@@ -124,7 +158,7 @@ func runLoop(ctx context.Context, set *settings, environ []string, log *zap.Logg
 		// Only the failure threshold and the iteration limit end the loop:
 		// the assessments of an AI CLI loop are empty.
 		iterate.WithConvergence(converge.Any(converge.Failures{Threshold: threshold}, converge.IterationLimit{})),
-		iterate.WithLogger(log),
+		iterate.WithLogger(l.log),
 		iterate.WithObserver(rep.observe),
 	}
 	if persist {
@@ -148,6 +182,7 @@ func runLoop(ctx context.Context, set *settings, environ []string, log *zap.Logg
 	} else {
 		res, err = eng.Run(ctx, loopState{Settings: runSettingsOf(set)})
 	}
+	l.res, l.err = res, err
 
 	var locked *checkpoint.LockedError
 	var resumable *iterate.ResumableError
@@ -168,10 +203,22 @@ func runLoop(ctx context.Context, set *settings, environ []string, log *zap.Logg
 	case err != nil:
 		fmt.Fprintf(stderr, "agentloop: %v\n", err)
 		return exitError
+	case allFailed(res, rep.lastErr):
+		// Seed 004 counts the iterations below the failure threshold as
+		// done; a run that never succeeded did nothing, and says so.
+		out.error(fmt.Sprintf("every iteration failed (%d of %d); the last: %v", res.Iterations, res.Iterations, rep.lastErr))
+		return exitError
 	case res.Status == iterate.MaxIterations || res.Status.Success():
 		return exitOK
 	}
 	return exitError
+}
+
+// allFailed reports whether a loop that reached its iteration limit never
+// had a successful iteration, across resumes, and this run saw the last
+// failure (lastErr).
+func allFailed(res *iterate.Result[loopState], lastErr error) bool {
+	return res.Status == iterate.MaxIterations && res.Iterations > 0 && res.State.Succeeded == 0 && lastErr != nil
 }
 
 // preflight checks that an AI CLI is configured (exit code 2 otherwise) and

@@ -18,9 +18,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
+
+	"github.com/refine-go/refine/examples/internal/buildinfo"
 )
 
 // Exit codes.
@@ -32,16 +32,16 @@ const (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// After the first signal, a second one ends the program at once.
-	context.AfterFunc(ctx, stop)
-	code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	ctx, hurry, stop := notifySignals(os.Stderr)
+	code := run(ctx, hurry, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
-// run is the whole program; it returns the exit code.
-func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+// run is the whole program; it returns the exit code. Cancelling ctx
+// interrupts the loop, which saves its state; closing hurry then kills the
+// running command without its grace period.
+func run(ctx context.Context, hurry <-chan struct{}, args, environ []string, stdout, stderr io.Writer) int {
 	getenv := lookup(environ)
 	cwd, err := os.Getwd()
 	if err != nil {
@@ -55,6 +55,10 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 	if err != nil {
 		fmt.Fprintf(stderr, "agentloop: %v\nRun 'agentloop --help' for usage.\n", err)
 		return exitUsage
+	}
+	if inv.version {
+		fmt.Fprintln(stdout, buildinfo.Version("agentloop"))
+		return exitOK
 	}
 	set, err := resolve(inv, getenv, cwd)
 	if err != nil {
@@ -70,7 +74,7 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return exitUsage
 	}
 	defer closeLog()
-	return runLoop(ctx, set, environ, log, stdout, stderr)
+	return runLoop(ctx, hurry, set, environ, log, stdout, stderr)
 }
 
 // lookup returns a getenv over environ; the last definition wins, as in

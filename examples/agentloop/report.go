@@ -22,6 +22,31 @@ type console struct {
 	w  io.Writer
 	// tty is true when w is a terminal, which echoes ^C without a newline.
 	tty bool
+	// color is true when the lines console writes itself may be coloured:
+	// w is a terminal and NO_COLOR is not set (see useColor).
+	color bool
+}
+
+// ANSI colours of the console's own WARNING and ERROR lines.
+const (
+	yellow = "\x1b[33m"
+	red    = "\x1b[31m"
+	reset  = "\x1b[0m"
+)
+
+// useColor reports whether output to a terminal may be coloured: not with
+// NO_COLOR set to anything but "" (https://no-color.org), nor on a dumb
+// terminal.
+func useColor(tty bool, getenv func(string) string) bool {
+	return tty && getenv("NO_COLOR") == "" && getenv("TERM") != "dumb"
+}
+
+// paint colours line when the console may.
+func (c *console) paint(color, line string) string {
+	if !c.color {
+		return line
+	}
+	return color + line + reset
 }
 
 // Write writes p at once.
@@ -44,7 +69,9 @@ func (c *console) breakLine() {
 
 func (c *console) print(line string) { c.printAt(time.Now(), line) }
 
-func (c *console) warn(msg string) { c.print("WARNING: " + msg) }
+func (c *console) warn(msg string) { c.print(c.paint(yellow, "WARNING: "+msg)) }
+
+func (c *console) error(msg string) { c.print(c.paint(red, "ERROR: "+msg)) }
 
 // reporter observes the engine's events: iterate.Progress prints the
 // progress lines of seed 004, and the reporter keeps the procedure's state
@@ -55,6 +82,8 @@ type reporter struct {
 	out      *console
 	progress func(iterate.Event)
 	summary  *summary // nil when state is not persisted
+	// lastErr is the error of the last failed iteration of this run.
+	lastErr error
 }
 
 func newReporter(out *console, set *settings, persisted bool) *reporter {
@@ -79,6 +108,9 @@ func (r *reporter) observe(e iterate.Event) {
 			r.summary.started(e)
 		}
 	case iterate.IterationEnded:
+		if e.Failed {
+			r.lastErr = e.Err
+		}
 		r.progress(e)
 		if r.summary != nil {
 			r.summary.iterationEnded(e)
@@ -118,7 +150,7 @@ func (r *reporter) stopped(e iterate.LoopStopped) {
 		r.out.breakLine()
 		r.progress(e)
 	default:
-		r.out.printAt(e.Time, fmt.Sprintf("ERROR: Stopped (%s: %s) after %d iterations (total: %s)", e.Status, e.Reason, e.Iteration(), iterate.FormatDuration(e.Elapsed)))
+		r.out.printAt(e.Time, r.out.paint(red, fmt.Sprintf("ERROR: Stopped (%s: %s) after %d iterations (total: %s)", e.Status, e.Reason, e.Iteration(), iterate.FormatDuration(e.Elapsed))))
 	}
 }
 
@@ -236,4 +268,46 @@ func (s *summary) remove() error {
 		return err
 	}
 	return nil
+}
+
+// finalResult is the final result written with --json.
+type finalResult struct {
+	// Status is the engine's status (max_iterations, aborted, interrupted,
+	// ...), or "error" when the loop did not run.
+	Status     string `json:"status"`
+	Reason     string `json:"reason"`
+	Iterations int    `json:"iterations"`
+	// Succeeded counts the iterations that succeeded, across resumes.
+	Succeeded int         `json:"succeeded"`
+	Usage     resultUsage `json:"usage"`
+	ExitCode  int         `json:"exit_code"`
+	// Error is the error that ended the run; LastError the error of its
+	// last failed iteration.
+	Error     string `json:"error,omitempty"`
+	LastError string `json:"last_error,omitempty"`
+}
+
+// resultUsage is what the loop spent, across resumes.
+type resultUsage struct {
+	Tokens      int64   `json:"tokens"`
+	WallSeconds float64 `json:"wall_seconds"`
+}
+
+// writeResult writes the final result of a run as one line of JSON; res
+// and rep are nil when the loop did not run.
+func writeResult(w io.Writer, code int, res *iterate.Result[loopState], err error, rep *reporter) {
+	r := finalResult{Status: "error", ExitCode: code}
+	if res != nil {
+		r.Status, r.Reason, r.Iterations = string(res.Status), res.Reason, res.Iterations
+		r.Succeeded = res.State.Succeeded
+		r.Usage = resultUsage{Tokens: res.Usage.Tokens, WallSeconds: res.Usage.Wall.Seconds()}
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	if rep != nil && rep.lastErr != nil {
+		r.LastError = rep.lastErr.Error()
+	}
+	data, _ := json.Marshal(r) // plain fields: cannot fail
+	fmt.Fprintf(w, "%s\n", data)
 }

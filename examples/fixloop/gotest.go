@@ -13,8 +13,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 
+	"github.com/refine-go/refine/examples/internal/xcmd"
 	"github.com/refine-go/refine/gap"
 )
 
@@ -33,10 +33,11 @@ type testRun struct {
 // maxMessage bounds the message kept of a failure.
 const maxMessage = 300
 
-// waitDelay bounds the wait for the output of a command once it has ended
-// or been cancelled: a grandchild that keeps its output open (a process
-// left behind by a killed shell) must not hold the loop.
-const waitDelay = 5 * time.Second
+// killGrace is how long a cancelled command (an interrupt, --task-timeout)
+// and its children have to exit after SIGTERM before they are killed. It
+// is shorter than the engine's grace (iterate.DefaultGrace), so that an
+// attempt always ends, with its processes, before the state is saved.
+const killGrace = xcmd.DefaultGrace
 
 // goEnv is the environment of the go commands run in a working copy: the
 // copy is a module of its own, so a go.work around it must not apply.
@@ -49,10 +50,10 @@ func runTests(ctx context.Context, dir string, args []string) (testRun, error) {
 	cmd := exec.CommandContext(ctx, "go", append([]string{"test", "-json"}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = goEnv()
-	cmd.WaitDelay = waitDelay
+	xcmd.Prepare(cmd, killGrace)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
+	runErr := xcmd.Run(cmd)
 	if ctx.Err() != nil {
 		return testRun{}, context.Cause(ctx)
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/examples/internal/buildinfo"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -41,6 +42,9 @@ const (
 	exitError     = 1 // an error, or a stop without success
 	exitUsage     = 2 // bad flags or arguments
 	exitEscalated = 3 // escalated and no answer available
+	// exitInterrupted is the status of a session stopped by Ctrl+C or
+	// SIGTERM (its state saved), as in the other example programs.
+	exitInterrupted = 130
 )
 
 func main() {
@@ -55,7 +59,7 @@ type options struct {
 	workdir, patches, implementer, reviewer string
 	answer, ask, session, taskID, testArgs  string
 	noReview, report, json, clean, quiet    bool
-	resume                                  bool
+	resume, verbose, version                bool
 	maxIterations, feedbackLimit            int
 	tokenBudget                             int64
 	taskTimeout                             time.Duration
@@ -80,7 +84,8 @@ Decisions go to standard output (YAML documents, or JSON lines with --json);
 progress goes to standard error.
 
 Exit status: 0 proceed (the checks pass), 1 error or stop without success,
-2 usage, 3 escalated with no answer (resume later with --answer).
+2 usage, 3 escalated with no answer (resume later with --answer),
+130 interrupted (Ctrl+C or SIGTERM; resume later).
 
 Flags:
 `
@@ -107,10 +112,12 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&o.session, "session", "fixloop", "session `name` of the checkpoints")
 	fs.StringVar(&o.taskID, "task-id", "", "task id printed in the decisions (default: the package directory's name)")
 	fs.BoolVar(&o.report, "report", false, "print the decision report (triggers, strategy, budget, assessment, next steps) at the end")
-	fs.BoolVar(&o.json, "json", false, "print decisions and the report as JSON lines")
+	fs.BoolVar(&o.json, "json", false, "print decisions and the report as JSON lines, and last the final result: {\"result\": {status, reason, iterations, usage, exit_code}}")
 	fs.BoolVar(&o.clean, "clean", false, "empty a non-empty --workdir before starting (a new session only)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress on standard error")
 	fs.BoolVar(&o.resume, "resume", false, "resume the session checkpointed in --workdir (same as the resume subcommand)")
+	fs.BoolVar(&o.verbose, "v", false, "show the implementer command's output on standard error as it runs")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	return fs
 }
 
@@ -144,6 +151,9 @@ func parseArgs(args []string, stderr io.Writer) (*options, []string, error) {
 		pos, args = append(pos, args[0]), args[1:]
 	}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if o.version {
+		return o, nil, nil
+	}
 	switch {
 	case o.maxIterations < 0:
 		return nil, nil, usagef("--max-iterations must not be negative, got %d", o.maxIterations)
@@ -172,8 +182,10 @@ func parseArgs(args []string, stderr io.Writer) (*options, []string, error) {
 		return o, nil, nil
 	}
 	switch {
-	case len(pos) != 1:
-		return nil, nil, usagef("need exactly one package directory, got %d", len(pos))
+	case len(pos) == 0:
+		return nil, nil, usagef("missing the package directory to fix, e.g. fixloop --patches DIR ./mypkg")
+	case len(pos) > 1:
+		return nil, nil, usagef("unexpected argument %q after the package directory %q", pos[1], pos[0])
 	case o.patches == "" && o.implementer == "":
 		return nil, nil, usagef("need --patches or --implementer-cmd")
 	}
@@ -192,6 +204,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintf(stderr, "fixloop: %v\nRun 'fixloop --help' for usage.\n", err)
 		}
 		return exitUsage
+	}
+	if o.version {
+		fmt.Fprintln(stdout, buildinfo.Version("fixloop"))
+		return exitOK
 	}
 	errOut := &syncWriter{w: stderr}
 	var log io.Writer = errOut
@@ -214,6 +230,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fail(err)
 	}
 	fmt.Fprintf(log, "working copy: %s\n", cfg.Workdir)
+	temporary := !o.resume && o.workdir == ""
 
 	pr := &printer{w: stdout, json: o.json}
 	obs := &observer{p: pr, log: log, taskID: cfg.TaskID}
@@ -232,7 +249,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if !o.quiet {
 		opts = append(opts, iterate.WithObserver(iterate.Progress(errOut)))
 	}
-	eng := iterate.New(newWorker(cfg, log), opts...)
+	wk := newWorker(cfg, log)
+	if o.verbose {
+		wk.live = errOut
+	}
+	eng := iterate.New(wk, opts...)
 
 	ask := &asker{answer: o.answer, mode: o.ask, in: bufio.NewReader(stdin), tty: isTerminal(stdin), prompt: errOut}
 	hint := resumeHint(cfg)
@@ -259,7 +280,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			if o.report && res != nil {
 				pr.print(reportDoc(cfg, res, obs.lastPlan(), hint, time.Now()))
 			}
+			noteAllFailed(errOut, res)
 			fmt.Fprintf(errOut, "fixloop: escalated after %d attempts; answer with:\n  %s\n", ee.Escalation.Iteration, hint)
+			if o.json {
+				pr.print(resultDoc(res, err, exitEscalated))
+			}
 			return exitEscalated
 		}
 		fmt.Fprintf(log, "answer: %q; resuming with a fresh allowance of %d iterations\n", answer, cfg.MaxIterations)
@@ -273,9 +298,31 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.report && res != nil {
 		pr.print(reportDoc(cfg, res, obs.lastPlan(), hint, time.Now()))
 	}
+	code := conclude(errOut, cfg, res, err)
+	if o.json {
+		pr.print(resultDoc(res, err, code))
+	}
+	if temporary && code == exitError {
+		// Nothing to resume nor to keep: the temporary copy goes.
+		if err := os.RemoveAll(cfg.Workdir); err == nil {
+			fmt.Fprintf(log, "removed the temporary working copy %s (give --workdir to keep it)\n", cfg.Workdir)
+		}
+	}
+	return code
+}
+
+// conclude reports how the session ended on errOut and returns the exit
+// status.
+func conclude(errOut io.Writer, cfg config, res *iterate.Result[state], err error) int {
+	fail := func(err error) int {
+		noteAllFailed(errOut, res)
+		fmt.Fprintf(errOut, "fixloop: %v\n", err)
+		return exitError
+	}
 	switch {
 	case errors.Is(err, iterate.ErrInterrupted):
-		return fail(fmt.Errorf("%w; resume with: fixloop resume --workdir %s", err, shellQuote(cfg.Workdir)))
+		fmt.Fprintf(errOut, "fixloop: %v; resume with: fixloop resume --workdir %s\n", err, shellQuote(cfg.Workdir))
+		return exitInterrupted
 	case errors.Is(err, iterate.ErrSettingsChanged):
 		return fail(fmt.Errorf("%w (--max-iterations, --feedback-limit, --token-budget and --session must match the session's)", err))
 	case err != nil:
@@ -284,6 +331,38 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fail(fmt.Errorf("stopped without success: %s: %s", res.Status, res.Reason))
 	}
 	return exitOK
+}
+
+// noteAllFailed says so when every attempt of the session failed (the
+// implementer command could not do its job at all), and how the last one
+// failed.
+func noteAllFailed(w io.Writer, res *iterate.Result[state]) {
+	if res == nil || len(res.State.Attempts) == 0 {
+		return
+	}
+	for _, a := range res.State.Attempts {
+		if a.Error == "" {
+			return
+		}
+	}
+	n := len(res.State.Attempts)
+	fmt.Fprintf(w, "fixloop: every attempt failed (%d of %d); the last: %s\n", n, n, res.State.Attempts[n-1].Error)
+}
+
+// resultDoc is the final result printed with --json: how the session
+// ended, after how many iterations, what it used and the exit status.
+func resultDoc(res *iterate.Result[state], err error, code int) obj {
+	r := obj{{"status", "error"}, {"reason", ""}, {"iterations", 0}}
+	usage := obj{{"tokens", int64(0)}, {"wall_seconds", 0.0}}
+	if res != nil {
+		r = obj{{"status", string(res.Status)}, {"reason", res.Reason}, {"iterations", res.Iterations}}
+		usage = obj{{"tokens", res.Usage.Tokens}, {"wall_seconds", res.Usage.Wall.Seconds()}}
+	}
+	r = append(r, field{"usage", usage}, field{"exit_code", code})
+	if err != nil {
+		r = append(r, field{"error", err.Error()})
+	}
+	return obj{{"result", r}}
 }
 
 // newSession prepares a new session: the working copy of the package.
@@ -329,6 +408,9 @@ func newSession(o *options, pkg string) (config, error) {
 		return config{}, err
 	}
 	if err := copyTree(src, cfg.Workdir); err != nil {
+		if o.workdir == "" {
+			os.RemoveAll(cfg.Workdir) // the temporary copy is of no use
+		}
 		return config{}, fmt.Errorf("copying %s to the working copy: %w", pkg, err)
 	}
 	return cfg, nil

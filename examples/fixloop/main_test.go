@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -54,8 +55,9 @@ func fixloop(t *testing.T, stdin string, env []string, args ...string) outcome {
 
 // line is one JSON line of the output.
 type line struct {
-	Decision          *decisionJSON `json:"decision"`
-	IterationDecision *reportJSON   `json:"iterationDecision"`
+	Decision          *decisionJSON   `json:"decision"`
+	IterationDecision *reportJSON     `json:"iterationDecision"`
+	Result            json.RawMessage `json:"result"`
 }
 
 type feedbackJSON struct {
@@ -165,8 +167,12 @@ func decisions(ls []line, action string) []*decisionJSON {
 	return ds
 }
 
+// report returns the report, the last line before the final result.
 func report(t *testing.T, ls []line) *reportJSON {
 	t.Helper()
+	if len(ls) > 0 && ls[len(ls)-1].Result != nil {
+		ls = ls[:len(ls)-1]
+	}
 	if len(ls) == 0 || ls[len(ls)-1].IterationDecision == nil {
 		t.Fatalf("the last output line is no report: %+v", ls)
 	}
@@ -643,7 +649,8 @@ func TestErrors(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"no_package", []string{"--patches", "testdata/patches/converge"}, exitUsage, "need exactly one package directory"},
+		{"no_package", []string{"--patches", "testdata/patches/converge"}, exitUsage, "missing the package directory to fix"},
+		{"extra_argument", []string{"--patches", "testdata/patches/converge", "testdata/sandbox", "extra"}, exitUsage, `unexpected argument "extra" after the package directory "testdata/sandbox"`},
 		{"no_implementer", []string{"testdata/sandbox"}, exitUsage, "need --patches or --implementer-cmd"},
 		{"both_implementers", []string{"--patches", "p", "--implementer-cmd", "true", "testdata/sandbox"}, exitUsage, "exclude each other"},
 		{"bad_ask", []string{"--ask", "sometimes", "--patches", "p", "testdata/sandbox"}, exitUsage, "--ask must be"},
@@ -674,7 +681,7 @@ func TestErrors(t *testing.T) {
 		}
 		for _, f := range []string{"workdir", "patches", "implementer-cmd", "reviewer-cmd", "no-review", "test-args",
 			"max-iterations", "feedback-limit", "token-budget", "task-timeout", "answer", "ask", "session", "task-id",
-			"report", "json", "clean", "quiet", "resume", "Exit status", "fixloop resume"} {
+			"report", "json", "clean", "quiet", "resume", "-v", "version", "Exit status", "130", "fixloop resume"} {
 			if !strings.Contains(o.stderr, f) {
 				t.Errorf("--help does not mention %q", f)
 			}
@@ -692,4 +699,82 @@ func TestErrors(t *testing.T) {
 			t.Error("--clean left stale.txt")
 		}
 	})
+}
+
+// TestVersion: --version prints the program's version line.
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	o := fixloop(t, "", nil, "--version")
+	if o.code != exitOK || !strings.HasPrefix(o.stdout, "fixloop ") || !strings.Contains(o.stdout, "go1.") {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q", o.code, o.stdout, o.stderr)
+	}
+}
+
+// TestVerbose: -v shows the implementer's output as it runs; without it,
+// the output is only summarised.
+func TestVerbose(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(t.TempDir(), "talk.sh")
+	writeFile(t, script, "echo 'implementer says: working on it'\nexit 1\n")
+	for _, verbose := range []bool{false, true} {
+		args := []string{"--workdir", filepath.Join(t.TempDir(), "w"), "--implementer-cmd", "sh " + shellQuote(script),
+			"--max-iterations", "1", "--ask", "never", "--no-review", "testdata/sandbox"}
+		if verbose {
+			args = append([]string{"-v"}, args...)
+		}
+		o := fixloop(t, "", nil, args...)
+		live := regexp.MustCompile(`(?m)^implementer says: working on it$`)
+		if got := len(live.FindAllString(o.stderr, -1)); got != 1 && verbose || got != 0 && !verbose {
+			t.Errorf("-v=%t: the output appears %d times on stderr:\n%s", verbose, got, o.stderr)
+		}
+	}
+}
+
+// TestJSONResult: with --json the last line is the final result.
+func TestJSONResult(t *testing.T) {
+	t.Parallel()
+	work := filepath.Join(t.TempDir(), "work")
+	o := fixloop(t, "", nil, "--workdir", work, "--patches", "testdata/patches/converge", "--json", "--quiet", "testdata/sandbox")
+	if o.code != exitOK {
+		t.Fatalf("exit %d\n%s%s", o.code, o.stdout, o.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(o.stdout), "\n")
+	var last struct {
+		Result *struct {
+			Status     string `json:"status"`
+			Reason     string `json:"reason"`
+			Iterations int    `json:"iterations"`
+			Usage      struct {
+				Tokens      int64    `json:"tokens"`
+				WallSeconds *float64 `json:"wall_seconds"`
+			} `json:"usage"`
+			ExitCode *int `json:"exit_code"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Result == nil {
+		t.Fatalf("last line is not a result (%v):\n%s", err, lines[len(lines)-1])
+	}
+	r := last.Result
+	if r.Status != "converged" || r.Reason == "" || r.Iterations != 3 || r.Usage.Tokens <= 0 || r.Usage.WallSeconds == nil || r.ExitCode == nil || *r.ExitCode != 0 {
+		t.Errorf("result = %+v", *r)
+	}
+}
+
+// TestTemporaryWorkdirRemoved: without --workdir, a session that ends
+// without success and cannot be resumed leaves no temporary copy behind.
+func TestTemporaryWorkdirRemoved(t *testing.T) {
+	t.Parallel()
+	onePatch := t.TempDir()
+	writeFile(t, filepath.Join(onePatch, "01", "claims.go"), readFile(t, "testdata/patches/converge/01/claims.go"))
+	tmp := t.TempDir()
+	o := fixloop(t, "", []string{"TMPDIR=" + tmp}, "--patches", onePatch, "testdata/sandbox")
+	if o.code != exitError {
+		t.Fatalf("exit %d, want 1\n%s", o.code, o.stderr)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("left in the temporary directory: %v\n%s", entries, o.stderr)
+	}
+	if !strings.Contains(o.stderr, "removed the temporary working copy") {
+		t.Errorf("stderr does not say the copy was removed:\n%s", o.stderr)
+	}
 }

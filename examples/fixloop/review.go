@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/refine-go/refine/examples/internal/xcmd"
 	"github.com/refine-go/refine/gap"
 )
 
@@ -95,10 +96,10 @@ func vetIssues(ctx context.Context, dir string) ([]string, error) {
 	cmd := exec.CommandContext(ctx, "go", "vet", "./...")
 	cmd.Dir = dir
 	cmd.Env = goEnv()
-	cmd.WaitDelay = waitDelay
+	xcmd.Prepare(cmd, killGrace)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	err := xcmd.Run(cmd)
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
@@ -131,10 +132,10 @@ func commandReview(ctx context.Context, command, dir string, env []string) (*gap
 	cmd := exec.CommandContext(ctx, "sh", "-c", command)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	cmd.WaitDelay = waitDelay
+	xcmd.Prepare(cmd, killGrace)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err := xcmd.Run(cmd)
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/examples/internal/xcmd"
 	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
 )
@@ -132,6 +132,8 @@ func (c *checks) summary() string {
 type worker struct {
 	cfg config
 	log io.Writer
+	// live, if set, receives the implementer's output as it comes (-v).
+	live io.Writer
 
 	mu sync.Mutex
 	// checked is the number of attempts whose checks this process ran;
@@ -257,7 +259,7 @@ func (w *worker) implement(ctx context.Context, t iterate.Task, a *attempt) erro
 	cmd := exec.CommandContext(ctx, "sh", "-c", w.cfg.Implementer)
 	cmd.Dir = w.cfg.Workdir
 	cmd.Stdin = strings.NewReader(in)
-	cmd.WaitDelay = waitDelay
+	xcmd.Prepare(cmd, killGrace)
 	cmd.Env = append(os.Environ(),
 		"FIXLOOP_WORKDIR="+w.cfg.Workdir,
 		"FIXLOOP_TASK_ID="+w.cfg.TaskID,
@@ -267,11 +269,16 @@ func (w *worker) implement(ctx context.Context, t iterate.Task, a *attempt) erro
 		"FIXLOOP_ANSWER="+t.Answer,
 		"FIXLOOP_GUIDANCE="+strings.Join(t.Guidance, "\n"),
 	)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	runErr := cmd.Run()
+	out := &xcmd.Tail{Max: outputKept}
+	var sink io.Writer = out
+	if w.live != nil {
+		sink = io.MultiWriter(out, w.live)
+	}
+	cmd.Stdout, cmd.Stderr = sink, sink
+	runErr := xcmd.Run(cmd)
 	a.Output = tail(out.String(), 2000)
-	a.Tokens = int64(budget.EstimateTokens(in) + budget.EstimateTokens(out.String()))
+	// The output cut from the tail counts at a token per 4 bytes.
+	a.Tokens = int64(budget.EstimateTokens(in)+budget.EstimateTokens(out.String())) + (out.Cut()+3)/4
 	after, err := snapshot(w.cfg.Workdir)
 	if err != nil {
 		return iterate.Permanent(err)
@@ -285,6 +292,10 @@ func (w *worker) implement(ctx context.Context, t iterate.Task, a *attempt) erro
 	}
 	return nil
 }
+
+// outputKept bounds the implementer's output kept in memory: its tail,
+// where an agent reports what it did.
+const outputKept = 64 << 10
 
 // tail returns the last n bytes of s.
 func tail(s string, n int) string {

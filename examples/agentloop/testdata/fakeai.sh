@@ -6,6 +6,8 @@
 #   FAKEAI_HANG_ON="6"      start a child process (its pid in $FAKEAI_CHILD),
 #                           create $FAKEAI_MARKER and wait for the child,
 #                           which sleeps for five minutes
+#   FAKEAI_TRAP_TERM        with FAKEAI_HANG_ON: ignore SIGTERM (the child
+#                           too), creating this file when it arrives
 #   FAKEAI_PROMPT           file that receives the latest prompt
 #   FAKEAI_ECHO=1           say something on stdout
 set -u
@@ -21,10 +23,16 @@ if [ "${FAKEAI_ECHO:-}" = 1 ]; then
 fi
 for i in ${FAKEAI_HANG_ON:-}; do
 	if [ "$i" = "$n" ]; then
-		sleep 300 &
+		if [ -n "${FAKEAI_TRAP_TERM:-}" ]; then
+			trap ': >"$FAKEAI_TRAP_TERM"' TERM
+			(trap '' TERM; exec sleep 300) &
+		else
+			sleep 300 &
+		fi
 		echo $! >"$FAKEAI_CHILD"
 		: >"$FAKEAI_MARKER"
-		wait
+		# A trapped signal ends wait early: wait again, for the child.
+		until wait; do :; done
 		exit 0
 	fi
 done
