@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/examples/internal/textfmt"
 	"github.com/refine-go/refine/examples/internal/xcmd"
 	"github.com/refine-go/refine/iterate"
 )
@@ -44,12 +45,16 @@ type runSettings struct {
 	Prompts     string   `json:"prompts"`
 	TokenBudget int      `json:"token_budget"`
 	AITimeout   duration `json:"ai_timeout,omitempty"`
+	// The limits the engine's settings fingerprint holds: a resume
+	// continues under them unless its command line gives others.
+	MaxIterations    int `json:"max_iterations"`
+	FailureThreshold int `json:"failure_threshold"`
 }
 
 // runSettingsOf returns the settings of set that a resume takes over.
 func runSettingsOf(set *settings) *runSettings {
 	return &runSettings{AICmd: set.AICmd, Gates: set.Gates, Context: set.Context, Prompts: set.Prompts, TokenBudget: set.TokenBudget,
-		AITimeout: duration(set.AITimeout)}
+		AITimeout: duration(set.AITimeout), MaxIterations: set.MaxIterations, FailureThreshold: set.FailureThreshold}
 }
 
 // apply sets the settings of set that the resume command line does not
@@ -72,6 +77,12 @@ func (r *runSettings) apply(set *settings, flags *layer) {
 	}
 	if flags.AITimeout == nil {
 		set.AITimeout = time.Duration(r.AITimeout)
+	}
+	if flags.MaxIterations == nil {
+		set.MaxIterations = r.MaxIterations
+	}
+	if flags.FailureThreshold == nil && r.FailureThreshold > 0 {
+		set.FailureThreshold = r.FailureThreshold
 	}
 }
 
@@ -153,8 +164,8 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 		// Seed 004: warn, and send the prompt anyway. The engine reports the
 		// warning at once (a Warned event, a warn-level log entry), before
 		// the AI CLI starts.
-		r.Warn(fmt.Sprintf("Prompt exceeds token budget: %s > %s",
-			budget.FormatTokens(int64(tokens)), budget.FormatTokens(int64(a.set.TokenBudget))))
+		iterate.Warn(ctx, fmt.Sprintf("Prompt exceeds token budget: %s > %s",
+			textfmt.Tokens(int64(tokens)), textfmt.Tokens(int64(a.set.TokenBudget))))
 	}
 
 	env := slices.Concat(a.env, []string{

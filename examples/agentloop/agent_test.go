@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/examples/internal/textfmt"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -34,7 +35,7 @@ func TestAgentReportsToTheEngine(t *testing.T) {
 	tokens := budget.EstimateTokens(prompt)
 	// The AI CLI leaves a file named after its iteration.
 	const ran = `cat >/dev/null; : >ran.$AGENTLOOP_ITERATION`
-	over := fmt.Sprintf("Prompt exceeds token budget: %s > 50", budget.FormatTokens(int64(tokens)))
+	over := fmt.Sprintf("Prompt exceeds token budget: %s > 50", textfmt.Tokens(int64(tokens)))
 
 	tests := []struct {
 		name         string

@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/examples/internal/textfmt"
 )
 
 // wantPrompt is the prompt assembled from testdata/prompts/build.
@@ -449,7 +450,7 @@ func TestSeed004Example4DryRun(t *testing.T) {
 			env:  map[string]string{"AGENTLOOP_AI_CMD": "claude-cli --no-interactive"},
 			want: "[DRY RUN] Procedure: build\n" +
 				"[DRY RUN] Would execute with: claude-cli --no-interactive\n" +
-				"[DRY RUN] Token count: " + budget.FormatTokens(int64(budget.EstimateTokens(wantPrompt))) + " / 100,000 budget\n\n" + wantPrompt,
+				"[DRY RUN] Token count: " + textfmt.Tokens(int64(budget.EstimateTokens(wantPrompt))) + " / 100,000 budget\n\n" + wantPrompt,
 		},
 		{
 			name: "seed004_dry_run_over_token_budget_with_context_and_gates",
@@ -795,8 +796,10 @@ func TestSeed004CorruptedState(t *testing.T) {
 			if len(lines) < 2 || lines[1] != want {
 				t.Errorf("after the warning (-want +got):\n%s", cmp.Diff(want, lines[len(lines)-1]))
 			}
-			if q, _ := filepath.Glob(filepath.Join(f.stateDir(), "*.corrupt")); len(q) == 0 {
-				t.Errorf("the damaged state was not kept aside")
+			// The damaged generations stayed quarantined, and warned about,
+			// until the clean stop removed the session's files (cleanup).
+			if left, _ := filepath.Glob(filepath.Join(f.stateDir(), "build.*ckpt*")); len(left) != 0 {
+				t.Errorf("files left after the clean stop: %q", left)
 			}
 		})
 	}

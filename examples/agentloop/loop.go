@@ -15,6 +15,7 @@ import (
 	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/examples/internal/textfmt"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -37,9 +38,9 @@ func dryRun(set *settings, stdout, stderr io.Writer) int {
 	if len(set.Gates) > 0 {
 		fmt.Fprintf(&b, "[DRY RUN] Quality gates: %s\n", strings.Join(set.Gates, "; "))
 	}
-	fmt.Fprintf(&b, "[DRY RUN] Token count: %s / %s budget\n", budget.FormatTokens(int64(tokens)), budget.FormatTokens(int64(set.TokenBudget)))
+	fmt.Fprintf(&b, "[DRY RUN] Token count: %s / %s budget\n", textfmt.Tokens(int64(tokens)), textfmt.Tokens(int64(set.TokenBudget)))
 	if tokens > set.TokenBudget {
-		fmt.Fprintf(&b, "[DRY RUN] WARNING: Prompt exceeds token budget: %s > %s\n", budget.FormatTokens(int64(tokens)), budget.FormatTokens(int64(set.TokenBudget)))
+		fmt.Fprintf(&b, "[DRY RUN] WARNING: Prompt exceeds token budget: %s > %s\n", textfmt.Tokens(int64(tokens)), textfmt.Tokens(int64(set.TokenBudget)))
 	}
 	b.WriteString("\n")
 	b.WriteString(prompt)
@@ -127,21 +128,16 @@ func (l *loopRun) run() int {
 	}
 
 	resuming := saved != nil
-	maxIter, threshold := set.MaxIterations, set.FailureThreshold
 	if resuming {
+		// The run's settings, limits included, are in its state: continue
+		// under them, unless the resume command line gives others (the
+		// engine's settings fingerprint holds the limits).
 		var prev loopState
 		if json.Unmarshal(saved.State, &prev) == nil && prev.Settings != nil {
 			prev.Settings.apply(set, set.flags)
 		}
-		// The fingerprint that guards Resume holds the limits: continue
-		// under the saved ones, unless the resume command line gives others.
-		if set.flags.MaxIterations == nil {
-			maxIter = saved.MaxIterations
-		}
-		if set.flags.FailureThreshold == nil {
-			threshold = saved.FailureThreshold
-		}
 	}
+	maxIter, threshold := set.MaxIterations, set.FailureThreshold
 	if set.Resume {
 		if code := preflight(set, stderr); code >= 0 {
 			return code
@@ -157,28 +153,31 @@ func (l *loopRun) run() int {
 		iterate.WithFailureThreshold(threshold),
 		// Only the failure threshold and the iteration limit end the loop:
 		// the assessments of an AI CLI loop are empty.
-		iterate.WithConvergence(converge.Any(converge.Failures{Threshold: threshold}, converge.IterationLimit{})),
+		iterate.WithConvergence(converge.Any(converge.Failures{}, converge.IterationLimit{})),
 		iterate.WithLogger(l.log),
 		iterate.WithObserver(rep.observe),
 	}
 	if persist {
-		opts = append(opts, iterate.WithCheckpointer(store), iterate.WithCleanup())
-	}
-	switch {
-	case resuming && set.LimitsFromFlags:
-		opts = append(opts, iterate.WithAllowSettingsChange())
-	case !resuming && !set.Fresh:
-		// Seed 004: a start over an interrupted (or crashed) run offers
-		// resume instead. The engine decides under the procedure's lock, so
-		// no other run can slip in between the check and the start.
-		opts = append(opts, iterate.WithRefuseResumable())
+		flags := iterate.Cleanup
+		if !resuming && !set.Fresh {
+			// Seed 004: a start over an interrupted (or crashed) run offers
+			// resume instead. The engine decides under the procedure's
+			// lock, so no other run can slip in between the check and the
+			// start.
+			flags |= iterate.RefuseResumable
+		}
+		opts = append(opts, iterate.WithCheckpointer(store, flags))
 	}
 	eng := iterate.New(iterate.Func(ag.iteration), opts...)
 
 	var res *iterate.Result[loopState]
 	var err error
 	if resuming {
-		res, err = eng.Resume(ctx)
+		var resumeOpts []iterate.ResumeOption
+		if set.LimitsFromFlags {
+			resumeOpts = append(resumeOpts, iterate.AllowSettingsChange())
+		}
+		res, err = eng.Resume(ctx, resumeOpts...)
 	} else {
 		res, err = eng.Run(ctx, loopState{Settings: runSettingsOf(set)})
 	}
@@ -251,10 +250,10 @@ func preflight(set *settings, stderr io.Writer) int {
 //
 // It holds the procedure's lock meanwhile, and releases it before the engine
 // takes it again. Whether a start must give way to a resume is not decided
-// here but by the engine under its own lock (iterate.WithRefuseResumable),
+// here but by the engine under its own lock (iterate.RefuseResumable),
 // as is a start over a corrupted state (the engine warns and starts afresh).
 func prepare(ctx context.Context, set *settings, store *checkpoint.Dir, out *console, stderr io.Writer) (*checkpoint.Checkpoint, bool, int) {
-	release, err := store.Lock(ctx, set.Procedure)
+	_, release, err := store.Lock(ctx, set.Procedure)
 	var locked *checkpoint.LockedError
 	switch {
 	case errors.As(err, &locked):
@@ -288,14 +287,18 @@ func prepare(ctx context.Context, set *settings, store *checkpoint.Dir, out *con
 		return nil, true, exitError
 	case ctx.Err() != nil:
 		return nil, true, exitInterrupted
-	case err != nil:
-		// Seed 004: a corrupted state is a fresh start. Worded as the
-		// engine's warning about the same state on a start.
-		out.warn(fmt.Sprintf("previous checkpoint of session %q unreadable, starting fresh: %v", set.Procedure, err))
+	case errors.Is(err, checkpoint.ErrCorrupt):
+		// Seed 004: a corrupted state is a fresh start. The damaged files
+		// stay quarantined, so the engine's start finds them and warns.
 		return nil, true, -1
+	case err != nil:
+		// Not damage (a newer format, a permission): never start over a
+		// state that may be good.
+		fmt.Fprintf(stderr, "agentloop: cannot resume procedure %s: %v\n", set.Procedure, err)
+		return nil, true, exitError
 	}
-	for _, note := range saved.Notes {
-		out.warn(note)
+	if len(saved.Skipped) > 0 {
+		out.warn(fmt.Sprintf("saved state generations %v damaged; resuming from generation %d", saved.Skipped, saved.Generation))
 	}
 	if iterate.Status(saved.Status).Final() {
 		fmt.Fprintf(stderr, "agentloop: procedure %s already ended (%s: %s); nothing to resume. Start it again with: agentloop %s\n",
@@ -312,8 +315,13 @@ func offerResume(stderr io.Writer, set *settings, saved *checkpoint.Checkpoint) 
 	if iterate.Status(saved.Status) == iterate.Running {
 		how = "did not finish (its run is gone: crashed?)"
 	}
+	max := 0
+	var prev loopState
+	if json.Unmarshal(saved.State, &prev) == nil && prev.Settings != nil {
+		max = prev.Settings.MaxIterations
+	}
 	fmt.Fprintf(stderr, "agentloop: procedure %s %s after %d iterations (%s).\nResume with: %s\nor start over with: agentloop %s --fresh\n",
-		set.Procedure, how, saved.Iteration, limit(saved.MaxIterations), set.ResumeHint, set.Procedure)
+		set.Procedure, how, saved.Iteration, limit(max), set.ResumeHint, set.Procedure)
 }
 
 // refuseRunning explains that a live run holds the procedure.

@@ -132,7 +132,7 @@ func (r *reporter) stopped(e iterate.LoopStopped) {
 	switch e.Status {
 	case iterate.MaxIterations:
 		r.progress(e)
-		// The engine removed the checkpoints (WithCleanup) if it could save
+		// The engine removed the checkpoints (iterate.Cleanup) if it could save
 		// the final one; the summary goes with them.
 		if r.summary != nil && e.Saved {
 			if err := r.summary.remove(); err != nil {
@@ -150,7 +150,7 @@ func (r *reporter) stopped(e iterate.LoopStopped) {
 		r.out.breakLine()
 		r.progress(e)
 	default:
-		r.out.printAt(e.Time, r.out.paint(red, fmt.Sprintf("ERROR: Stopped (%s: %s) after %d iterations (total: %s)", e.Status, e.Reason, e.Iteration(), iterate.FormatDuration(e.Elapsed))))
+		r.out.printAt(e.Time, r.out.paint(red, fmt.Sprintf("ERROR: Stopped (%s: %s) after %d iterations (total: %s)", e.Status, e.Reason, e.Iteration(), e.Elapsed.Round(time.Second))))
 	}
 }
 
@@ -211,17 +211,19 @@ func (s *summary) started(e iterate.LoopStarted) {
 		return
 	}
 	for _, d := range e.Durations {
-		s.st.ElapsedPerIteration = append(s.st.ElapsedPerIteration, iterate.FormatSeconds(d))
+		s.st.ElapsedPerIteration = append(s.st.ElapsedPerIteration, seconds(d))
 	}
 }
 
 func (s *summary) iterationEnded(e iterate.IterationEnded) {
 	s.st.Iteration = e.Iteration()
 	s.st.ConsecutiveFailures = e.ConsecutiveFailures
-	s.st.FailureThreshold = e.FailureThreshold
 	s.st.LastIterationAt = e.Time.UTC()
-	s.st.ElapsedPerIteration = append(s.st.ElapsedPerIteration, iterate.FormatSeconds(e.Duration))
+	s.st.ElapsedPerIteration = append(s.st.ElapsedPerIteration, seconds(e.Duration))
 }
+
+// seconds formats d as seed 004 does: seconds with one decimal, "45.2s".
+func seconds(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
 
 // statusName maps the engine's statuses to seed 004's LoopStatus.
 func statusName(s iterate.Status) string {
