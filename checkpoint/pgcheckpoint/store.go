@@ -200,6 +200,11 @@ func wrap(ctx context.Context, op, session string, err error) error {
 // deleted in the same transaction. c is not modified, and Skipped is not
 // saved.
 //
+// A save that stalls inside its transaction for a lease's length (its
+// process paused, its network cut) has its database session ended by the
+// server (idle_in_transaction_session_timeout), which rolls it back and
+// frees the lease row for a takeover.
+//
 // A c with a non-zero Token is fenced: it is saved only if this Store holds
 // the session's lease with that token, and the lease row, locked FOR UPDATE
 // in the same transaction, still names this Store with that token and has
@@ -235,7 +240,11 @@ func (s *Store) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
 		}
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, s.schema, c.Session); err != nil {
+		// A writer that stalls inside the transaction (paused, cut off)
+		// holds the lease row's lock and so would block a takeover: the
+		// server ends its session once it has idled a lease's length.
+		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true), pg_advisory_xact_lock(hashtext($2), hashtext($3))`,
+			strconv.FormatInt(max(s.lease.Milliseconds(), 1), 10), s.schema, c.Session); err != nil {
 			return err
 		}
 		if c.Token != 0 {
