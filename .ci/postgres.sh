@@ -62,7 +62,12 @@ refine_pg_start() {
     fi
   fi
 
-  REFINE_PG_DIR=$(mktemp -d "${TMPDIR:-/tmp}/refine-pg.XXXXXX") || { refine_pg_fail "mktemp failed"; return 1; }
+  # As root, in /tmp: the postgres user may not reach root's $TMPDIR.
+  local tmp=${TMPDIR:-/tmp}
+  if [ "$(id -u)" -eq 0 ]; then
+    tmp=/tmp
+  fi
+  REFINE_PG_DIR=$(mktemp -d "$tmp/refine-pg.XXXXXX") || { refine_pg_fail "mktemp failed"; return 1; }
   chmod 0755 "$REFINE_PG_DIR"
   mkdir "$REFINE_PG_DIR/data" "$REFINE_PG_DIR/run"
   if [ "$(id -u)" -eq 0 ]; then
