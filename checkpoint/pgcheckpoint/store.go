@@ -281,7 +281,11 @@ func (s *Store) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `DELETE FROM `+s.table("checkpoints")+` WHERE session = $1 AND generation <= $2`, c.Session, gen-int64(s.keep)); err != nil {
+		// Keep the newest Keep rows, whatever the gaps between their
+		// generations.
+		if _, err := tx.Exec(ctx, `DELETE FROM `+s.table("checkpoints")+` WHERE session = $1 AND generation < (
+			SELECT generation FROM `+s.table("checkpoints")+` WHERE session = $1
+			ORDER BY generation DESC OFFSET $2 LIMIT 1)`, c.Session, s.keep-1); err != nil {
 			return err
 		}
 		if s.hook != nil {

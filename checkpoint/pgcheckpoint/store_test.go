@@ -437,10 +437,13 @@ func TestRetention(t *testing.T) {
 					}
 				}
 			}
-			var want []int64
-			for g := 10 - keep + 1; g <= 10; g++ {
-				want = append(want, int64(g))
+			// A jump in generations: the last Keep saves are kept, not the
+			// generations within Keep of the newest.
+			if err := s.Save(context.Background(), checkpointtest.Checkpoint("kept", 100)); err != nil {
+				t.Fatal(err)
 			}
+			all := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 100}
+			want := all[len(all)-keep:]
 			if diff := cmp.Diff(want, countGens(t, pool, schema, "kept")); diff != "" {
 				t.Errorf("generations kept (-want +got):\n%s", diff)
 			}
@@ -540,5 +543,13 @@ func TestTimePrecision(t *testing.T) {
 		if !got.Time.Equal(tm) || got.Time.Location() != time.UTC {
 			t.Errorf("time %v came back as %v", tm, got.Time)
 		}
+	}
+}
+
+// TestExample runs the code of Example against the test server.
+func TestExample(t *testing.T) {
+	pool := newPool(t)
+	if err := runExample(context.Background(), serverURL(t), newSchema(t, pool)); err != nil {
+		t.Fatal(err)
 	}
 }
