@@ -90,11 +90,12 @@ func Keep(n int) Option {
 // connection lost): another host can take the session over once the lease
 // has run out, at most this long after the holder's last renewal. A holder
 // that cannot renew for this long (paused, partitioned) loses the session
-// and its next save is refused. It must be positive and at least 1ms.
+// and its next save is refused; a save that idles inside its transaction
+// for this long is ended by the server. It must be at least 100ms.
 func Lease(d time.Duration) Option {
 	return optionFunc(func(s *Store) error {
-		if d < time.Millisecond {
-			return fmt.Errorf("pgcheckpoint: lease %v is shorter than 1ms", d)
+		if d < 100*time.Millisecond {
+			return fmt.Errorf("pgcheckpoint: lease %v is shorter than 100ms", d)
 		}
 		s.lease = d
 		return nil
@@ -244,7 +245,7 @@ func (s *Store) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
 		// holds the lease row's lock and so would block a takeover: the
 		// server ends its session once it has idled a lease's length.
 		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true), pg_advisory_xact_lock(hashtext($2), hashtext($3))`,
-			strconv.FormatInt(max(s.lease.Milliseconds(), 1), 10), s.schema, c.Session); err != nil {
+			strconv.FormatInt(s.lease.Milliseconds(), 10), s.schema, c.Session); err != nil {
 			return err
 		}
 		if c.Token != 0 {

@@ -33,7 +33,7 @@ func TestNewOptions(t *testing.T) {
 		{"nil_option", []pgcheckpoint.Option{nil}, ""},
 		{"all_set", []pgcheckpoint.Option{pgcheckpoint.Keep(5), pgcheckpoint.Lease(time.Second), pgcheckpoint.Renew(200 * time.Millisecond), pgcheckpoint.Holder("worker-7")}, ""},
 		{"empty_schema", []pgcheckpoint.Option{pgcheckpoint.Schema("")}, "empty schema name"},
-		{"lease_too_short", []pgcheckpoint.Option{pgcheckpoint.Lease(time.Microsecond)}, "shorter than 1ms"},
+		{"lease_too_short", []pgcheckpoint.Option{pgcheckpoint.Lease(time.Microsecond)}, "shorter than 100ms"},
 		{"renew_not_positive", []pgcheckpoint.Option{pgcheckpoint.Renew(0)}, "not positive"},
 		{"renew_not_below_lease", []pgcheckpoint.Option{pgcheckpoint.Lease(time.Second), pgcheckpoint.Renew(time.Second)}, "not shorter than the lease"},
 		{"errors_joined", []pgcheckpoint.Option{pgcheckpoint.Schema(""), pgcheckpoint.Renew(-1)}, "empty schema name\npgcheckpoint: renewal interval -1ns is not positive"},
