@@ -1,0 +1,210 @@
+package pgcheckpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/refine-go/refine/checkpoint"
+)
+
+// lease is a session lease held by a Store, renewed by a goroutine until
+// released.
+type lease struct {
+	session string
+	token   uint64
+
+	mu   sync.Mutex
+	lost bool // expired, taken over or not renewable: saves are fenced
+
+	stop chan struct{} // closed by release
+	done chan struct{} // closed when the renewal goroutine returns
+	once sync.Once
+	err  error // of release
+}
+
+// isLost reports whether the lease is lost; a nil lease is.
+func (l *lease) isLost() bool {
+	if l == nil {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+func (l *lease) lose() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.lost = true
+	l.mu.Unlock()
+}
+
+// held returns the lease this Store holds on session with token, nil if
+// none or if it is lost.
+func (s *Store) held(session string, token uint64) *lease {
+	s.mu.Lock()
+	l := s.locks[session]
+	s.mu.Unlock()
+	if l == nil || l.token != token || l.isLost() {
+		return nil
+	}
+	return l
+}
+
+// Lock takes the session's lease and returns its fencing token, or a
+// *[checkpoint.LockedError] naming the holder when the session's lease is
+// live (held by another Store, or already by this one, and not expired by
+// the database's clock). An expired lease is taken over.
+//
+// The token is one above the session's previous token (kept in the lease
+// row after a release) or, for a session without a lease row, one above the
+// highest token among its checkpoints; the first is 1.
+//
+// While held, the lease is renewed in the background every [Renew]
+// interval, each renewal extending it to [Lease] from then. When a renewal
+// finds the lease expired or taken over, or renewals fail for a whole
+// lease length, the lease is lost: every later save with its token is
+// refused with a *[checkpoint.FencedError], which stops the engine.
+//
+// release stops the renewals and gives the lease back at once, so that the
+// next Lock need not wait for it to expire; calling it twice is harmless.
+// ctx bounds taking the lease only; the renewals go on until release (or
+// [Store.Close]).
+func (s *Store) Lock(ctx context.Context, session string) (token uint64, release func() error, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, err
+	}
+	if err := checkpoint.ValidateSession(session); err != nil {
+		return 0, nil, err
+	}
+	var t int64
+	for attempt := 0; ; attempt++ {
+		err = s.pool.QueryRow(ctx, `
+			INSERT INTO `+s.table("leases")+` AS l (session, holder, token, expires_at)
+			VALUES ($1, $2,
+				(SELECT coalesce(max(token), 0) + 1 FROM `+s.table("checkpoints")+` WHERE session = $1),
+				clock_timestamp() + $3 * interval '1 microsecond')
+			ON CONFLICT (session) DO UPDATE
+				SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at,
+					acquired_at = clock_timestamp(), renewed_at = clock_timestamp()
+				WHERE l.holder = '' OR l.expires_at <= clock_timestamp()
+			RETURNING token`, session, s.holder, s.lease.Microseconds()).Scan(&t)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return 0, nil, wrap(ctx, "locking", session, err)
+		}
+		// Held: say by whom, unless it was released meanwhile.
+		var holder string
+		var live bool
+		err = s.pool.QueryRow(ctx, `SELECT holder, holder <> '' AND expires_at > clock_timestamp() FROM `+s.table("leases")+` WHERE session = $1`, session).Scan(&holder, &live)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return 0, nil, wrap(ctx, "locking", session, err)
+		}
+		if (err == nil && live) || attempt == 2 {
+			return 0, nil, &checkpoint.LockedError{Session: session, Holder: holder}
+		}
+	}
+	l := &lease{session: session, token: uint64(t), stop: make(chan struct{}), done: make(chan struct{})}
+	s.mu.Lock()
+	if s.locks == nil {
+		s.locks = make(map[string]*lease)
+	}
+	if old := s.locks[session]; old != nil {
+		old.lose() // expired and taken over by this Store itself
+	}
+	s.locks[session] = l
+	s.mu.Unlock()
+	go s.renewLoop(l)
+	return l.token, func() error { return s.release(l) }, nil
+}
+
+// renewLoop renews l every renewal interval until it is released or lost.
+func (s *Store) renewLoop(l *lease) {
+	defer close(l.done)
+	ticker := time.NewTicker(s.renew)
+	defer ticker.Stop()
+	last := time.Now() // of the last successful renewal (or the taking)
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-ticker.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.renew)
+		ok, err := s.renewOnce(ctx, l)
+		cancel()
+		switch {
+		case err == nil && ok:
+			last = time.Now()
+		case err == nil && !ok:
+			l.lose() // expired, released behind our back or taken over
+			return
+		case time.Since(last) >= s.lease:
+			// The lease may have run out while renewals failed.
+			l.lose()
+			return
+		}
+	}
+}
+
+// renewOnce extends l, reporting whether the lease row was still l's and
+// live.
+func (s *Store) renewOnce(ctx context.Context, l *lease) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE `+s.table("leases")+`
+		SET expires_at = clock_timestamp() + $4 * interval '1 microsecond', renewed_at = clock_timestamp()
+		WHERE session = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp()`,
+		l.session, s.holder, int64(l.token), s.lease.Microseconds())
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// release stops l's renewals and frees its lease row, keeping its token.
+func (s *Store) release(l *lease) error {
+	l.once.Do(func() {
+		close(l.stop)
+		<-l.done
+		l.lose()
+		s.mu.Lock()
+		if s.locks[l.session] == l {
+			delete(s.locks, l.session)
+		}
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), max(s.lease, 5*time.Second))
+		defer cancel()
+		_, err := s.pool.Exec(ctx, `UPDATE `+s.table("leases")+` SET holder = '', expires_at = clock_timestamp()
+			WHERE session = $1 AND holder = $2 AND token = $3`, l.session, s.holder, int64(l.token))
+		if err != nil {
+			// The lease expires on its own.
+			l.err = fmt.Errorf("pgcheckpoint: releasing session %q: %w", l.session, err)
+		}
+	})
+	return l.err
+}
+
+// Close releases every lease this Store still holds, as their release
+// functions would, and returns their errors joined. The pool is not closed.
+// The Store stays usable.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	held := make([]*lease, 0, len(s.locks))
+	for _, l := range s.locks {
+		held = append(held, l)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, l := range held {
+		errs = append(errs, s.release(l))
+	}
+	return errors.Join(errs...)
+}

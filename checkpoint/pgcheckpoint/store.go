@@ -1,0 +1,448 @@
+package pgcheckpoint
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/refine-go/refine/checkpoint"
+)
+
+// Defaults of the settings.
+const (
+	// DefaultSchema is the PostgreSQL schema the tables live in.
+	DefaultSchema = "refine"
+	// DefaultLease is how long a lease lasts without renewal.
+	DefaultLease = 30 * time.Second
+)
+
+// maxBytes bounds Engine and State together, as the checkpoint format
+// bounds an encoded checkpoint (1 GiB); a bytea cannot hold more anyway.
+const maxBytes = 1 << 30
+
+// Store keeps checkpoints in a PostgreSQL database. Create one with [New];
+// the zero value is not usable. Safe for concurrent use, by any number of
+// Stores on any number of hosts sharing one database.
+//
+// It implements the engine's Checkpointer, Locker and Remover: Save, Load,
+// Lock and Remove, with the semantics of [checkpoint.Dir] described in the
+// package documentation.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string
+	q      string // the schema, quoted
+	keep   int
+	lease  time.Duration
+	renew  time.Duration
+	holder string // unique to this Store: its description and a random suffix
+
+	// hook, set by tests only, is called inside a save's transaction after
+	// the new generation is written and before the commit.
+	hook func(ctx context.Context, tx pgx.Tx) error
+
+	mu    sync.Mutex
+	locks map[string]*lease // the leases this Store holds, by session
+}
+
+// Option configures a [Store].
+type Option interface{ apply(*Store) error }
+
+type optionFunc func(*Store) error
+
+func (f optionFunc) apply(s *Store) error { return f(s) }
+
+// Schema sets the PostgreSQL schema that holds the store's tables (default
+// [DefaultSchema], "refine"), created by [New] if missing. Stores sharing
+// sessions must use the same schema; tests may use one schema each.
+func Schema(name string) Option {
+	return optionFunc(func(s *Store) error {
+		if name == "" {
+			return errors.New("pgcheckpoint: empty schema name")
+		}
+		s.schema = name
+		return nil
+	})
+}
+
+// Keep sets how many generations of a session are kept (default
+// [checkpoint.DefaultKeep], 3; minimum 1). Every save deletes the older
+// ones in its transaction.
+func Keep(n int) Option {
+	return optionFunc(func(s *Store) error {
+		s.keep = max(n, 1)
+		return nil
+	})
+}
+
+// Lease sets how long a session's lease lasts after it is taken or last
+// renewed (default [DefaultLease], 30s). It bounds how long a session stays
+// blocked after its holder dies (its process killed, its machine or its
+// connection lost): another host can take the session over once the lease
+// has run out, at most this long after the holder's last renewal. A holder
+// that cannot renew for this long (paused, partitioned) loses the session
+// and its next save is refused; a save that idles inside its transaction
+// for this long is ended by the server. It must be at least 100ms.
+func Lease(d time.Duration) Option {
+	return optionFunc(func(s *Store) error {
+		if d < 100*time.Millisecond {
+			return fmt.Errorf("pgcheckpoint: lease %v is shorter than 100ms", d)
+		}
+		s.lease = d
+		return nil
+	})
+}
+
+// Renew sets how often a held lease is renewed (default a third of the
+// lease, so that two renewals in a row can fail before the lease runs
+// out). It must be shorter than the lease.
+func Renew(d time.Duration) Option {
+	return optionFunc(func(s *Store) error {
+		if d <= 0 {
+			return fmt.Errorf("pgcheckpoint: renewal interval %v is not positive", d)
+		}
+		s.renew = d
+		return nil
+	})
+}
+
+// Holder sets how this Store names itself in the leases it takes, as shown
+// by [Store.Sessions] and in the *[checkpoint.LockedError] other hosts get
+// (default "<hostname> pid <pid>"). A random suffix is always appended, so
+// that two Stores never share a holder name.
+func Holder(name string) Option {
+	return optionFunc(func(s *Store) error {
+		s.holder = name
+		return nil
+	})
+}
+
+// New returns a store keeping checkpoints in the database of pool, creating
+// its schema and tables or migrating them to [SchemaVersion] first
+// (idempotent, and safe when several hosts start at once). The pool stays
+// the caller's: close it after the store's last use and after releasing
+// its locks (see [Store.Close]). A nil option is ignored; an invalid one is
+// an error.
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
+	if pool == nil {
+		return nil, errors.New("pgcheckpoint: nil pool")
+	}
+	s := &Store{pool: pool, schema: DefaultSchema, keep: checkpoint.DefaultKeep, lease: DefaultLease}
+	var errs []error
+	for _, o := range opts {
+		if o != nil {
+			if err := o.apply(s); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if s.renew == 0 {
+		s.renew = s.lease / 3
+	} else if s.renew >= s.lease {
+		errs = append(errs, fmt.Errorf("pgcheckpoint: renewal interval %v is not shorter than the lease %v", s.renew, s.lease))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if s.holder == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "unknown host"
+		}
+		s.holder = host + " pid " + strconv.Itoa(os.Getpid())
+	}
+	var suffix [4]byte
+	rand.Read(suffix[:])
+	s.holder += " #" + hex.EncodeToString(suffix[:])
+	s.q = pgx.Identifier{s.schema}.Sanitize()
+	if err := s.migrate(ctx); err != nil {
+		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+			err = fmt.Errorf("%w (%w)", cerr, err)
+		}
+		return nil, fmt.Errorf("pgcheckpoint: preparing schema %s: %w", s.q, err)
+	}
+	return s, nil
+}
+
+// HolderName returns the name this Store gives itself in the leases it
+// takes.
+func (s *Store) HolderName() string { return s.holder }
+
+// table returns the quoted name of one of the store's tables.
+func (s *Store) table(name string) string { return s.q + "." + name }
+
+// wrap returns err as the error of op on session, keeping a cancellation
+// visible: when ctx is done, the error matches its cause.
+func wrap(ctx context.Context, op, session string, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (%w)", cerr, err)
+	}
+	return fmt.Errorf("pgcheckpoint: %s session %q: %w", op, session, err)
+}
+
+// Save stores c as a new generation of its session, in one transaction:
+// the whole generation is committed or nothing is, also when the
+// connection is lost midway (then the caller may not learn which; a later
+// save gets a higher generation either way).
+//
+// The generation written is max(c.Generation, newest+1), newest being the
+// highest generation stored for the session, so that the latest save always
+// wins; saves of one session are serialised (a transaction-scoped advisory
+// lock keyed on the session). Generations older than the newest Keep are
+// deleted in the same transaction. c is not modified, and Skipped is not
+// saved.
+//
+// A save that stalls inside its transaction for a lease's length (its
+// process paused, its network cut) has its database session ended by the
+// server (idle_in_transaction_session_timeout), which rolls it back and
+// frees the lease row for a takeover.
+//
+// A c with a non-zero Token is fenced: it is saved only if this Store holds
+// the session's lease with that token, and the lease row, locked FOR UPDATE
+// in the same transaction, still names this Store with that token and has
+// not expired by the database's clock; otherwise Save returns a
+// *[checkpoint.FencedError] and stores nothing. A lease that this Store
+// failed to renew, or found taken over, fences every later save. A c with
+// Token 0 is saved without this check, whoever holds the session, as by
+// [checkpoint.Memory] and [checkpoint.Dir].
+//
+// Generations and tokens are stored as bigint: a generation above
+// math.MaxInt64 is refused with an error.
+func (s *Store) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c == nil {
+		return checkpoint.ErrNilCheckpoint
+	}
+	if err := checkpoint.ValidateSession(c.Session); err != nil {
+		return err
+	}
+	if len(c.Engine)+len(c.State) > maxBytes {
+		return fmt.Errorf("pgcheckpoint: saving session %q: Engine and State take %d bytes, above the limit of %d", c.Session, len(c.Engine)+len(c.State), maxBytes)
+	}
+	if c.Generation > math.MaxInt64 {
+		return fmt.Errorf("pgcheckpoint: saving session %q: generation %d above the largest storable, %d", c.Session, c.Generation, int64(math.MaxInt64))
+	}
+	var held *lease
+	if c.Token != 0 {
+		held = s.held(c.Session, c.Token)
+		if held == nil {
+			return s.fenced(ctx, c)
+		}
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// A writer that stalls inside the transaction (paused, cut off)
+		// holds the lease row's lock and so would block a takeover: the
+		// server ends its session once it has idled a lease's length.
+		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true), pg_advisory_xact_lock(hashtext($2), hashtext($3))`,
+			strconv.FormatInt(s.lease.Milliseconds(), 10), s.schema, c.Session); err != nil {
+			return err
+		}
+		if c.Token != 0 {
+			var holder string
+			var token int64
+			var live bool
+			err := tx.QueryRow(ctx, `SELECT holder, token, expires_at > clock_timestamp() FROM `+s.table("leases")+` WHERE session = $1 FOR UPDATE`, c.Session).Scan(&holder, &token, &live)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if err != nil || holder != s.holder || uint64(token) != c.Token || !live {
+				// The lease expired, was released or taken over: it never
+				// comes back to this holder.
+				held.lose()
+				return &checkpoint.FencedError{Session: c.Session, Token: c.Token, Current: uint64(token)}
+			}
+			if held.isLost() {
+				return &checkpoint.FencedError{Session: c.Session, Token: c.Token, Current: uint64(token)}
+			}
+		}
+		var newest int64
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(generation), 0) FROM `+s.table("checkpoints")+` WHERE session = $1`, c.Session).Scan(&newest); err != nil {
+			return err
+		}
+		if newest == math.MaxInt64 {
+			return fmt.Errorf("generations exhausted")
+		}
+		gen := max(int64(c.Generation), newest+1)
+		t := c.Time.UTC().Truncate(time.Microsecond) // what timestamptz keeps
+		_, err := tx.Exec(ctx, `INSERT INTO `+s.table("checkpoints")+`
+			(session, generation, token, status, reason, iteration, time, time_ns, question, fingerprint, engine, state)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			c.Session, gen, int64(c.Token), c.Status, c.Reason, int64(c.Iteration), t, c.Time.Nanosecond()%1000, c.Question, c.Fingerprint, c.Engine, c.State)
+		if err != nil {
+			return err
+		}
+		// Keep the newest Keep rows, whatever the gaps between their
+		// generations.
+		if _, err := tx.Exec(ctx, `DELETE FROM `+s.table("checkpoints")+` WHERE session = $1 AND generation < (
+			SELECT generation FROM `+s.table("checkpoints")+` WHERE session = $1
+			ORDER BY generation DESC OFFSET $2 LIMIT 1)`, c.Session, s.keep-1); err != nil {
+			return err
+		}
+		if s.hook != nil {
+			return s.hook(ctx, tx)
+		}
+		return nil
+	})
+	if err != nil {
+		var fe *checkpoint.FencedError
+		if errors.As(err, &fe) {
+			return fe
+		}
+		return wrap(ctx, "saving", c.Session, err)
+	}
+	return nil
+}
+
+// fenced returns the *FencedError of a save of c that this Store cannot
+// make, naming the session's current token when it can be read.
+func (s *Store) fenced(ctx context.Context, c *checkpoint.Checkpoint) error {
+	var token int64
+	s.pool.QueryRow(ctx, `SELECT token FROM `+s.table("leases")+` WHERE session = $1`, c.Session).Scan(&token)
+	return &checkpoint.FencedError{Session: c.Session, Token: c.Token, Current: uint64(token)}
+}
+
+// Load returns the newest generation of session, or an error matching
+// [checkpoint.ErrNotFound]. Its Skipped is always empty: the database keeps
+// generations whole.
+func (s *Store) Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkpoint.ValidateSession(session); err != nil {
+		return nil, err
+	}
+	c := &checkpoint.Checkpoint{Session: session}
+	var gen, token, iteration int64
+	var t time.Time
+	var ns int32
+	err := s.pool.QueryRow(ctx, `SELECT generation, token, status, reason, iteration, time, time_ns, question, fingerprint, engine, state
+		FROM `+s.table("checkpoints")+` WHERE session = $1 ORDER BY generation DESC LIMIT 1`, session).
+		Scan(&gen, &token, &c.Status, &c.Reason, &iteration, &t, &ns, &c.Question, &c.Fingerprint, &c.Engine, &c.State)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: session %q in schema %s", checkpoint.ErrNotFound, session, s.q)
+	}
+	if err != nil {
+		return nil, wrap(ctx, "loading", session, err)
+	}
+	c.Generation, c.Token, c.Iteration = uint64(gen), uint64(token), int(iteration)
+	c.Time = t.UTC().Add(time.Duration(ns))
+	return c, nil
+}
+
+// Remove deletes every generation of session, and its lease unless the
+// lease is live (held by this Store or another, and not expired): a held
+// session stays held. Removing a session without checkpoints is not an
+// error. Afterwards Load returns ErrNotFound, and, once the lease row is
+// gone, the session's generations and tokens may start again from 1.
+func (s *Store) Remove(ctx context.Context, session string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkpoint.ValidateSession(session); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, s.schema, session); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM `+s.table("checkpoints")+` WHERE session = $1`, session); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM `+s.table("leases")+` WHERE session = $1 AND (holder = '' OR expires_at <= clock_timestamp())`, session)
+		return err
+	})
+	if err != nil {
+		return wrap(ctx, "removing", session, err)
+	}
+	return nil
+}
+
+// Session describes one session of a store, as listed by [Store.Sessions].
+type Session struct {
+	// Name is the session's name.
+	Name string
+	// Status, Reason and Iteration are those of the newest checkpoint, and
+	// Generation its generation; all zero when the session has a lease but
+	// no checkpoint.
+	Status, Reason string
+	Iteration      int
+	Generation     uint64
+	// Saved is the newest checkpoint's Time, as the loop set it; Updated
+	// is when the database stored it.
+	Saved, Updated time.Time
+	// Holder names the holder of the session's lease, "" unless it is
+	// live; Expires is when that lease runs out unless renewed.
+	Holder  string
+	Expires time.Time
+	// Token is the newest fencing token issued for the session, 0 if none.
+	Token uint64
+}
+
+// Sessions lists every session with a checkpoint or a lease, by name, for
+// operators: status, progress, and who holds it until when.
+func (s *Store) Sessions(ctx context.Context) ([]Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `
+		WITH names AS (
+			SELECT DISTINCT session FROM `+s.table("checkpoints")+`
+			UNION SELECT session FROM `+s.table("leases")+`
+		)
+		SELECT n.session,
+			coalesce(c.status, ''), coalesce(c.reason, ''), coalesce(c.iteration, 0), coalesce(c.generation, 0),
+			c.time, c.time_ns, c.stored_at,
+			CASE WHEN l.holder <> '' AND l.expires_at > clock_timestamp() THEN l.holder ELSE '' END,
+			CASE WHEN l.holder <> '' AND l.expires_at > clock_timestamp() THEN l.expires_at END,
+			coalesce(l.token, 0)
+		FROM names n
+		LEFT JOIN LATERAL (
+			SELECT * FROM `+s.table("checkpoints")+` x WHERE x.session = n.session
+			ORDER BY x.generation DESC LIMIT 1
+		) c ON true
+		LEFT JOIN `+s.table("leases")+` l ON l.session = n.session
+		ORDER BY n.session`)
+	if err != nil {
+		return nil, fmt.Errorf("pgcheckpoint: listing sessions: %w", err)
+	}
+	var out []Session
+	for rows.Next() {
+		var x Session
+		var iteration, gen, token int64
+		var saved, updated, expires *time.Time
+		var ns *int32
+		if err := rows.Scan(&x.Name, &x.Status, &x.Reason, &iteration, &gen, &saved, &ns, &updated, &x.Holder, &expires, &token); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("pgcheckpoint: listing sessions: %w", err)
+		}
+		x.Iteration, x.Generation, x.Token = int(iteration), uint64(gen), uint64(token)
+		if saved != nil {
+			x.Saved = saved.UTC()
+			if ns != nil {
+				x.Saved = x.Saved.Add(time.Duration(*ns))
+			}
+		}
+		if updated != nil {
+			x.Updated = updated.UTC()
+		}
+		if expires != nil {
+			x.Expires = expires.UTC()
+		}
+		out = append(out, x)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgcheckpoint: listing sessions: %w", err)
+	}
+	return out, nil
+}
