@@ -700,6 +700,8 @@ func TestErrors(t *testing.T) {
 		{"duplicate_phase", "duplicate.md", nil, exitError, "duplicate.md:6: duplicate Phase 1 (first at line 3)"},
 		{"unknown_dependency", "unknown_dep.md", nil, exitError, "Phase 1 depends on Phase 7, which does not exist"},
 		{"no_phases", "no_phases.md", nil, exitError, "no phases: expected headings like \"### Phase 1: title\""},
+		{"malformed_heading", "malformed.md", []string{"--simulate"}, exitError, `malformed.md:6: malformed phase heading "### Phase Two: Deploy"`},
+		{"phase_without_tasks", "empty_phase.md", []string{"--simulate"}, exitError, "empty_phase.md:6: Phase 2 has no tasks"},
 		{"resume_without_checkpoint", "single_iteration.md", []string{"--resume"}, exitError, "no checkpoint to resume in"},
 		{"parallel_zero", "single_iteration.md", []string{"--parallel", "0"}, exitUsage, "--parallel must be at least 1, got 0"},
 		{"negative_budget", "single_iteration.md", []string{"--rate-limit-budget", "-1"}, exitUsage, "--rate-limit-budget must not be negative"},
