@@ -1,0 +1,27 @@
+//go:build !unix
+
+package xcmd
+
+import (
+	"os"
+	"os/exec"
+	"time"
+)
+
+// Prepare configures cmd, made by exec.CommandContext and not yet started,
+// so that grace after the
+// cancellation of its context (cmd.WaitDelay) its output pipes are closed.
+// Without process groups, the cancellation kills the command alone; its
+// children may survive.
+func Prepare(cmd *exec.Cmd, grace time.Duration) {
+	cmd.WaitDelay = grace
+}
+
+// KillGroup does nothing where there are no process groups.
+func KillGroup(cmd *exec.Cmd) {}
+
+// SignalName returns "": without Unix signals, a command only exits.
+func SignalName(state *os.ProcessState) string { return "" }
+
+// waitExited reports false at once.
+func waitExited(cmd *exec.Cmd) bool { return false }

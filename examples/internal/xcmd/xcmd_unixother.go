@@ -1,0 +1,16 @@
+//go:build unix && !linux
+
+package xcmd
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setParentDeathSignal does nothing: only Linux has a parent-death signal.
+func setParentDeathSignal(attr *syscall.SysProcAttr) {}
+
+// waitExited reports false at once: [Wait] kills the group after exec.Cmd.Wait,
+// which returns once the command's output is closed (or grace after the
+// cancellation).
+func waitExited(cmd *exec.Cmd) bool { return false }
