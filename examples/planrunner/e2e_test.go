@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -54,10 +55,17 @@ func script(t *testing.T, name string) string {
 // lines) with the stand-ins' call log in its directory.
 func runOn(t *testing.T, path string, args ...string) *result {
 	t.Helper()
+	return runCmd(t, path, nil, args...)
+}
+
+// runCmd runs the binary on the plan at path with args and the extra
+// environment env.
+func runCmd(t *testing.T, path string, env []string, args ...string) *result {
+	t.Helper()
 	dir := filepath.Dir(path)
 	cmd := exec.Command(binary, append(append([]string{"--quiet"}, args...), path)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PLANRUNNER_TEST_LOG="+filepath.Join(dir, "calls.log"))
+	cmd.Env = append(append(os.Environ(), "PLANRUNNER_TEST_LOG="+filepath.Join(dir, "calls.log")), env...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -70,6 +78,27 @@ func runOn(t *testing.T, path string, args ...string) *result {
 		t.Fatalf("running planrunner: %v", err)
 	}
 	return r
+}
+
+// runOnEnv is runOn with more environment variables.
+func runOnEnv(t *testing.T, path string, env []string, args ...string) *result {
+	t.Helper()
+	return runCmd(t, path, env, args...)
+}
+
+// waitGone polls until no process has the id pid (a process killed with
+// its group is reaped by init soon after); it fails the test after a wide
+// deadline.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("process %d outlived planrunner", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // runFixture copies a fixture and runs the binary on it.
@@ -635,9 +664,12 @@ func TestWaveExecution(t *testing.T) {
 		}
 	})
 
+	// The limit is wide (phases that do not hang finish far sooner, even
+	// on a loaded machine); the hanging phase hangs until it is killed, so
+	// only the limit ends it.
 	t.Run("phase_timeout_stops_a_slow_implementer", func(t *testing.T) {
 		path := fixture(t, "single_iteration.md")
-		cmd := exec.Command(binary, "--quiet", "--max-iterations", "1", "--phase-timeout", "200ms", "--implementer-cmd", script(t, "impl_ok.sh"), path)
+		cmd := exec.Command(binary, "--quiet", "--max-iterations", "1", "--phase-timeout", "5s", "--implementer-cmd", script(t, "impl_ok.sh"), path)
 		cmd.Dir = filepath.Dir(path)
 		cmd.Env = append(os.Environ(), "HANG_PHASE=2", "HANG_FIFO="+os.DevNull)
 		out, err := cmd.Output()
@@ -648,6 +680,56 @@ func TestWaveExecution(t *testing.T) {
 		for _, want := range []string{"Phase 2: FAILED: Phase 2: implementer stopped: context deadline exceeded", "Phase 1: 2/2 tasks done [COMPLETE]"} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("stdout lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("phase_timeout_ends_the_implementers_children", func(t *testing.T) {
+		path := fixture(t, "single_iteration.md")
+		pidFile := filepath.Join(filepath.Dir(path), "orphan.pid")
+		r := runOnEnv(t, path, []string{"ORPHAN_PID=" + pidFile}, "--max-iterations", "1", "--parallel", "1", "--phase-timeout", "5s",
+			"--implementer-cmd", script(t, "impl_orphan.sh"))
+		if r.code != exitIncomplete {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		data, err := os.ReadFile(pidFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, pid)
+	})
+
+	t.Run("large_stdout_keeps_the_report_at_its_end", func(t *testing.T) {
+		r := runFixture(t, "single_iteration.md", "--implementer-cmd", script(t, "impl_loud.sh"))
+		if r.code != exitOK {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if !strings.Contains(r.stdout, "Phase 1: 2/2 tasks done [COMPLETE]") || !strings.Contains(r.stdout, "note: (stdout cut: first ") {
+			t.Errorf("stdout:\n%s", r.stdout)
+		}
+		if !strings.Contains(r.summary(t, 1), "**Note** (Phase 1): (stdout cut: first ") {
+			t.Errorf("summary does not say that stdout was cut:\n%s", r.summary(t, 1))
+		}
+	})
+
+	t.Run("large_stderr_is_capped_on_the_terminal_and_in_the_summary", func(t *testing.T) {
+		path := fixture(t, "single_iteration.md")
+		r := runOnEnv(t, path, []string{"LOUD_STDERR=1"}, "--max-iterations", "1", "--implementer-cmd", script(t, "impl_loud.sh"))
+		if r.code != exitIncomplete {
+			t.Fatalf("exit %d\n%.2000s", r.code, r.stdout)
+		}
+		if !strings.Contains(r.stdout, "Phase 1: FAILED: Phase 1: implementer failed: exit status 1: …eee") {
+			t.Errorf("stdout:\n%.2000s", r.stdout)
+		}
+		for name, text := range map[string]string{"stdout": r.stdout, "stderr": r.stderr, "summary": r.summary(t, 1)} {
+			for line := range strings.Lines(text) {
+				if len(line) > 2*maxErrLine {
+					t.Errorf("%s has a line of %d bytes: %.200s…", name, len(line), line)
+				}
 			}
 		}
 	})

@@ -659,6 +659,9 @@ func (r *runner) EndStage(_ context.Context, _ State, _ int, outs []iterate.Outc
 			}
 			fmt.Fprintf(&b, "    %s: %d/%d tasks done%s (external %d of share %d, local %d)\n", name, rep.Done, rep.Total, mark, rep.External, rep.Share, rep.Local)
 		}
+		if rep.Note != "" {
+			fmt.Fprintf(&b, "      note: %s\n", rep.Note)
+		}
 	}
 	if !r.fileMode && recErr == nil {
 		fmt.Fprintf(&b, "    markers: %d/%d phases marked [COMPLETE], recovered: %s\n", rec.Marked, rec.Total, orNone(joinPhases(rec.Recovered)))
