@@ -11,12 +11,11 @@ import (
 )
 
 // Prepare configures cmd, made by exec.CommandContext and not yet started,
-// to run in a process group of
-// its own: the cancellation of its context sends SIGTERM to the group, and
-// grace later (cmd.WaitDelay) the command is killed and its output pipes
-// closed; [Wait] then kills the rest of the group. On Linux the command
-// also gets SIGKILL if the calling thread's process dies first. Prepare
-// keeps the other fields of cmd.SysProcAttr.
+// to run in a process group of its own: the cancellation of its context
+// sends SIGTERM to the group, and grace later (cmd.WaitDelay) the command
+// is killed and its output pipes closed; [Wait] then kills the rest of the
+// group. On Linux the command also gets SIGKILL if the program dies first.
+// Prepare keeps the other fields of cmd.SysProcAttr.
 //
 // A command in its own group is not in the terminal's foreground group:
 // it must not read from the terminal (give it another standard input).
