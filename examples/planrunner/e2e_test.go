@@ -63,7 +63,7 @@ func runOn(t *testing.T, path string, args ...string) *result {
 func runCmd(t *testing.T, path string, env []string, args ...string) *result {
 	t.Helper()
 	dir := filepath.Dir(path)
-	cmd := exec.Command(binary, append(append([]string{"--quiet"}, args...), path)...)
+	cmd := exec.Command(binary, append(append([]string{"--quiet"}, simulated(args)...), path)...)
 	cmd.Dir = dir
 	cmd.Env = append(append(os.Environ(), "PLANRUNNER_TEST_LOG="+filepath.Join(dir, "calls.log")), env...)
 	var stdout, stderr strings.Builder
@@ -78,6 +78,19 @@ func runCmd(t *testing.T, path string, env []string, args ...string) *result {
 		t.Fatalf("running planrunner: %v", err)
 	}
 	return r
+}
+
+// simulated returns args with --simulate first when they name no
+// implementer and no mode that runs none: the tests run the built-in
+// simulation unless they say otherwise.
+func simulated(args []string) []string {
+	for _, a := range args {
+		switch a {
+		case "--implementer-cmd", "--simulate", "--dry-run", "--recover-only", "--resume", "--version":
+			return args
+		}
+	}
+	return append([]string{"--simulate"}, args...)
 }
 
 // runOnEnv is runOn with more environment variables.
@@ -686,21 +699,23 @@ func TestWaveExecution(t *testing.T) {
 
 	t.Run("phase_timeout_ends_the_implementers_children", func(t *testing.T) {
 		path := fixture(t, "single_iteration.md")
-		pidFile := filepath.Join(filepath.Dir(path), "orphan.pid")
-		r := runOnEnv(t, path, []string{"ORPHAN_PID=" + pidFile}, "--max-iterations", "1", "--parallel", "1", "--phase-timeout", "5s",
+		dir := filepath.Dir(path)
+		r := runOnEnv(t, path, []string{"ORPHAN_DIR=" + dir}, "--max-iterations", "1", "--phase-timeout", "2s",
 			"--implementer-cmd", script(t, "impl_orphan.sh"))
 		if r.code != exitIncomplete {
 			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		data, err := os.ReadFile(pidFile)
-		if err != nil {
-			t.Fatal(err)
+		for phase := 1; phase <= 3; phase++ {
+			data, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(phase)+".pid"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, pid)
 		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitGone(t, pid)
 	})
 
 	t.Run("large_stdout_keeps_the_report_at_its_end", func(t *testing.T) {
@@ -874,7 +889,7 @@ func TestInterruptAndResume(t *testing.T) {
 
 	// The session is locked while the first run is alive.
 	second := runOn(t, path, "--context-window", "15000")
-	if second.code != exitError || !strings.Contains(second.stderr, "another run holds this plan's session") {
+	if second.code != exitError || !strings.Contains(second.stderr, "another run is working on this plan") {
 		t.Errorf("concurrent run: exit %d\n%s", second.code, second.stderr)
 	}
 
@@ -890,9 +905,14 @@ func TestInterruptAndResume(t *testing.T) {
 		t.Errorf("stdout:\n%s", stdout.String())
 	}
 
-	r := runOn(t, path, "--resume", "--context-window", "15000", "--implementer-cmd", script(t, "impl_ok.sh"))
+	// The resume names no implementer: it continues with the run's own.
+	os.Remove(filepath.Join(dir, "calls.log"))
+	r := runOn(t, path, "--resume")
 	if r.code != exitOK {
 		t.Fatalf("resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if log := strings.Join(r.log(t), "\n"); !strings.Contains(log, "start iteration=2 wave=1 phase=2") || !strings.Contains(log, "start iteration=3 wave=1 phase=3") {
+		t.Errorf("the resumed run did not call the implementer for phases 2 and 3:\n%s", log)
 	}
 	if !strings.Contains(r.stdout, "Iteration 2/5: 1 of 2 remaining phase(s)") || strings.Contains(r.stdout, "Iteration 1/5") {
 		t.Errorf("resume did not continue with iteration 2:\n%s", r.stdout)
@@ -905,7 +925,7 @@ func TestInterruptAndResume(t *testing.T) {
 	}
 
 	// A finished session resumes to its saved result without iterating.
-	again := runOn(t, path, "--resume", "--context-window", "15000")
+	again := runOn(t, path, "--resume", "--context-window", "15000", "--implementer-cmd", script(t, "impl_ok.sh"))
 	if again.code != exitOK || strings.Contains(again.stdout, "Iteration ") || !strings.Contains(again.stdout, "All phases marked complete") {
 		t.Errorf("resume of a finished session: exit %d\n%s", again.code, again.stdout)
 	}

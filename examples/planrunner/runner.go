@@ -164,6 +164,10 @@ type runner struct {
 	rateBudget int
 	impl       Implementer
 	out        io.Writer // safe for concurrent use
+	// onFirstPlan, when set, runs once, before the first iteration's
+	// phases (in the engine, under the session's lock): a new run saves
+	// its settings for --resume there.
+	onFirstPlan func() error
 
 	mu sync.Mutex // serialises every read-modify-write of the plan file
 }
@@ -356,6 +360,12 @@ func shares(budget, n int) []int {
 // in order and the phases of a wave in parallel under the parallelism
 // limit.
 func (r *runner) Plan(_ context.Context, sit *iterate.Situation) (iterate.Plan, error) {
+	if f := r.onFirstPlan; f != nil {
+		r.onFirstPlan = nil
+		if err := f(); err != nil {
+			return iterate.Plan{}, iterate.Permanent(err)
+		}
+	}
 	p, err := r.load()
 	if err != nil {
 		return iterate.Plan{}, err
