@@ -836,7 +836,7 @@ func TestErrors(t *testing.T) {
 		}
 		for _, f := range []string{"-implementer-cmd", "-parallel", "-max-iterations", "-context-window", "-context-threshold",
 			"-rate-limit-budget", "-phase-timeout", "-summaries", "-state", "-no-checkpoint", "-session", "-resume", "-file-mode",
-			"-dry-run", "-recover-only", "-quiet", "-verbose", "-sim-fail", "-sim-tasks-per-call", "-sim-skip-markers",
+			"-dry-run", "-recover-only", "-quiet", "-verbose", "-simulate", "-sim-fail", "-sim-tasks-per-call", "-sim-skip-markers", "-json", "-version",
 			"Exit codes:", "Implementer protocol"} {
 			if !strings.Contains(string(out), f) {
 				t.Errorf("--help lacks %q", f)
