@@ -6,8 +6,10 @@
 // them and optional `Depends on: Phase 1, Phase 3` lines. Each iteration of
 // the loop is one coordinator invocation: the incomplete phases are layered
 // into waves by their dependencies, the waves run in order, and the phases of
-// a wave run in parallel under --parallel, each by an implementer (the
-// built-in simulation or --implementer-cmd). See README.md.
+// a wave run in parallel under --parallel, each by an implementer: a
+// command (--implementer-cmd) or, only when asked (--simulate), the
+// built-in simulation. --resume continues with the settings of the run it
+// resumes; one run at a time edits a plan. See README.md.
 package main
 
 import (
@@ -380,7 +382,7 @@ func (p *program) run(ctx context.Context) int {
 		settings := settingsOf(o.flags)
 		r.onFirstPlan = func() error { return settings.save(settingsPath(stateDir, session)) }
 	}
-	return p.loop(ctx, r, plan, session)
+	return p.loop(ctx, r, session)
 }
 
 // defaultSummaries is the summaries directory of the plan at path:
@@ -462,7 +464,7 @@ func implementer(o *options) (Implementer, error) {
 }
 
 // loop runs the engine on the plan and reports its result.
-func (p *program) loop(ctx context.Context, r *runner, plan *Plan, session string) int {
+func (p *program) loop(ctx context.Context, r *runner, session string) int {
 	o, out := p.o, p.out
 	maxIter := o.maxIterations
 	if r.fileMode {
@@ -528,12 +530,12 @@ func (p *program) loop(ctx context.Context, r *runner, plan *Plan, session strin
 		}
 		return p.fail("%v", err)
 	}
-	return p.report(r, plan, res, err)
+	return p.report(r, res, err)
 }
 
 // report prints the end of a run: the interruption, or Block 1d, the stop,
 // the failures and the signal block; it returns the exit code.
-func (p *program) report(r *runner, plan *Plan, res *iterate.Result[State], err error) int {
+func (p *program) report(r *runner, res *iterate.Result[State], err error) int {
 	out := p.out
 	p.result.Status, p.result.Reason, p.result.Iterations = string(res.Status), res.Reason, res.Iterations
 	calls := callsOf(res.State.Iterations)
@@ -557,7 +559,6 @@ func (p *program) report(r *runner, plan *Plan, res *iterate.Result[State], err 
 			recovered = append(recovered, w.Recovered...)
 		}
 	}
-	final := plan
 	if r.fileMode {
 		fmt.Fprintln(out, "File-based mode: Skipping phase marker recovery")
 	} else {
@@ -567,8 +568,9 @@ func (p *program) report(r *runner, plan *Plan, res *iterate.Result[State], err 
 		}
 		printRecovery(out, rc, recovered)
 	}
-	if final, err = r.load(); err != nil {
-		return p.fail("%v", err)
+	final, loadErr := r.load()
+	if loadErr != nil {
+		return p.fail("%v", loadErr)
 	}
 
 	fmt.Fprintf(out, "Stopped: %s after %d iteration(s): %s\n", res.Status, res.Iterations, res.Reason)
