@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,6 +133,46 @@ func FuzzParsePhaseRef(f *testing.F) {
 			if m, ok := parsePhaseRef(spelling); !ok || m != n {
 				t.Fatalf("parsePhaseRef(%q) = %d, %t; want %d (from %q)", spelling, m, ok, n, s)
 			}
+		}
+	})
+}
+
+// FuzzSavedSettings checks the settings file that --resume reads: any
+// content either fails to load, is refused by restore or validate with an
+// error, or yields options that validate again unchanged.
+func FuzzSavedSettings(f *testing.F) {
+	for _, s := range []string{
+		`{"implementer-cmd":"bash impl.sh","simulate":"false","parallel":"3","context-threshold":"0.9","phase-timeout":"5s"}`,
+		`{"simulate":"true","sim-fail":"Phase 2","max-iterations":"-1"}`,
+		`{"parallel":"x","context-window":"1e99"}`,
+		`{"context-threshold":"NaN"}`,
+		`[]`,
+		`{`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "s.settings.json")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		saved, err := loadSettings(path)
+		if err != nil {
+			return
+		}
+		o, err := parse([]string{"--resume", "plan.md"}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if saved.restore(o) != nil || validate(o) != nil {
+			return
+		}
+		before := settingsOf(o.flags)
+		if err := validate(o); err != nil {
+			t.Fatalf("validating valid options again: %v", err)
+		}
+		if after := settingsOf(o.flags); !maps.Equal(before, after) {
+			t.Fatalf("validate is not idempotent: %v, then %v", before, after)
 		}
 	})
 }

@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/examples/internal/buildinfo"
+	"github.com/refine-go/refine/examples/internal/xcmd"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -362,7 +364,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitError
 }
 
-// goroot returns $(go env GOROOT), or the GOROOT this program was built with.
+// goroot returns $(go env GOROOT) (the go command runs in a process group
+// of its own, like every command research runs), or the GOROOT this
+// program was built with.
 func goroot(ctx context.Context) (string, error) {
 	if gr := os.Getenv("GOROOT"); gr != "" {
 		return gr, nil
@@ -373,8 +377,12 @@ func goroot(ctx context.Context) (string, error) {
 	}
 	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if out, err := exec.CommandContext(tctx, goBin, "env", "GOROOT").Output(); err == nil {
-		if gr := strings.TrimSpace(string(out)); gr != "" {
+	cmd := exec.CommandContext(tctx, goBin, "env", "GOROOT")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	xcmd.Prepare(cmd, killGrace)
+	if err := xcmd.Run(cmd); err == nil {
+		if gr := strings.TrimSpace(out.String()); gr != "" {
 			return gr, nil
 		}
 	}
