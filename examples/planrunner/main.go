@@ -92,13 +92,13 @@ type options struct {
 const usageHead = `planrunner executes a Markdown plan in waves with a bounded, resumable loop.
 
 Usage:
-  planrunner --implementer-cmd CMD [flags] PLAN.md   run each phase with CMD
-  planrunner --simulate [flags] PLAN.md              run the built-in simulation (it checks tasks off)
-  planrunner ... FILE.lean          file-based mode: one pass, no waves
-  planrunner --dry-run PLAN.md      show the waves and exit
-  planrunner --recover-only PLAN.md recover phase markers and the plan status only
-  planrunner --resume PLAN.md       continue an interrupted run with its settings
-  planrunner --version              print the version and exit
+  planrunner --implementer-cmd CMD [flags] PLAN.md  run each phase with the command CMD
+  planrunner --simulate [flags] PLAN.md             simulate: check the tasks off without doing them
+  planrunner ... FILE.lean                          file-based mode: one pass, no waves
+  planrunner --dry-run PLAN.md                      show the waves and exit
+  planrunner --recover-only PLAN.md                 recover phase markers and the plan status only
+  planrunner --resume PLAN.md                       continue an interrupted run with its settings
+  planrunner --version                              print the version and exit
 
 A plan has "### Phase N: title" headings, "- [ ]" / "- [x]" tasks and optional
 "Depends on: Phase 1, Phase 3" lines under a heading. Each iteration runs the
