@@ -2,6 +2,7 @@ package xcmd
 
 import (
 	"os/exec"
+	"sync"
 	"time"
 )
 
@@ -19,15 +20,44 @@ func Run(cmd *exec.Cmd) error {
 	return Wait(cmd)
 }
 
-// Wait waits for cmd, started after [Prepare], to exit; it kills what is
-// left of its process group as soon as the command itself has exited (on
-// Linux; elsewhere once its output is closed too, or grace after the
-// cancellation), then returns the error of exec.Cmd.Wait.
+// Wait waits for cmd, started after [Prepare], to exit, then kills what is
+// left of its process group and returns the error of exec.Cmd.Wait.
+//
+// When the command exits on its own, the children it left are killed at
+// once (on Linux; elsewhere once its output is closed too). Once the
+// cancellation has sent SIGTERM, the rest of the group has the grace
+// period to exit, even if the command exits first: sh -c exits at once,
+// the program it started may need the time to save its work.
+//
+// A command prepared by Prepare must be waited for with Wait (or run with
+// Run), not with exec.Cmd.Wait alone.
 func Wait(cmd *exec.Cmd) error {
+	defer cancelled.Delete(cmd)
 	if waitExited(cmd) {
-		KillGroup(cmd)
+		if _, ok := cancelled.Load(cmd); !ok {
+			// The command is a zombie until cmd.Wait reaps it: its
+			// group id cannot have been reused.
+			KillGroup(cmd)
+		}
 	}
 	err := cmd.Wait()
+	if at, ok := cancelled.Load(cmd); ok {
+		awaitGroup(cmd, at.(time.Time).Add(cmd.WaitDelay))
+	}
 	KillGroup(cmd)
 	return err
+}
+
+// cancelled holds the time of the cancellation of the commands that
+// [Prepare]'s Cancel sent SIGTERM to, until [Wait] returns.
+var cancelled sync.Map // *exec.Cmd → time.Time
+
+// groupPoll is how often awaitGroup looks at a group.
+const groupPoll = 20 * time.Millisecond
+
+// awaitGroup waits until cmd's process group is empty, or until deadline.
+func awaitGroup(cmd *exec.Cmd, deadline time.Time) {
+	for groupAlive(cmd) && time.Now().Before(deadline) {
+		time.Sleep(groupPoll)
+	}
 }

@@ -1,7 +1,11 @@
 package xcmd
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"syscall"
 	"unsafe"
 )
@@ -32,4 +36,42 @@ func waitExited(cmd *exec.Cmd) bool {
 			return errno == 0
 		}
 	}
+}
+
+// groupAlive reports whether cmd's process group has a live member. The
+// zombies of its members wait for init to reap them, which may take a
+// while: they do not count.
+func groupAlive(cmd *exec.Cmd) bool {
+	if !groupSignalable(cmd) {
+		return false
+	}
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	if err != nil || len(stats) == 0 {
+		return true // no /proc to look at
+	}
+	for _, path := range stats {
+		if state, pgrp, ok := procStat(path); ok && pgrp == cmd.Process.Pid && state != 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
+// procStat reads the state and the process group of a process from its
+// /proc/<pid>/stat: "pid (comm) state ppid pgrp ...".
+func procStat(path string) (state byte, pgrp int, ok bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := bytes.Fields(data[i+1:])
+	if len(f) < 3 || len(f[0]) != 1 {
+		return 0, 0, false
+	}
+	pgrp, err = strconv.Atoi(string(f[2]))
+	return f[0][0], pgrp, err == nil
 }

@@ -23,5 +23,8 @@ func KillGroup(cmd *exec.Cmd) {}
 // SignalName returns "": without Unix signals, a command only exits.
 func SignalName(state *os.ProcessState) string { return "" }
 
+// groupAlive reports false: there are no process groups.
+func groupAlive(cmd *exec.Cmd) bool { return false }
+
 // waitExited reports false at once.
 func waitExited(cmd *exec.Cmd) bool { return false }

@@ -26,7 +26,10 @@ func Prepare(cmd *exec.Cmd, grace time.Duration) {
 	cmd.SysProcAttr.Setpgid = true
 	cmd.SysProcAttr.Pgid = 0
 	setParentDeathSignal(cmd.SysProcAttr)
-	cmd.Cancel = func() error { return signalGroup(cmd, syscall.SIGTERM) }
+	cmd.Cancel = func() error {
+		cancelled.Store(cmd, time.Now())
+		return signalGroup(cmd, syscall.SIGTERM)
+	}
 	cmd.WaitDelay = grace
 }
 
@@ -48,6 +51,13 @@ func signalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
 		return os.ErrProcessDone
 	}
 	return err
+}
+
+// groupSignalable reports whether cmd's process group has a member, a
+// zombie that no one reaped yet included (so would, in theory, a new group
+// that reused the id of a group that ended).
+func groupSignalable(cmd *exec.Cmd) bool {
+	return cmd.Process != nil && syscall.Kill(-cmd.Process.Pid, 0) == nil
 }
 
 // SignalName names the signal that ended a process, "" when it exited

@@ -158,6 +158,27 @@ func TestCancelSendsTermFirst(t *testing.T) {
 	waitGone(t, sleeper)
 }
 
+// TestCancelGivesChildrenTheGrace: a child that takes its time to exit on
+// SIGTERM gets the grace period, even when the command (sh) dies at once.
+func TestCancelGivesChildrenTheGrace(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	script := `(trap 'sleep 0.2; echo saved > saved; exit 0' TERM; echo $$ > ready; while :; do sleep 0.05; done) &
+wait`
+	cmd := shell(ctx, dir, script, patience)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	readPid(t, filepath.Join(dir, "ready"))
+	cancel()
+	xcmd.Wait(cmd)
+	if got, err := os.ReadFile(filepath.Join(dir, "saved")); string(got) != "saved\n" {
+		t.Errorf("the child's trap wrote %q, %v; want saved", got, err)
+	}
+}
+
 // TestCancelKillsAfterGrace: a group that ignores SIGTERM is killed once
 // the grace has passed.
 func TestCancelKillsAfterGrace(t *testing.T) {

@@ -14,3 +14,6 @@ func setParentDeathSignal(attr *syscall.SysProcAttr) {}
 // which returns once the command's output is closed (or grace after the
 // cancellation).
 func waitExited(cmd *exec.Cmd) bool { return false }
+
+// groupAlive reports whether cmd's process group has a member.
+func groupAlive(cmd *exec.Cmd) bool { return groupSignalable(cmd) }
