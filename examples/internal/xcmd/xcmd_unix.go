@@ -15,7 +15,9 @@ import (
 // sends SIGTERM to the group, and grace later (cmd.WaitDelay) the command
 // is killed and its output pipes closed; [Wait] then kills the rest of the
 // group. On Linux the command also gets SIGKILL if the program dies first.
-// Prepare keeps the other fields of cmd.SysProcAttr.
+// Prepare keeps the other fields of cmd.SysProcAttr. grace should be
+// positive: with 0, a command that ignores SIGTERM is waited for as long
+// as it runs (the rule of exec.Cmd.WaitDelay).
 //
 // A command in its own group is not in the terminal's foreground group:
 // it must not read from the terminal (give it another standard input).
