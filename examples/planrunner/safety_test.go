@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -165,7 +166,7 @@ func TestMachineOutput(t *testing.T) {
 
 	t.Run("version", func(t *testing.T) {
 		out, err := exec.Command(binary, "--version").Output()
-		if err != nil || !strings.HasPrefix(string(out), "planrunner github.com/refine-go/refine ") {
+		if err != nil || !strings.HasPrefix(string(out), "planrunner ") || !strings.Contains(string(out), runtime.Version()) {
 			t.Errorf("--version: %v\n%s", err, out)
 		}
 	})

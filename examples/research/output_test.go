@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -129,7 +130,7 @@ func TestTaskTimeoutEndsTheAgentsChildren(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	r := runBinary(t, nil, "--version")
-	if r.code != exitOK || !strings.HasPrefix(r.stdout, "research github.com/refine-go/refine ") {
+	if r.code != exitOK || !strings.HasPrefix(r.stdout, "research ") || !strings.Contains(r.stdout, runtime.Version()) {
 		t.Errorf("exit %d, stdout %q", r.code, r.stdout)
 	}
 }

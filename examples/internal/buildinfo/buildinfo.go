@@ -1,61 +1,58 @@
 // Package buildinfo describes the build of an example program for its
-// --version flag: the module version and the VCS revision, from
-// runtime/debug.ReadBuildInfo.
+// --version flag: the module version and the version control revision the
+// go command recorded in the binary (runtime/debug.ReadBuildInfo).
 package buildinfo
 
 import (
+	"runtime"
 	"runtime/debug"
 	"strings"
 )
 
-// Version returns the version line of the program name: its module path
-// and version ("(devel)" when built from a checkout), then the VCS revision
-// with its time and "+dirty" when the working copy had changes, when the
-// go command recorded them (go build in a checkout; not go run, not go
-// test), then the Go version, e.g.
+// Version returns the version line of the program: its name, the main
+// module's version, the VCS revision (with "-modified" when the working
+// tree had changes) and time when recorded, and the Go version, e.g.
 //
-//	planrunner github.com/refine-go/refine v1.2.0 (rev 0123abcd4567, 2026-01-02T03:04:05Z) go1.25.1
+//	agentloop v0.3.0 (rev 1a2b3c4d5e6f 2026-11-23T19:00:00Z, go1.25.0)
+//	agentloop (devel) (rev 1a2b3c4d5e6f-modified 2026-11-23T19:00:00Z, go1.25.0)
 //
-// Without build information it returns name and "unknown version".
-func Version(name string) string {
-	bi, ok := debug.ReadBuildInfo()
+// Without build information (a test binary, say) it says "unknown".
+func Version(program string) string {
+	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return name + " unknown version"
+		return program + " unknown (no build information, " + runtime.Version() + ")"
 	}
-	return format(name, bi)
+	return program + " " + describe(info)
 }
 
-// format renders the version line of bi.
-func format(name string, bi *debug.BuildInfo) string {
-	var b strings.Builder
-	b.WriteString(name)
-	if bi.Main.Path != "" {
-		b.WriteString(" " + bi.Main.Path)
-	}
-	version := bi.Main.Version
+// describe formats the version, revision and Go version of info.
+func describe(info *debug.BuildInfo) string {
+	version := info.Main.Version
 	if version == "" {
 		version = "(devel)"
 	}
-	b.WriteString(" " + version)
 	settings := map[string]string{}
-	for _, s := range bi.Settings {
+	for _, s := range info.Settings {
 		settings[s.Key] = s.Value
 	}
+	var details []string
 	if rev := settings["vcs.revision"]; rev != "" {
 		if len(rev) > 12 {
 			rev = rev[:12]
 		}
-		b.WriteString(" (rev " + rev)
-		if t := settings["vcs.time"]; t != "" {
-			b.WriteString(", " + t)
-		}
 		if settings["vcs.modified"] == "true" {
-			b.WriteString(", +dirty")
+			rev += "-modified"
 		}
-		b.WriteString(")")
+		d := "rev " + rev
+		if t := settings["vcs.time"]; t != "" {
+			d += " " + t
+		}
+		details = append(details, d)
 	}
-	if bi.GoVersion != "" {
-		b.WriteString(" " + bi.GoVersion)
+	goVersion := info.GoVersion
+	if goVersion == "" {
+		goVersion = runtime.Version()
 	}
-	return b.String()
+	details = append(details, goVersion)
+	return version + " (" + strings.Join(details, ", ") + ")"
 }

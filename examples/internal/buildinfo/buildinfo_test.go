@@ -4,43 +4,45 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
-func TestFormat(t *testing.T) {
+func TestDescribe(t *testing.T) {
 	tests := []struct {
 		name string
-		bi   debug.BuildInfo
+		info debug.BuildInfo
 		want string
 	}{
 		{
-			name: "release_with_revision",
-			bi: debug.BuildInfo{GoVersion: "go1.25.1", Main: debug.Module{Path: "github.com/refine-go/refine", Version: "v1.2.0"},
-				Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abcd4567890fedcba"}, {Key: "vcs.time", Value: "2026-01-02T03:04:05Z"}}},
-			want: "prog github.com/refine-go/refine v1.2.0 (rev 0123abcd4567, 2026-01-02T03:04:05Z) go1.25.1",
+			name: "release",
+			info: debug.BuildInfo{GoVersion: "go1.25.0", Main: debug.Module{Version: "v0.3.0"}, Settings: []debug.BuildSetting{
+				{Key: "vcs.revision", Value: "1a2b3c4d5e6f7a8b9c0d"}, {Key: "vcs.time", Value: "2026-11-23T19:00:00Z"}, {Key: "vcs.modified", Value: "false"}}},
+			want: "v0.3.0 (rev 1a2b3c4d5e6f 2026-11-23T19:00:00Z, go1.25.0)",
 		},
 		{
-			name: "dirty_checkout",
-			bi: debug.BuildInfo{GoVersion: "go1.25.1", Main: debug.Module{Path: "github.com/refine-go/refine", Version: "(devel)"},
-				Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "true"}}},
-			want: "prog github.com/refine-go/refine (devel) (rev abc, +dirty) go1.25.1",
+			name: "modified_checkout",
+			info: debug.BuildInfo{GoVersion: "go1.25.0", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+				{Key: "vcs.revision", Value: "1a2b3c4"}, {Key: "vcs.modified", Value: "true"}}},
+			want: "(devel) (rev 1a2b3c4-modified, go1.25.0)",
 		},
 		{
-			name: "nothing_recorded",
-			bi:   debug.BuildInfo{},
-			want: "prog (devel)",
+			name: "no_vcs",
+			info: debug.BuildInfo{GoVersion: "go1.25.0"},
+			want: "(devel) (go1.25.0)",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := format("prog", &tt.bi); got != tt.want {
-				t.Errorf("format = %q, want %q", got, tt.want)
+			if diff := cmp.Diff(tt.want, describe(&tt.info)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
-func TestVersionOfThisBinary(t *testing.T) {
-	if got := Version("prog"); !strings.HasPrefix(got, "prog ") {
-		t.Errorf("Version = %q, want it to start with the name", got)
+func TestVersionNamesTheProgram(t *testing.T) {
+	if got := Version("fixloop"); !strings.HasPrefix(got, "fixloop ") || !strings.Contains(got, "go1.") {
+		t.Errorf("Version = %q, want the program's name and a Go version", got)
 	}
 }
