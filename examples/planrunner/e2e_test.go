@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -54,10 +55,17 @@ func script(t *testing.T, name string) string {
 // lines) with the stand-ins' call log in its directory.
 func runOn(t *testing.T, path string, args ...string) *result {
 	t.Helper()
+	return runCmd(t, path, nil, args...)
+}
+
+// runCmd runs the binary on the plan at path with args and the extra
+// environment env.
+func runCmd(t *testing.T, path string, env []string, args ...string) *result {
+	t.Helper()
 	dir := filepath.Dir(path)
-	cmd := exec.Command(binary, append(append([]string{"--quiet"}, args...), path)...)
+	cmd := exec.Command(binary, append(append([]string{"--quiet"}, simulated(args)...), path)...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PLANRUNNER_TEST_LOG="+filepath.Join(dir, "calls.log"))
+	cmd.Env = append(append(os.Environ(), "PLANRUNNER_TEST_LOG="+filepath.Join(dir, "calls.log")), env...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -70,6 +78,40 @@ func runOn(t *testing.T, path string, args ...string) *result {
 		t.Fatalf("running planrunner: %v", err)
 	}
 	return r
+}
+
+// simulated returns args with --simulate first when they name no
+// implementer and no mode that runs none: the tests run the built-in
+// simulation unless they say otherwise.
+func simulated(args []string) []string {
+	for _, a := range args {
+		switch a {
+		case "--implementer-cmd", "--simulate", "--dry-run", "--recover-only", "--resume", "--version":
+			return args
+		}
+	}
+	return append([]string{"--simulate"}, args...)
+}
+
+// runOnEnv is runOn with more environment variables.
+func runOnEnv(t *testing.T, path string, env []string, args ...string) *result {
+	t.Helper()
+	return runCmd(t, path, env, args...)
+}
+
+// waitGone polls until no process has the id pid (a process killed with
+// its group is reaped by init soon after); it fails the test after a wide
+// deadline.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("process %d outlived planrunner", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // runFixture copies a fixture and runs the binary on it.
@@ -635,9 +677,12 @@ func TestWaveExecution(t *testing.T) {
 		}
 	})
 
+	// The limit is wide (phases that do not hang finish far sooner, even
+	// on a loaded machine); the hanging phase hangs until it is killed, so
+	// only the limit ends it.
 	t.Run("phase_timeout_stops_a_slow_implementer", func(t *testing.T) {
 		path := fixture(t, "single_iteration.md")
-		cmd := exec.Command(binary, "--quiet", "--max-iterations", "1", "--phase-timeout", "200ms", "--implementer-cmd", script(t, "impl_ok.sh"), path)
+		cmd := exec.Command(binary, "--quiet", "--max-iterations", "1", "--phase-timeout", "5s", "--implementer-cmd", script(t, "impl_ok.sh"), path)
 		cmd.Dir = filepath.Dir(path)
 		cmd.Env = append(os.Environ(), "HANG_PHASE=2", "HANG_FIFO="+os.DevNull)
 		out, err := cmd.Output()
@@ -648,6 +693,58 @@ func TestWaveExecution(t *testing.T) {
 		for _, want := range []string{"Phase 2: FAILED: Phase 2: implementer stopped: context deadline exceeded", "Phase 1: 2/2 tasks done [COMPLETE]"} {
 			if !strings.Contains(string(out), want) {
 				t.Errorf("stdout lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("phase_timeout_ends_the_implementers_children", func(t *testing.T) {
+		path := fixture(t, "single_iteration.md")
+		dir := filepath.Dir(path)
+		r := runOnEnv(t, path, []string{"ORPHAN_DIR=" + dir}, "--max-iterations", "1", "--phase-timeout", "2s",
+			"--implementer-cmd", script(t, "impl_orphan.sh"))
+		if r.code != exitIncomplete {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		for phase := 1; phase <= 3; phase++ {
+			data, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(phase)+".pid"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitGone(t, pid)
+		}
+	})
+
+	t.Run("large_stdout_keeps_the_report_at_its_end", func(t *testing.T) {
+		r := runFixture(t, "single_iteration.md", "--implementer-cmd", script(t, "impl_loud.sh"))
+		if r.code != exitOK {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if !strings.Contains(r.stdout, "Phase 1: 2/2 tasks done [COMPLETE]") || !strings.Contains(r.stdout, "note: (stdout cut: first ") {
+			t.Errorf("stdout:\n%s", r.stdout)
+		}
+		if !strings.Contains(r.summary(t, 1), "**Note** (Phase 1): (stdout cut: first ") {
+			t.Errorf("summary does not say that stdout was cut:\n%s", r.summary(t, 1))
+		}
+	})
+
+	t.Run("large_stderr_is_capped_on_the_terminal_and_in_the_summary", func(t *testing.T) {
+		path := fixture(t, "single_iteration.md")
+		r := runOnEnv(t, path, []string{"LOUD_STDERR=1"}, "--max-iterations", "1", "--implementer-cmd", script(t, "impl_loud.sh"))
+		if r.code != exitIncomplete {
+			t.Fatalf("exit %d\n%.2000s", r.code, r.stdout)
+		}
+		if !strings.Contains(r.stdout, "Phase 1: FAILED: Phase 1: implementer failed: exit status 1: …eee") {
+			t.Errorf("stdout:\n%.2000s", r.stdout)
+		}
+		for name, text := range map[string]string{"stdout": r.stdout, "stderr": r.stderr, "summary": r.summary(t, 1)} {
+			for line := range strings.Lines(text) {
+				if len(line) > 2*maxErrLine {
+					t.Errorf("%s has a line of %d bytes: %.200s…", name, len(line), line)
+				}
 			}
 		}
 	})
@@ -700,6 +797,8 @@ func TestErrors(t *testing.T) {
 		{"duplicate_phase", "duplicate.md", nil, exitError, "duplicate.md:6: duplicate Phase 1 (first at line 3)"},
 		{"unknown_dependency", "unknown_dep.md", nil, exitError, "Phase 1 depends on Phase 7, which does not exist"},
 		{"no_phases", "no_phases.md", nil, exitError, "no phases: expected headings like \"### Phase 1: title\""},
+		{"malformed_heading", "malformed.md", []string{"--simulate"}, exitError, `malformed.md:6: malformed phase heading "### Phase Two: Deploy"`},
+		{"phase_without_tasks", "empty_phase.md", []string{"--simulate"}, exitError, "empty_phase.md:6: Phase 2 has no tasks"},
 		{"resume_without_checkpoint", "single_iteration.md", []string{"--resume"}, exitError, "no checkpoint to resume in"},
 		{"parallel_zero", "single_iteration.md", []string{"--parallel", "0"}, exitUsage, "--parallel must be at least 1, got 0"},
 		{"negative_budget", "single_iteration.md", []string{"--rate-limit-budget", "-1"}, exitUsage, "--rate-limit-budget must not be negative"},
@@ -737,7 +836,7 @@ func TestErrors(t *testing.T) {
 		}
 		for _, f := range []string{"-implementer-cmd", "-parallel", "-max-iterations", "-context-window", "-context-threshold",
 			"-rate-limit-budget", "-phase-timeout", "-summaries", "-state", "-no-checkpoint", "-session", "-resume", "-file-mode",
-			"-dry-run", "-recover-only", "-quiet", "-verbose", "-sim-fail", "-sim-tasks-per-call", "-sim-skip-markers",
+			"-dry-run", "-recover-only", "-quiet", "-verbose", "-simulate", "-sim-fail", "-sim-tasks-per-call", "-sim-skip-markers", "-json", "-version",
 			"Exit codes:", "Implementer protocol"} {
 			if !strings.Contains(string(out), f) {
 				t.Errorf("--help lacks %q", f)
@@ -790,7 +889,7 @@ func TestInterruptAndResume(t *testing.T) {
 
 	// The session is locked while the first run is alive.
 	second := runOn(t, path, "--context-window", "15000")
-	if second.code != exitError || !strings.Contains(second.stderr, "another run holds this plan's session") {
+	if second.code != exitError || !strings.Contains(second.stderr, "another run is working on this plan") {
 		t.Errorf("concurrent run: exit %d\n%s", second.code, second.stderr)
 	}
 
@@ -806,9 +905,14 @@ func TestInterruptAndResume(t *testing.T) {
 		t.Errorf("stdout:\n%s", stdout.String())
 	}
 
-	r := runOn(t, path, "--resume", "--context-window", "15000", "--implementer-cmd", script(t, "impl_ok.sh"))
+	// The resume names no implementer: it continues with the run's own.
+	os.Remove(filepath.Join(dir, "calls.log"))
+	r := runOn(t, path, "--resume")
 	if r.code != exitOK {
 		t.Fatalf("resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if log := strings.Join(r.log(t), "\n"); !strings.Contains(log, "start iteration=2 wave=1 phase=2") || !strings.Contains(log, "start iteration=3 wave=1 phase=3") {
+		t.Errorf("the resumed run did not call the implementer for phases 2 and 3:\n%s", log)
 	}
 	if !strings.Contains(r.stdout, "Iteration 2/5: 1 of 2 remaining phase(s)") || strings.Contains(r.stdout, "Iteration 1/5") {
 		t.Errorf("resume did not continue with iteration 2:\n%s", r.stdout)
@@ -821,7 +925,7 @@ func TestInterruptAndResume(t *testing.T) {
 	}
 
 	// A finished session resumes to its saved result without iterating.
-	again := runOn(t, path, "--resume", "--context-window", "15000")
+	again := runOn(t, path, "--resume", "--context-window", "15000", "--implementer-cmd", script(t, "impl_ok.sh"))
 	if again.code != exitOK || strings.Contains(again.stdout, "Iteration ") || !strings.Contains(again.stdout, "All phases marked complete") {
 		t.Errorf("resume of a finished session: exit %d\n%s", again.code, again.stdout)
 	}

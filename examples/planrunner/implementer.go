@@ -12,8 +12,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/examples/internal/xcmd"
 )
 
 // Protocol is the version of the implementer protocol, sent as "protocol"
@@ -230,14 +232,30 @@ func (s *Sim) Implement(ctx context.Context, req *Request, calls *CallGate) (Rep
 // PLANRUNNER_* variables; its stdout's last line starting with "{" is the
 // Report. A non-zero exit fails the phase. The command must not write the
 // plan file: the runner applies the reported tasks under its own lock.
-// When ctx ends (the task timeout of --phase-timeout, an interrupt), the
-// command's process group is killed.
+//
+// The command runs in a process group of its own (xcmd.Prepare): when ctx
+// ends (the task timeout of --phase-timeout, an interrupt) the group gets
+// SIGTERM, and SIGKILL killGrace later; whatever the command left running
+// is killed when it exits. Only the tail of its output is kept: the last
+// maxStdout bytes of stdout, where the report is, and the last maxStderr
+// bytes of stderr, whose last line (at most maxErrLine bytes) explains a
+// failure.
 type External struct {
 	Cmd string
 }
 
-// maxOutput bounds the stdout and stderr kept from an implementer.
-const maxOutput = 1 << 20
+const (
+	// maxStdout bounds the tail of an implementer's stdout that is kept.
+	maxStdout = 1 << 20
+	// maxStderr bounds the tail of its stderr that is kept.
+	maxStderr = 64 << 10
+	// maxErrLine bounds the line of stderr (and the note of a report)
+	// that reaches the terminal and the summary.
+	maxErrLine = 512
+	// killGrace is how long a cancelled implementer and its children have
+	// between SIGTERM and SIGKILL.
+	killGrace = 3 * time.Second
+)
 
 // Implement implements [Implementer].
 func (x *External) Implement(ctx context.Context, req *Request, calls *CallGate) (Report, error) {
@@ -247,8 +265,8 @@ func (x *External) Implement(ctx context.Context, req *Request, calls *CallGate)
 	}
 	cmd := exec.CommandContext(ctx, "sh", "-c", x.Cmd)
 	cmd.Stdin = bytes.NewReader(append(in, '\n'))
-	var stdout, stderr limitedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout, stderr := &xcmd.Tail{Max: maxStdout}, &xcmd.Tail{Max: maxStderr}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.Env = append(os.Environ(),
 		"PLANRUNNER_PROTOCOL="+Protocol,
 		"PLANRUNNER_MODE="+req.Mode,
@@ -258,27 +276,62 @@ func (x *External) Implement(ctx context.Context, req *Request, calls *CallGate)
 		"PLANRUNNER_WAVE="+strconv.Itoa(req.Wave),
 		"PLANRUNNER_EXTERNAL_BUDGET="+strconv.Itoa(req.ExternalCallBudget),
 	)
-	setProcessGroup(cmd)
-	cmd.WaitDelay = 2 * time.Second
-	err = cmd.Run()
+	xcmd.Prepare(cmd, killGrace)
+	err = xcmd.Run(cmd)
 	if ctx.Err() != nil {
 		return Report{}, fmt.Errorf("%s: implementer stopped: %w", phaseOrFile(req), context.Cause(ctx))
 	}
 	if err != nil {
-		msg := lastLine(stderr.String())
-		if msg != "" {
+		if msg := lastLine(stderr.String(), stderr.Cut() > 0); msg != "" {
 			return Report{}, fmt.Errorf("%s: implementer failed: %w: %s", phaseOrFile(req), err, msg)
 		}
 		return Report{}, fmt.Errorf("%s: implementer failed: %w", phaseOrFile(req), err)
 	}
-	rep, err := parseReport(stdout.String())
+	out := stdout.String()
+	if stdout.Cut() > 0 {
+		out = dropPartialLine(out)
+	}
+	rep, err := parseReport(out)
 	if err != nil {
-		return Report{}, fmt.Errorf("%s: %w", phaseOrFile(req), err)
+		return Report{}, fmt.Errorf("%s: %w%s", phaseOrFile(req), err, cutNote(stdout))
+	}
+	if stdout.Cut() > 0 && !hasReportLine(out) {
+		return Report{}, fmt.Errorf("%s: %w: no report in the last %d bytes of its stdout%s", phaseOrFile(req), ErrProtocol, maxStdout, cutNote(stdout))
+	}
+	rep.Note = clip(rep.Note, maxErrLine)
+	if c := stdout.Cut(); c > 0 {
+		rep.Note = strings.TrimSpace(rep.Note + " " + fmt.Sprintf("(stdout cut: first %d of %d bytes dropped)", c, c+maxStdout))
 	}
 	if err := calls.account(req.Phase, rep.ExternalCalls, rep.LocalCalls); err != nil {
 		return Report{}, err
 	}
 	return rep, nil
+}
+
+// cutNote says how much of a cut output was dropped, "" when none was.
+func cutNote(t *xcmd.Tail) string {
+	if c := t.Cut(); c > 0 {
+		return fmt.Sprintf(" (stdout cut: first %d bytes dropped, last %d kept)", c, maxStdout)
+	}
+	return ""
+}
+
+// dropPartialLine drops the first line of a cut output: its start was cut.
+func dropPartialLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return ""
+}
+
+// hasReportLine reports whether out has a line starting with "{".
+func hasReportLine(out string) bool {
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(strings.TrimSpace(line), "{") {
+			return true
+		}
+	}
+	return false
 }
 
 // ErrProtocol is matched by the errors of an implementer that breaks the
@@ -315,26 +368,29 @@ func phaseOrFile(req *Request) string {
 	return phaseName(req.Phase)
 }
 
-func lastLine(s string) string {
+// lastLine returns the last non-empty line of s, at most maxErrLine bytes
+// of valid UTF-8, marked "…" when clipped; cut says that s is the tail of a
+// longer output, so that a first line without its start is not trusted.
+func lastLine(s string, cut bool) string {
 	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+	i := strings.LastIndexByte(s, '\n')
+	if i >= 0 {
 		s = s[i+1:]
+	} else if cut {
+		s = "…" + s
 	}
-	return s
+	return clip(s, maxErrLine)
 }
 
-// limitedBuffer keeps the first maxOutput bytes written to it.
-type limitedBuffer struct{ b bytes.Buffer }
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := maxOutput - l.b.Len(); room > 0 {
-		if len(p) > room {
-			l.b.Write(p[:room])
-		} else {
-			l.b.Write(p)
-		}
+// clip returns s as valid UTF-8 of at most n bytes (plus "…" when cut).
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
 	}
-	return len(p), nil
+	s = s[:n]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
 }
-
-func (l *limitedBuffer) String() string { return l.b.String() }

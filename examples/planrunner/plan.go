@@ -95,22 +95,34 @@ type Task struct {
 }
 
 var (
-	headingRe  = regexp.MustCompile(`^###\s+Phase\s+(\d+)\b\s*[:.\-–—]?\s*(.*?)\s*$`)
-	sectionRe  = regexp.MustCompile(`^#{1,3}\s`)
-	markerRe   = regexp.MustCompile(`\s*\[(COMPLETE|IN PROGRESS|NOT STARTED|PARTIAL|BLOCKED|SKIPPED)\]\s*$`)
-	checkboxRe = regexp.MustCompile(`^(\s*)[-*+]\s+\[([ xX])\]\s*(.*)$`)
-	dependsRe  = regexp.MustCompile(`(?i)^\s*(?:[-*+]\s+)?\**\s*(?:depends\s+on|dependencies)\s*\**\s*:\s*\**\s*(.*)$`)
-	numberRe   = regexp.MustCompile(`\d+`)
-	statusRe   = regexp.MustCompile(`^(\s*(?:[-*+]\s+)?\*\*Status\*\*\s*:\s*)(.*?)\s*$`)
-	sorryRe    = regexp.MustCompile(`\bsorry\b`)
-	fenceRe    = regexp.MustCompile("^\\s*(```|~~~)")
+	// headingRe is a phase heading: "### Phase N" with N a whole number,
+	// then the end of the line, a space, or a separator (":", "-", "–",
+	// "—", or "." followed by a space), then the title. "### Phase 1.5"
+	// and "### Phase 2a" do not match: phaseLikeRe catches them.
+	headingRe = regexp.MustCompile(`^###\s+(?i:phase)\s+(\d+)(?:\s*[:\-–—]|\.(?:\s|$)|\s|$)\s*(.*?)\s*$`)
+	// phaseLikeRe is a heading that looks like a phase heading: a level-3
+	// heading whose text starts with the word "phase" ("### Phase Two"),
+	// or a heading of any level with "phase" and a number ("## Phase 1",
+	// "#### Phase -1"). "## Phase overview" is an ordinary section.
+	phaseLikeRe = regexp.MustCompile(`^(?:###\s*(?i:phase)\b|#{1,6}\s*(?i:phase)\s*[-+]?\d)`)
+	sectionRe   = regexp.MustCompile(`^#{1,3}\s`)
+	markerRe    = regexp.MustCompile(`\s*\[(COMPLETE|IN PROGRESS|NOT STARTED|PARTIAL|BLOCKED|SKIPPED)\]\s*$`)
+	checkboxRe  = regexp.MustCompile(`^(\s*)[-*+]\s+\[([ xX])\]\s*(.*)$`)
+	dependsRe   = regexp.MustCompile(`(?i)^\s*(?:[-*+]\s+)?\**\s*(?:depends\s+on|dependencies)\s*\**\s*:\s*\**\s*(.*)$`)
+	numberRe    = regexp.MustCompile(`\d+`)
+	statusRe    = regexp.MustCompile(`^(\s*(?:[-*+]\s+)?\*\*Status\*\*\s*:\s*)(.*?)\s*$`)
+	sorryRe     = regexp.MustCompile(`\bsorry\b`)
+	fenceRe     = regexp.MustCompile("^\\s*(```|~~~)")
 )
 
 // ParsePlan parses data, the content of the plan at path. In file mode the
 // plan needs no phases: its work items are its checkboxes (and `sorry`
 // placeholders of a .lean file). In plan mode it needs at least one phase,
-// unique phase numbers and dependencies on existing phases; otherwise the
-// error is a *PlanError.
+// unique phase numbers, dependencies on existing phases and at least one
+// task in every phase not marked [COMPLETE]; otherwise the error is a
+// *PlanError. In both modes, every heading that looks like a phase heading
+// but does not parse ("### Phase Two", "### Phase 1.5", "## Phase 3") is a
+// *PlanError with its line; all of them are returned, joined.
 func ParsePlan(path string, data []byte, fileMode bool) (*Plan, error) {
 	text := string(data)
 	p := &Plan{Path: path, statusLine: -1, finalNL: strings.HasSuffix(text, "\n")}
@@ -123,6 +135,7 @@ func ParsePlan(path string, data []byte, fileMode bool) (*Plan, error) {
 	var cur *Phase
 	inFence := false
 	seen := map[int]int{}
+	var headingErrs []error
 	for i, line := range p.lines {
 		if fenceRe.MatchString(line) {
 			inFence = !inFence
@@ -140,26 +153,23 @@ func ParsePlan(path string, data []byte, fileMode bool) (*Plan, error) {
 		if m := headingRe.FindStringSubmatch(line); m != nil {
 			n, err := strconv.Atoi(m[1])
 			if err != nil {
-				return nil, &PlanError{Path: path, Line: i + 1, Msg: "phase number out of range: " + m[1]}
+				headingErrs = append(headingErrs, &PlanError{Path: path, Line: i + 1, Msg: "phase number out of range: " + m[1]})
+				cur = nil
+				continue
 			}
 			if prev, ok := seen[n]; ok {
 				return nil, &PlanError{Path: path, Line: i + 1, Msg: fmt.Sprintf("duplicate %s (first at line %d)", phaseName(n), prev)}
 			}
 			seen[n] = i + 1
-			title := m[2]
-			marker := ""
-			for {
-				mm := markerRe.FindStringSubmatchIndex(title)
-				if mm == nil {
-					break
-				}
-				if marker == "" {
-					marker = title[mm[2]:mm[3]]
-				}
-				title = title[:mm[0]]
-			}
-			cur = &Phase{Num: n, Title: strings.TrimSpace(title), Marker: marker, line: i}
+			title, marker := splitMarker(m[2])
+			cur = &Phase{Num: n, Title: title, Marker: marker, line: i}
 			p.Phases = append(p.Phases, cur)
+			continue
+		}
+		if phaseLikeRe.MatchString(line) {
+			headingErrs = append(headingErrs, &PlanError{Path: path, Line: i + 1,
+				Msg: fmt.Sprintf("malformed phase heading %q: want \"### Phase N: title\" with N a whole number", strings.TrimSpace(line))})
+			cur = nil
 			continue
 		}
 		if sectionRe.MatchString(line) {
@@ -198,6 +208,9 @@ func ParsePlan(path string, data []byte, fileMode bool) (*Plan, error) {
 			}
 		}
 	}
+	if len(headingErrs) > 0 {
+		return nil, errors.Join(headingErrs...)
+	}
 	if fileMode {
 		return p, nil
 	}
@@ -214,7 +227,30 @@ func ParsePlan(path string, data []byte, fileMode bool) (*Plan, error) {
 			}
 		}
 	}
+	for _, ph := range p.Phases {
+		if len(ph.Tasks) == 0 && !ph.Marked() {
+			return nil, &PlanError{Path: path, Line: ph.line + 1,
+				Msg: ph.Name() + " has no tasks: add \"- [ ] task\" lines under it (or mark it [COMPLETE])"}
+		}
+	}
 	return p, nil
+}
+
+// splitMarker splits a heading's text into its title and its first
+// trailing [MARKER] ("" when none); every trailing marker is dropped from
+// the title.
+func splitMarker(text string) (title, marker string) {
+	for {
+		mm := markerRe.FindStringSubmatchIndex(text)
+		if mm == nil {
+			break
+		}
+		if marker == "" {
+			marker = text[mm[2]:mm[3]]
+		}
+		text = text[:mm[0]]
+	}
+	return strings.TrimSpace(text), marker
 }
 
 // stripLeanComment drops a Lean line comment, so that `-- sorry` is no
@@ -360,8 +396,8 @@ func (p *Plan) SetStatus(value string) bool {
 	return true
 }
 
-// Complete reports whether the phase has no unchecked task (a phase without
-// tasks is complete).
+// Complete reports whether the phase has no unchecked task. ParsePlan
+// refuses a phase without tasks unless it is marked [COMPLETE].
 func (ph *Phase) Complete() bool { return ph.Open() == 0 }
 
 // Open counts the unchecked tasks.

@@ -124,6 +124,13 @@ func TestParsePlanErrors(t *testing.T) {
 		{"duplicate_phase", "### Phase 1: A\n- [ ] a\n### Phase 1: B\n", 3, "duplicate Phase 1 (first at line 1)"},
 		{"unknown_dependency", "### Phase 1: A\nDepends on: Phase 7\n", 1, "Phase 1 depends on Phase 7, which does not exist"},
 		{"self_dependency", "### Phase 2: A\nDepends on: Phase 2\n", 1, "Phase 2 depends on itself"},
+		{"word_number", "### Phase 1: A\n- [ ] a\n### Phase Two: Deploy\n- [ ] b\n", 3, `malformed phase heading "### Phase Two: Deploy"`},
+		{"negative_number", "### Phase 1: A\n- [ ] a\n\n### Phase -1: B\n- [ ] b\n", 4, `malformed phase heading "### Phase -1: B"`},
+		{"decimal_is_no_duplicate", "### Phase 1: A\n- [ ] a\n### Phase 1.5: B\n- [ ] b\n", 3, `malformed phase heading "### Phase 1.5: B"`},
+		{"letter_suffix", "### Phase 2a: A\n- [ ] a\n", 1, `malformed phase heading "### Phase 2a: A"`},
+		{"wrong_level", "### Phase 1: A\n- [ ] a\n## Phase 2: B\n- [ ] b\n", 3, `malformed phase heading "## Phase 2: B"`},
+		{"no_tasks", "### Phase 1: A\n- [ ] a\n### Phase 2: B\nSome prose.\n### Phase 3: C\n- [ ] c\n", 3, "Phase 2 has no tasks"},
+		{"out_of_range", "### Phase 99999999999999999999: A\n- [ ] a\n", 1, "phase number out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,6 +147,31 @@ func TestParsePlanErrors(t *testing.T) {
 			}
 		})
 	}
+	t.Run("every_malformed_heading_is_reported", func(t *testing.T) {
+		text := "### Phase 1: A\n- [ ] a\n### Phase Two: Deploy\n- [ ] b\n### Phase -1:\n- [ ] c\n### Phase 1.5: D\n- [ ] d\n"
+		_, err := ParsePlan("plan.md", []byte(text), false)
+		if !errors.Is(err, ErrInvalidPlan) {
+			t.Fatalf("err = %v, want ErrInvalidPlan", err)
+		}
+		for _, want := range []string{"plan.md:3: malformed", "plan.md:5: malformed", "plan.md:7: malformed"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %v\nwant it to contain %q", err, want)
+			}
+		}
+	})
+	t.Run("accepted_heading_forms", func(t *testing.T) {
+		text := "### Phase 1\n- [ ] a\n### phase 2 - B\n- [ ] b\n### Phase 3. C\n- [ ] c\n### Phase 4 — D [COMPLETE]\n\n## Phase overview\n#### Phases\n"
+		p := mustParse(t, text)
+		want := []phaseView{
+			{Num: 1, Tasks: []string{"  a"}},
+			{Num: 2, Title: "B", Tasks: []string{"  b"}},
+			{Num: 3, Title: "C", Tasks: []string{"  c"}},
+			{Num: 4, Title: "D", Marker: "COMPLETE"},
+		}
+		if diff := cmp.Diff(want, viewPhases(p)); diff != "" {
+			t.Errorf("phases (-want +got):\n%s", diff)
+		}
+	})
 	t.Run("file_mode_needs_no_phases", func(t *testing.T) {
 		p, err := ParsePlan("notes.md", []byte("- [ ] a\n- [x] b\n"), true)
 		if err != nil {

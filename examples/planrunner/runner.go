@@ -164,6 +164,10 @@ type runner struct {
 	rateBudget int
 	impl       Implementer
 	out        io.Writer // safe for concurrent use
+	// onFirstPlan, when set, runs once, before the first iteration's
+	// phases (in the engine, under the session's lock): a new run saves
+	// its settings for --resume there.
+	onFirstPlan func() error
 
 	mu sync.Mutex // serialises every read-modify-write of the plan file
 }
@@ -356,6 +360,12 @@ func shares(budget, n int) []int {
 // in order and the phases of a wave in parallel under the parallelism
 // limit.
 func (r *runner) Plan(_ context.Context, sit *iterate.Situation) (iterate.Plan, error) {
+	if f := r.onFirstPlan; f != nil {
+		r.onFirstPlan = nil
+		if err := f(); err != nil {
+			return iterate.Plan{}, iterate.Permanent(err)
+		}
+	}
 	p, err := r.load()
 	if err != nil {
 		return iterate.Plan{}, err
@@ -658,6 +668,9 @@ func (r *runner) EndStage(_ context.Context, _ State, _ int, outs []iterate.Outc
 				mark = " [COMPLETE]"
 			}
 			fmt.Fprintf(&b, "    %s: %d/%d tasks done%s (external %d of share %d, local %d)\n", name, rep.Done, rep.Total, mark, rep.External, rep.Share, rep.Local)
+		}
+		if rep.Note != "" {
+			fmt.Fprintf(&b, "      note: %s\n", rep.Note)
 		}
 	}
 	if !r.fileMode && recErr == nil {

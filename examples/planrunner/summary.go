@@ -179,6 +179,11 @@ func renderSummary(r *runner, rec *IterationRecord) []byte {
 			}
 			fmt.Fprintf(&b, "| %s | %s | %d/%d | %d (%d) | %d |\n", name, result, ph.Done, ph.Total, ph.External, ph.Share, ph.Local)
 		}
+		for _, ph := range rec.Phases {
+			if ph.Wave == w.Wave && ph.Note != "" {
+				fmt.Fprintf(&b, "\n**Note** (%s): %s\n", phaseName(ph.Phase), ph.Note)
+			}
+		}
 		fmt.Fprintf(&b, "\n**Rate limit**: %d of %d external calls used (budget %d per wave); local fallback: %d\n", w.External, w.Budget, w.Budget, w.Local)
 		if !rec.FileMode {
 			fmt.Fprintf(&b, "**Markers**: %d/%d phases marked [COMPLETE]; recovered: %s\n", w.Marked, w.Total, orNone(joinPhases(w.Recovered)))

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -132,18 +133,33 @@ func (researcher) Integrate(_ context.Context, n Notes, outs []iterate.Outcome[N
 	return next, nil
 }
 
-func main() {
-	state := flag.String("state", filepath.Join(os.TempDir(), "refine-quickstart"), "checkpoint `dir`ectory")
-	max := flag.Int("max-iterations", 4, "iteration limit (0 = unlimited)")
-	resume := flag.Bool("resume", false, "continue the interrupted session")
-	slow := flag.Duration("slow", 0, "make every task take this long, to try Ctrl+C")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: quickstart [-resume] [-state DIR] [-max-iterations N] [-slow D]\n\n"+
+func main() { os.Exit(cli(os.Args[1:], os.Stderr)) }
+
+// cli parses the command line and runs the loop; it returns the exit code:
+// 0 done, 1 failed, 2 usage error, 130 interrupted.
+func cli(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	state := fs.String("state", filepath.Join(os.TempDir(), "refine-quickstart"), "checkpoint `dir`ectory")
+	max := fs.Int("max-iterations", 4, "iteration limit (0 = unlimited)")
+	resume := fs.Bool("resume", false, "continue the interrupted session")
+	slow := fs.Duration("slow", 0, "make every task take this long, to try Ctrl+C")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: quickstart [-resume] [-state DIR] [-max-iterations N] [-slow D]\n\n"+
 			"Runs a small refinement loop that answers three questions about a toy codebase.\n\n")
-		flag.PrintDefaults()
+		fs.PrintDefaults()
 	}
-	flag.Parse()
-	os.Exit(run(*state, *max, *resume, *slow))
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "quickstart: unexpected argument %q: quickstart takes flags only; run 'quickstart -help' for usage\n", fs.Arg(0))
+		return 2
+	}
+	return run(*state, *max, *resume, *slow)
 }
 
 func run(state string, max int, resume bool, slow time.Duration) int {
@@ -166,7 +182,7 @@ func run(state string, max int, resume bool, slow time.Duration) int {
 	}
 	switch {
 	case errors.Is(err, iterate.ErrInterrupted):
-		fmt.Println("Resume with: go run ./examples/quickstart -resume")
+		fmt.Println("Resume with: go run ./examples/quickstart -resume" + stateFlag(state))
 		return 130
 	case err != nil && res == nil:
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
@@ -195,4 +211,12 @@ func plans(e iterate.Event) {
 		parts = append(parts, fmt.Sprintf("%s (%s)", t.Role, t.Gap()))
 	}
 	fmt.Printf("           plan: %s, %d task(s): %s\n", p.Plan.Action, len(p.Plan.Tasks), strings.Join(parts, "; "))
+}
+
+// stateFlag returns the -state flag that names state, "" for the default.
+func stateFlag(state string) string {
+	if state == filepath.Join(os.TempDir(), "refine-quickstart") {
+		return ""
+	}
+	return " -state " + state
 }

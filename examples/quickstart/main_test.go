@@ -53,3 +53,15 @@ func capture(t *testing.T, fn func() int) string {
 	}
 	return out
 }
+
+// TestArguments: a stray argument is refused with its reason, not ignored.
+func TestArguments(t *testing.T) {
+	var stderr strings.Builder
+	if code := cli([]string{"stray"}, &stderr); code != 2 || !strings.Contains(stderr.String(), `unexpected argument "stray": quickstart takes flags only`) {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := cli([]string{"-max-iterations", "x"}, &stderr); code != 2 || !strings.Contains(stderr.String(), "invalid value") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+}

@@ -296,7 +296,7 @@ func TestInterruptAndResume(t *testing.T) {
 	state := t.TempDir()
 	// The citation agent of iteration 2 hangs until it is killed.
 	args := scenarioArgs(t, "5_early", state)
-	cmd := exec.Command(binary, append(args, "--agent-cmd", "citation=sleep 60")...)
+	cmd := binaryCommand(append(args, "--agent-cmd", "citation=sleep 60")...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -367,7 +367,7 @@ func TestInterruptAndResume(t *testing.T) {
 func TestInterruptedSessionNotice(t *testing.T) {
 	state := t.TempDir()
 	args := scenarioArgs(t, "5_early", state, "--max-iterations", "4")
-	cmd := exec.Command(binary, append(args, "--agent-cmd", "citation=sleep 60")...)
+	cmd := binaryCommand(append(args, "--agent-cmd", "citation=sleep 60")...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -484,7 +484,8 @@ func TestUsage(t *testing.T) {
 		{"question_without_keywords", []string{"--root", "testdata/1_single/src", "--questions", vague}, exitUsage, "vague.txt:1: no keywords in the main question"},
 		{"nothing_relevant", []string{"--root", "testdata/3_partial/src", "--questions", "testdata/1_single/questions.txt"}, exitUsage, "nothing to research"},
 		{"resume_without_checkpoint", []string{"--root", "testdata/1_single/src", "--questions", "testdata/1_single/questions.txt", "--state", t.TempDir(), "--resume"}, exitError, "no checkpoint of session"},
-		{"extra_argument", []string{"stray"}, exitUsage, `unexpected argument "stray"`},
+		{"extra_argument", []string{"stray"}, exitUsage, `unexpected argument "stray": research takes flags only`},
+		{"bad_emoji", []string{"--emoji", "sometimes"}, exitUsage, "--emoji must be auto, always or never"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,10 +10,14 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
+	"runtime"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/examples/internal/xcmd"
 	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
 )
@@ -107,14 +111,58 @@ func (e *AgentError) Is(target error) bool { return target == ErrAgent }
 // Unwrap returns the underlying error.
 func (e *AgentError) Unwrap() error { return e.Err }
 
-// maxReply bounds what an agent may write on stdout.
-const maxReply = 16 << 20
+const (
+	// maxReply bounds what an agent may write on stdout.
+	maxReply = 16 << 20
+	// maxStderr bounds the tail of an agent's stderr that is kept, and
+	// maxErrText what of it reaches the displays and the report.
+	maxStderr  = 64 << 10
+	maxErrText = 512
+	// killGrace is how long a cancelled agent command and its children
+	// have between SIGTERM and SIGKILL.
+	killGrace = 3 * time.Second
+)
+
+// shellCommand runs line with the system's shell: /bin/sh -c, or cmd /C on
+// Windows.
+func shellCommand(ctx context.Context, line string) *exec.Cmd {
+	if runtime.GOOS == "windows" {
+		return exec.CommandContext(ctx, "cmd", "/C", line)
+	}
+	return exec.CommandContext(ctx, "/bin/sh", "-c", line)
+}
+
+// stderrTail returns the end of an agent's stderr for its error: its last
+// lines, at most maxErrText bytes of valid UTF-8, starting with "…" when
+// cut.
+func stderrTail(t *xcmd.Tail) string {
+	s := strings.ToValidUTF8(strings.TrimSpace(t.String()), "\uFFFD")
+	if len(s) <= maxErrText && t.Cut() == 0 {
+		return s
+	}
+	s = s[max(0, len(s)-maxErrText):]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return "…" + s
+}
+
+// parseReply decodes an agent's stdout: one JSON findings object.
+func parseReply(data []byte) (*AgentReply, error) {
+	var reply AgentReply
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&reply); err != nil {
+		return nil, fmt.Errorf("reply is not a JSON findings object: %w", err)
+	}
+	return &reply, nil
+}
 
 // external runs the command that plays the task's role: the task as JSON on
 // stdin, the findings as JSON on stdout. The command runs through the shell
 // in the current directory, with RESEARCH_ROOT, RESEARCH_ROLE and
-// RESEARCH_TASK set; it is killed (with its process group) when the task is
-// cancelled or times out.
+// RESEARCH_TASK set, in a process group of its own (xcmd.Prepare): when the
+// task is cancelled or times out the group gets SIGTERM, then SIGKILL
+// killGrace later, and whatever the command left running is killed when it
+// exits.
 func (w *researcher) external(ctx context.Context, command string, s *Notes, t iterate.Task) (iterate.Outcome[Notes], error) {
 	in, err := json.Marshal(w.agentTask(s, t))
 	if err != nil {
@@ -122,27 +170,26 @@ func (w *researcher) external(ctx context.Context, command string, s *Notes, t i
 	}
 	cmd := shellCommand(ctx, command)
 	cmd.Stdin = bytes.NewReader(in)
-	var stdout, stderr limitedBuffer
-	stdout.max, stderr.max = maxReply, 4096
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdout := &limitedBuffer{max: maxReply}
+	stderr := &xcmd.Tail{Max: maxStderr}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.Env = append(os.Environ(), "RESEARCH_ROOT="+w.ix.root, "RESEARCH_ROLE="+t.Role, "RESEARCH_TASK="+t.ID())
-	cmd.WaitDelay = 2 * time.Second
+	xcmd.Prepare(cmd, killGrace)
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	if err := xcmd.Run(cmd); err != nil {
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}
-		return iterate.Outcome[Notes]{}, &AgentError{Role: t.Role, Command: command, Err: err, Stderr: strings.TrimSpace(stderr.String())}
+		return iterate.Outcome[Notes]{}, &AgentError{Role: t.Role, Command: command, Err: err, Stderr: stderrTail(stderr)}
 	}
 	if stdout.over {
 		return iterate.Outcome[Notes]{}, &AgentError{Role: t.Role, Command: command, Err: fmt.Errorf("reply larger than %d bytes", maxReply)}
 	}
-	var reply AgentReply
-	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
-	if err := dec.Decode(&reply); err != nil {
-		return iterate.Outcome[Notes]{}, &AgentError{Role: t.Role, Command: command, Err: fmt.Errorf("reply is not a JSON findings object: %w", err)}
+	reply, err := parseReply(stdout.Bytes())
+	if err != nil {
+		return iterate.Outcome[Notes]{}, &AgentError{Role: t.Role, Command: command, Err: err}
 	}
-	part := w.fromReply(s, &reply)
+	part := w.fromReply(s, reply)
 	usage := budget.Usage{Tokens: reply.Usage.Tokens, Wall: time.Since(start)}
 	if c := reply.Usage.Cost; c > 0 && !math.IsInf(c, 0) {
 		usage.Cost = c

@@ -14,6 +14,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -32,6 +33,8 @@ import (
 	"time"
 
 	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/examples/internal/buildinfo"
+	"github.com/refine-go/refine/examples/internal/xcmd"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -87,7 +90,8 @@ func (a agentFlags) Set(v string) error {
 type options struct {
 	root, questions, state, session, skip string
 	maxIter, filesPerTask                 int
-	resume, jsonOut, quiet                bool
+	resume, jsonOut, quiet, version       bool
+	emoji                                 string
 	timeout                               time.Duration
 	agents                                agentFlags
 }
@@ -119,8 +123,12 @@ findings on stdout ({"findings": [{"description", "citations":
 {"tokens", "cost"}}). Citations that do not name an existing line are dropped.
 Roles: explore, citation, pattern, verify, security, performance.
 
+Emoji: the displays and the report use emoji only on a terminal (--emoji),
+and never when the NO_COLOR environment variable is set.
+
 Exit status: 0 converged (or early exit), 3 partial convergence, 130
-interrupted (resumable), 2 usage error, 1 failure.
+interrupted (resumable), 2 usage error, 1 failure. When every agent task
+failed, the report says so with the last error.
 
 Flags:
 `
@@ -145,14 +153,17 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.jsonOut, "json", false, "print the final report as JSON on stdout (displays go to stderr)")
 	fs.BoolVar(&o.quiet, "quiet", false, "do not print the progress and convergence displays")
 	fs.StringVar(&o.skip, "skip", "testdata,vendor", "comma-separated directory names not to research (cmd is skipped too under the default root)")
+	fs.StringVar(&o.emoji, "emoji", "auto", "emoji in the displays and the report: auto (only on a terminal), always or never; never when NO_COLOR is set")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		fs.Usage()
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return nil, fmt.Errorf("unexpected argument %q: research takes flags only (the question goes in a --questions file); run 'research --help' for usage", fs.Arg(0))
 	}
 	switch {
+	case o.emoji != "auto" && o.emoji != "always" && o.emoji != "never":
+		return nil, fmt.Errorf("--emoji must be auto, always or never, got %q", o.emoji)
 	case o.maxIter < 1:
 		return nil, fmt.Errorf("--max-iterations must be at least 1, got %d", o.maxIter)
 	case o.filesPerTask < 1:
@@ -173,6 +184,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "research:", err)
 		return exitUsage
 	}
+	if o.version {
+		fmt.Fprintln(stdout, buildinfo.Version("research"))
+		return exitOK
+	}
+	jsonOut := stdout // the JSON report is written as it is
+	stdout = plainUnless(stdout, wantEmoji(o.emoji, stdout))
+	stderr = plainUnless(stderr, wantEmoji(o.emoji, stderr))
 	disp := stdout
 	if o.jsonOut {
 		disp = stderr
@@ -327,7 +345,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	rep := buildReport(res, session, stateDir, o.maxIter)
 	if o.jsonOut {
-		if err := rep.writeJSON(stdout); err != nil {
+		if err := rep.writeJSON(jsonOut); err != nil {
 			fmt.Fprintln(stderr, "research:", err)
 			return exitError
 		}
@@ -338,7 +356,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case err != nil && !errors.Is(err, iterate.ErrEscalated):
 		fmt.Fprintln(stderr, "research:", err)
 		return exitError
-	case res.Status.Success():
+	case res.Status.Success() && !rep.AllFailed:
 		return exitOK
 	case rep.Convergence == "partial":
 		return exitPartial
@@ -346,7 +364,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitError
 }
 
-// goroot returns $(go env GOROOT), or the GOROOT this program was built with.
+// goroot returns $(go env GOROOT) (the go command runs in a process group
+// of its own, like every command research runs), or the GOROOT this
+// program was built with.
 func goroot(ctx context.Context) (string, error) {
 	if gr := os.Getenv("GOROOT"); gr != "" {
 		return gr, nil
@@ -357,8 +377,12 @@ func goroot(ctx context.Context) (string, error) {
 	}
 	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if out, err := exec.CommandContext(tctx, goBin, "env", "GOROOT").Output(); err == nil {
-		if gr := strings.TrimSpace(string(out)); gr != "" {
+	cmd := exec.CommandContext(tctx, goBin, "env", "GOROOT")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	xcmd.Prepare(cmd, killGrace)
+	if err := xcmd.Run(cmd); err == nil {
+		if gr := strings.TrimSpace(out.String()); gr != "" {
 			return gr, nil
 		}
 	}

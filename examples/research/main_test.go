@@ -26,11 +26,24 @@ type result struct {
 	code           int
 }
 
-// runBinary runs the research binary with args in the package directory.
+// binaryCommand returns the command that runs the research binary with
+// args, as runBinary does: with emoji, without NO_COLOR.
+func binaryCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, append(slices.Clip(args), "--emoji=always")...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "NO_COLOR=") })
+	return cmd
+}
+
+// runBinary runs the research binary with args in the package directory,
+// with emoji (the seed's displays) unless args say otherwise, and without
+// NO_COLOR from the test's environment unless env sets it.
 func runBinary(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--emoji") }) {
+		args = append(slices.Clip(args), "--emoji=always")
+	}
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "NO_COLOR=") }), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

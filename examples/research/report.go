@@ -27,6 +27,10 @@ type Report struct {
 	// Escalation is the question for a human when the loop escalated (the
 	// same gaps survived every strategy).
 	Escalation string `json:"escalation,omitempty"`
+	// AllFailed reports that every agent task of the session failed;
+	// LastError is then the last task's error.
+	AllFailed bool   `json:"all_failed,omitempty"`
+	LastError string `json:"last_error,omitempty"`
 
 	Coverage       float64 `json:"coverage"`
 	FilesAnalyzed  int     `json:"files_analyzed"` // estimated relevant files analyzed
@@ -191,6 +195,7 @@ func buildReport(res *iterate.Result[Notes], session, stateDir string, maxIter i
 	for _, a := range order {
 		r.Agents = append(r.Agents, *agents[a])
 	}
+	r.AllFailed, r.LastError = allFailed(n.Log)
 
 	// Per-iteration metrics: the engine's (Result.Metrics, kept across
 	// resumes; a bounded window of the most recent iterations).
@@ -207,6 +212,20 @@ func buildReport(res *iterate.Result[Notes], session, stateDir string, maxIter i
 		Files: len(n.Analyzed), Findings: len(n.Findings), Seconds: round4(res.Metrics.Total.Duration.Seconds()),
 		Tokens: res.Usage.Tokens, Cost: res.Usage.Cost}
 	return r
+}
+
+// allFailed reports whether there were agent tasks and every one failed,
+// with the last one's error.
+func allFailed(log []AgentLog) (bool, string) {
+	if len(log) == 0 {
+		return false, ""
+	}
+	for _, l := range log {
+		if l.Error == "" {
+			return false, ""
+		}
+	}
+	return true, log[len(log)-1].Error
 }
 
 // writeJSON prints the report as indented JSON.
@@ -230,6 +249,9 @@ func (r *Report) writeText(w io.Writer) {
 		status += " (PARTIAL CONVERGENCE)"
 	}
 	fmt.Fprintf(w, "Status: %s\nReason: %s\n", status, r.Reason)
+	if r.AllFailed {
+		fmt.Fprintf(w, "⚠️  Every agent task failed (%d of %d); the last error: %s\n", r.Totals.Failed, r.Totals.Agents, r.LastError)
+	}
 	if r.Escalation != "" {
 		fmt.Fprintf(w, "Escalation: %s\n", indent(r.Escalation, "  ")[2:])
 	}
