@@ -160,3 +160,20 @@ func TestInspectSharesNothing(t *testing.T) {
 		t.Error("two reports of one checkpoint share memory")
 	}
 }
+
+// TestInspectEscalated: an escalated session's report carries the question
+// the checkpoint's envelope shows.
+func TestInspectEscalated(t *testing.T) {
+	res, c := inspected(t, iterate.WithMaxIterations(2),
+		iterate.WithConvergence(converge.IterationLimit{Escalate: true}))
+	if res.Status != iterate.Escalated {
+		t.Fatalf("status %s, want escalated", res.Status)
+	}
+	r, err := iterate.Inspect(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Escalation == nil || r.Escalation.Question == "" || r.Escalation.Question != c.Question {
+		t.Errorf("Escalation %+v, want the question %q", r.Escalation, c.Question)
+	}
+}
