@@ -335,7 +335,7 @@ func TestE2EHTML(t *testing.T) {
 	html := string(data)
 	checkPage(t, html, rep)
 	for _, want := range []string{`<span class="status stop" id="status">max_iterations</span>`, `<ul id="unmet"><li>coverage `,
-		`data-resource="tokens"`, `data-resource="iterations"`, `<td>token limit</td><td>20000</td>`} {
+		`data-resource="tokens"`, `data-resource="iterations"`, `<td>token limit</td><td class="s">20000</td>`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the page lacks %q", want)
 		}
@@ -347,10 +347,13 @@ func TestE2EHTML(t *testing.T) {
 // plot the history's values against the thresholds.
 func checkPage(t *testing.T, html string, rep *iterate.Report) {
 	t.Helper()
-	for _, banned := range []string{"<script", "<link", "<img", "<iframe", "src=", "url(", "@import", "https://"} {
+	for _, banned := range []string{"<script", "<link", "<img", "<iframe", "<object", "<embed", "url(", "@import", "https://"} {
 		if strings.Contains(strings.ToLower(html), banned) {
 			t.Errorf("the page is not self-contained: it has %q", banned)
 		}
+	}
+	if tag := regexp.MustCompile(`(?i)<[a-z][^>]*\s(src|href)\s*=[^>]*>`).FindString(html); tag != "" {
+		t.Errorf("the page is not self-contained: it has %s", tag)
 	}
 	if n := strings.Count(html, "http://"); n != strings.Count(html, `xmlns="http://www.w3.org/2000/svg"`) {
 		t.Errorf("the page refers to %d http:// addresses besides the SVG namespace", n)
