@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -126,16 +127,16 @@ func pageOf(s *session) *pageData {
 	t := r.History.Thresholds
 	for _, m := range []struct {
 		name, color string
-		metric      func(rec row2) float64
+		metric      func(converge.Record) float64
 		threshold   float64
 	}{
-		{"coverage", "#1f77b4", func(r row2) float64 { return r.Coverage }, t.MinCoverage},
-		{"confidence", "#d95f02", func(r row2) float64 { return r.Confidence }, t.MinConfidence},
+		{"coverage", "#1f77b4", coverageOf, t.MinCoverage},
+		{"confidence", "#d95f02", confidenceOf, t.MinConfidence},
 	} {
 		sv := seriesSVG{Name: m.name, Color: m.color, Threshold: max(m.threshold, 0), ThresholdY: y(max(m.threshold, 0))}
 		var values, pts []string
 		for i, rec := range recs {
-			v := m.metric(row2{rec.Coverage, rec.Confidence})
+			v := m.metric(rec)
 			values = append(values, num(v))
 			pt := point{X: x(i), Y: y(v), Iteration: rec.Iteration, Value: v}
 			sv.Dots = append(sv.Dots, pt)
@@ -176,9 +177,6 @@ func pageOf(s *session) *pageData {
 	}
 	return p
 }
-
-// row2 holds the two charted metrics of a record.
-type row2 struct{ Coverage, Confidence float64 }
 
 // num formats a value exactly, in the shortest form that reads back as it.
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
