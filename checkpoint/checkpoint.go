@@ -20,7 +20,9 @@
 // writing each generation atomically, keeping the last few generations and
 // falling back to the newest good one when newer ones are damaged (Load
 // reports the generations it skipped in [Checkpoint.Skipped]). Both have the
-// same four methods: Save, Load, Lock and Remove.
+// same five methods: Save, Load, Lock, Remove and Sessions, which lists the
+// sessions with their envelopes, read-only and without decoding states, for
+// tools that watch loops ([Dir.Sessions]).
 //
 // # Locks and fencing
 //

@@ -263,27 +263,15 @@ func unmarshal(data []byte, copyBytes bool) (*Checkpoint, error) {
 
 // decodeRecord decodes a record of the current version.
 func decodeRecord(r []byte, copyBytes bool) (*Checkpoint, error) {
-	bad := func(what string) error {
-		return &CorruptError{Err: fmt.Errorf("%w: %s", errRecord, what)}
-	}
+	bad := malformed
 	if len(r) < recordFixed {
 		return nil, bad("shorter than its fixed fields")
 	}
+	c, err := decodeFixed(r[:recordFixed])
+	if err != nil {
+		return nil, err
+	}
 	le := binary.LittleEndian
-	c := &Checkpoint{
-		Generation: le.Uint64(r[0:8]),
-		Token:      le.Uint64(r[8:16]),
-	}
-	it := int64(le.Uint64(r[16:24]))
-	if it < math.MinInt || it > math.MaxInt {
-		return nil, bad("iteration out of range")
-	}
-	c.Iteration = int(it)
-	sec, nsec := int64(le.Uint64(r[24:32])), le.Uint32(r[32:36])
-	if nsec >= 1e9 {
-		return nil, bad("nanoseconds out of range")
-	}
-	c.Time = time.Unix(sec, int64(nsec)).UTC()
 	r = r[recordFixed:]
 	next := func() ([]byte, bool) {
 		if len(r) < 4 {
@@ -319,6 +307,32 @@ func decodeRecord(r []byte, copyBytes bool) (*Checkpoint, error) {
 		c.Engine = engine
 	}
 	return c, nil
+}
+
+// decodeFixed decodes the fixed fields of a record of the current version,
+// its first recordFixed bytes.
+func decodeFixed(r []byte) (*Checkpoint, error) {
+	le := binary.LittleEndian
+	c := &Checkpoint{
+		Generation: le.Uint64(r[0:8]),
+		Token:      le.Uint64(r[8:16]),
+	}
+	it := int64(le.Uint64(r[16:24]))
+	if it < math.MinInt || it > math.MaxInt {
+		return nil, malformed("iteration out of range")
+	}
+	c.Iteration = int(it)
+	sec, nsec := int64(le.Uint64(r[24:32])), le.Uint32(r[32:36])
+	if nsec >= 1e9 {
+		return nil, malformed("nanoseconds out of range")
+	}
+	c.Time = time.Unix(sec, int64(nsec)).UTC()
+	return c, nil
+}
+
+// malformed returns the *CorruptError of a malformed record.
+func malformed(what string) error {
+	return &CorruptError{Err: fmt.Errorf("%w: %s", errRecord, what)}
 }
 
 // peekToken returns the generation and token recorded in the first bytes of

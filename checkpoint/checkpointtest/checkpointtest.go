@@ -15,8 +15,9 @@
 // test can also assert that a broken store fails the suite.
 //
 // The suite checks the methods every store has ([Store]) and, when the store
-// also has them, the methods Lock and Remove with the signatures of
-// [checkpoint.Dir]'s: locking with fencing tokens, and removal. [Faulty]
+// also has them, the methods Lock, Remove and Sessions with the signatures
+// of [checkpoint.Dir]'s: locking with fencing tokens, removal, and the
+// listing of sessions. [Faulty]
 // injects failures at the save and load boundaries of any store.
 //
 // This package imports only package checkpoint, the standard library and
@@ -28,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"testing"
 	"time"
 
@@ -53,6 +55,12 @@ type locker interface {
 // remover is implemented by stores that can delete a session.
 type remover interface {
 	Remove(ctx context.Context, session string) error
+}
+
+// lister is implemented by stores that can list their sessions, as
+// checkpoint.Dir and checkpoint.Memory do.
+type lister interface {
+	Sessions(ctx context.Context) iter.Seq2[*checkpoint.Checkpoint, error]
 }
 
 // Checkpoint returns a checkpoint of session at generation gen with every
@@ -154,7 +162,11 @@ func Test(newStore func() (Store, error)) error {
 // with a *checkpoint.FencedError naming the session and the token, leaving
 // the stored checkpoints as they were. A store with Remove must make the
 // session not found again, accept a session never saved, and leave a held
-// lock held.
+// lock held. A store with Sessions must list every session it has
+// checkpoints of (not a removed one), once, in the order of the names, each
+// as its Load would return it but with Engine and State nil, in memory the
+// caller may change; and under a cancelled context yield once, a nil
+// checkpoint and an error matching context.Canceled.
 func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Helper()
 	for _, ch := range checks {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -123,6 +125,27 @@ func (panics) Load(context.Context, string) (*checkpoint.Checkpoint, error) {
 	panic("store exploded")
 }
 
+// listsWhole lists sessions with their Engine and State, unsorted.
+type listsWhole struct{ *checkpoint.Memory }
+
+func (s listsWhole) Sessions(ctx context.Context) iter.Seq2[*checkpoint.Checkpoint, error] {
+	return func(yield func(*checkpoint.Checkpoint, error) bool) {
+		var all []*checkpoint.Checkpoint
+		for c := range s.Memory.Sessions(ctx) {
+			if c != nil {
+				whole, _ := s.Memory.Load(ctx, c.Session)
+				all = append(all, whole)
+			}
+		}
+		slices.Reverse(all)
+		for _, c := range all {
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+}
+
 // TestTestCatchesBrokenStores: Test returns an error naming the check that
 // a deliberately broken store fails, without re-running the test binary.
 func TestTestCatchesBrokenStores(t *testing.T) {
@@ -143,6 +166,8 @@ func TestTestCatchesBrokenStores(t *testing.T) {
 			[]string{"not_found: Load of a session never saved: got error <nil>"}},
 		{"aliases_what_it_saves", func() checkpointtest.Store { return &aliasing{m: map[string]*checkpoint.Checkpoint{}} },
 			[]string{"save_copies: changing a checkpoint after Save changed the store", "load_returns_copy: "}},
+		{"lists_whole_checkpoints_unsorted", func() checkpointtest.Store { return listsWhole{new(checkpoint.Memory)} },
+			[]string{`sessions: Sessions listed ["b" "a"], want ["a" "b"]`, `session "b" has 15 bytes of Engine and 30 of State, want nil`, "sessions: Sessions under a cancelled context yielded 0 times, want once"}},
 		{"panics", func() checkpointtest.Store { return panics{new(checkpoint.Memory)} },
 			[]string{"not_found: panic: store exploded", "round_trip: panic: store exploded"}},
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -27,6 +28,7 @@ var checks = []check{
 	{"lock_tokens", checkLockTokens},
 	{"fencing", checkFencing},
 	{"remove", checkRemove},
+	{"sessions", checkSessions},
 }
 
 // save saves c, reporting a failure; it returns whether the save succeeded.
@@ -463,6 +465,84 @@ func checkRemove(ctx context.Context, s Store, r *report) {
 			again()
 		}
 		r.errorf("Lock after Remove of a locked session: got error %v, want checkpoint.ErrLocked (Remove must leave a held lock held)", err)
+	}
+}
+
+func checkSessions(ctx context.Context, s Store, r *report) {
+	l, ok := s.(lister)
+	if !ok {
+		r.skip = "store has no Sessions method"
+		return
+	}
+	list := func(what string) []*checkpoint.Checkpoint {
+		var out []*checkpoint.Checkpoint
+		for c, err := range l.Sessions(ctx) {
+			if err != nil {
+				r.errorf("%s: Sessions yielded the error %v", what, err)
+				continue
+			}
+			if c == nil {
+				r.errorf("%s: Sessions yielded a nil checkpoint and no error", what)
+				continue
+			}
+			out = append(out, c)
+		}
+		return out
+	}
+	if got := list("empty store"); len(got) != 0 {
+		r.errorf("Sessions of an empty store listed %d sessions, want none", len(got))
+	}
+	for _, c := range []*checkpoint.Checkpoint{Checkpoint("b", 1), Checkpoint("a", 1), Checkpoint("a", 2), Checkpoint("c", 4)} {
+		if !save(ctx, r, s, c) {
+			return
+		}
+	}
+	want := []string{"a", "b", "c"}
+	if rm, ok := s.(remover); ok {
+		if err := rm.Remove(ctx, "c"); err != nil {
+			r.errorf("Remove: %v", err)
+			return
+		}
+		want = want[:2]
+	}
+	got := list("sessions a, b")
+	var names []string
+	for _, c := range got {
+		names = append(names, c.Session)
+	}
+	if !slices.Equal(names, want) {
+		r.errorf("Sessions listed %q, want %q (each saved session, in the order of the names)", names, want)
+	}
+	for _, c := range got {
+		if c.Engine != nil || c.State != nil {
+			r.errorf("Sessions: session %q has %d bytes of Engine and %d of State, want nil: only the envelope is listed", c.Session, len(c.Engine), len(c.State))
+		}
+		loaded := load(ctx, r, s, c.Session)
+		if loaded == nil {
+			continue
+		}
+		loaded.Engine, loaded.State = nil, nil
+		if diff := Diff(loaded, c); diff != "" {
+			r.errorf("Sessions: session %q differs from its Load (-load +listed):\n%s", c.Session, diff)
+		}
+		scribble(c)
+	}
+	// What a listing returned is the caller's: changing it changes nothing.
+	expect(ctx, r, s, Checkpoint("a", 2), "after changing what Sessions returned")
+	for range l.Sessions(ctx) {
+		break // stopping early must be harmless
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	n := 0
+	for c, err := range l.Sessions(cancelled) {
+		n++
+		if c != nil || !errors.Is(err, context.Canceled) {
+			r.errorf("Sessions under a cancelled context yielded (%v, %v), want (nil, an error matching context.Canceled)", c, err)
+		}
+	}
+	if n != 1 {
+		r.errorf("Sessions under a cancelled context yielded %d times, want once", n)
 	}
 }
 
