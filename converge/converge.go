@@ -207,10 +207,10 @@ type Record struct {
 	// Summary is a one-line account of the state: its most severe gap in
 	// actionable form ("TestLogin: Expected: 123, Received: \"123\"").
 	Summary string `json:"summary,omitempty"`
-	// Outcome is how the iteration which produced this state went: whether
+	// Attempt is how the iteration which produced this state went: whether
 	// it failed, its action, duration, tasks and failed tasks (zero for
 	// the initial state).
-	Outcome
+	Attempt
 }
 
 // Metric returns the named metric of the record, as [gap.Assessment.Metric]
@@ -282,15 +282,16 @@ type History struct {
 
 	// Pending describes the iteration completed since the last assessment;
 	// the next [History.Observe] moves it into its record.
-	Pending Outcome `json:"pending,omitzero"`
+	Pending Attempt `json:"pending,omitzero"`
 
 	// base is the backing array Recent slides over (see push).
 	base []Record
 }
 
-// Outcome is how one iteration went, as [History.Complete] records it: whether
-// it failed, the strategy it followed, how long it took, and its tasks.
-type Outcome struct {
+// Attempt is how one iteration went, as [History.Complete] records it:
+// whether it failed, the strategy it followed, how long it took, and its
+// tasks. (iterate.Outcome is a task's result; an Attempt, an iteration's.)
+type Attempt struct {
 	Failed      bool          `json:"failed,omitempty"`
 	Action      string        `json:"action,omitempty"`
 	Duration    time.Duration `json:"duration,omitempty"`
@@ -407,7 +408,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 		Conflicts:  a.UnresolvedConflicts(),
 		Gaps:       len(gaps),
 		Triggers:   triggerDigest(gaps),
-		Outcome:    h.Pending,
+		Attempt:    h.Pending,
 	}
 	if len(a.Scores) > 0 {
 		// The host may reuse its map; the record must not change with it.
@@ -421,7 +422,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	if len(gaps) > 0 {
 		rec.Summary = summarize(&gaps[0])
 	}
-	h.Pending = Outcome{}
+	h.Pending = Attempt{}
 
 	if last := h.Last(); last != nil && last.Iteration == h.Iteration {
 		// Re-assessment of a recorded state: replace, do not count again.
@@ -429,7 +430,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 			h.Unchanged = 0
 			h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
 		}
-		rec.Outcome = last.Outcome
+		rec.Attempt = last.Attempt
 		*last = rec
 		if a.Score > h.BestScore {
 			h.BestScore, h.BestIteration = a.Score, h.Iteration
@@ -494,7 +495,7 @@ func summarize(g *gap.Gap) string {
 // Complete records that one more iteration finished, and how it went; the
 // next [History.Observe] files the outcome in the record of the state it
 // produced. A successful iteration resets ConsecutiveFailures.
-func (h *History) Complete(o Outcome) {
+func (h *History) Complete(o Attempt) {
 	h.Iteration++
 	if o.Failed {
 		h.ConsecutiveFailures++

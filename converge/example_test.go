@@ -21,7 +21,7 @@ func ExampleDefault() {
 	}
 	for i, a := range states {
 		if i > 0 {
-			h.Complete(converge.Outcome{Failed: false, Action: "refine", Duration: 0})
+			h.Complete(converge.Attempt{Failed: false, Action: "refine", Duration: 0})
 		}
 		h.Observe(a, nil)
 		d := policy.Decide(h)
@@ -50,7 +50,7 @@ func ExampleAny() {
 	h := &converge.History{MaxIterations: 2}
 	h.Observe(gap.Assessment{Coverage: 0.5, Confidence: 0.6}, nil)
 	for range 2 {
-		h.Complete(converge.Outcome{Failed: false, Action: "retry", Duration: 0})
+		h.Complete(converge.Attempt{Failed: false, Action: "retry", Duration: 0})
 		h.Observe(gap.Assessment{Coverage: 0.9, Confidence: 0.72}, nil)
 	}
 	d := policy.Decide(h)
@@ -89,7 +89,7 @@ func ExampleEarlyStopping() {
 	h := &converge.History{}
 	for i, score := range []float64{0.50, 0.62, 0.70, 0.705, 0.70} {
 		if i > 0 {
-			h.Complete(converge.Outcome{Failed: false, Action: "refine", Duration: 0})
+			h.Complete(converge.Attempt{Failed: false, Action: "refine", Duration: 0})
 		}
 		h.Observe(gap.Assessment{Score: score}, nil)
 		if d := policy.Decide(h); d.Stop() {
@@ -110,7 +110,7 @@ func ExampleForecast() {
 	h := &converge.History{MaxIterations: 5}
 	for i, score := range []float64{0.61, 0.62, 0.62} {
 		if i > 0 {
-			h.Complete(converge.Outcome{Failed: false, Action: "retry", Duration: 0})
+			h.Complete(converge.Attempt{Failed: false, Action: "retry", Duration: 0})
 		}
 		h.Observe(gap.Assessment{Score: score}, nil)
 	}

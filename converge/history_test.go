@@ -41,7 +41,7 @@ func TestHistoryWindow(t *testing.T) {
 			h := &History{Window: tt.window}
 			for i := 0; i < tt.steps; i++ {
 				if i > 0 {
-					h.Complete(Outcome{Failed: false, Action: "", Duration: 0})
+					h.Complete(Attempt{Failed: false, Action: "", Duration: 0})
 				}
 				h.Observe(gap.Assessment{Score: float64(i)}, nil)
 				limit := tt.window
@@ -62,7 +62,7 @@ func TestHistoryWindow(t *testing.T) {
 func TestHistoryWindowShrunkAfterResume(t *testing.T) {
 	h := run(0, 0, scored(0, 1, 2, 3, 4)...)
 	h.Window = 2
-	h.Complete(Outcome{Failed: false, Action: "", Duration: 0})
+	h.Complete(Attempt{Failed: false, Action: "", Duration: 0})
 	h.Observe(gap.Assessment{Score: 5}, nil)
 	if diff := cmp.Diff([]int{4, 5}, iterations(h.Recent)); diff != "" {
 		t.Errorf("record iterations (-want +got):\n%s", diff)
@@ -167,7 +167,7 @@ func TestHistoryJSONRoundTrip(t *testing.T) {
 		{a: gap.Assessment{Score: 0.55, WorkRemaining: []string{"x"}}, failed: true, action: "refine"},
 	}
 	h := run(6, 2, steps...)
-	h.Complete(Outcome{Failed: false, Action: "expand", Duration: 3 * time.Second}) // saved between Complete and Observe
+	h.Complete(Attempt{Failed: false, Action: "expand", Duration: 3 * time.Second}) // saved between Complete and Observe
 
 	data, err := json.Marshal(h)
 	if err != nil {

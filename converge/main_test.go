@@ -26,7 +26,7 @@ func run(max, window int, steps ...step) *History {
 	h := &History{MaxIterations: max, Window: window}
 	for i, s := range steps {
 		if i > 0 {
-			h.Complete(Outcome{Failed: s.failed, Action: s.action, Duration: time.Second})
+			h.Complete(Attempt{Failed: s.failed, Action: s.action, Duration: time.Second})
 		}
 		h.Observe(s.a, s.gaps)
 	}

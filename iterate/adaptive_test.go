@@ -18,7 +18,7 @@ func situation(max int, actions []iterate.Action, rounds ...[]gap.Gap) *iterate.
 	h := &converge.History{MaxIterations: max}
 	for i, gaps := range rounds {
 		if i > 0 {
-			h.Complete(converge.Outcome{Failed: false, Action: string(actions[i-1]), Duration: 0})
+			h.Complete(converge.Attempt{Failed: false, Action: string(actions[i-1]), Duration: 0})
 		}
 		h.Observe(gap.Assessment{}, gaps)
 	}

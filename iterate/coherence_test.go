@@ -232,3 +232,41 @@ func TestSessionValidatedAtOption(t *testing.T) {
 		}
 	}
 }
+
+// hostStrategy is a strategy of a host's own: an exported parameter, and
+// state and hooks that are not settings.
+type hostStrategy struct {
+	MaxWaves int
+	calls    int
+	hook     func()
+}
+
+func (s *hostStrategy) Plan(context.Context, *iterate.Situation) (iterate.Plan, error) {
+	s.calls++
+	return iterate.Plan{}, nil
+}
+
+// TestFingerprintOfHostStrategy: a host's strategy or policy contributes the
+// values of its exported fields to the fingerprint; its state and hooks do
+// not, so a resume is not refused because a hook is set, and a changed
+// parameter is named.
+func TestFingerprintOfHostStrategy(t *testing.T) {
+	store := &checkpoint.Memory{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first := &hostStrategy{MaxWaves: 2, calls: 7, hook: func() {}}
+	opts := func(s iterate.Strategy) []iterate.Option {
+		return []iterate.Option{iterate.WithCheckpointer(store), iterate.WithStrategy(s), iterate.WithMaxIterations(5)}
+	}
+	if _, err := iterate.New(iterate.Func(interruptAt(2, cancel)), opts(first)...).Run(ctx, 0); !errors.Is(err, iterate.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	_, err := iterate.New(iterate.Func(step1), opts(&hostStrategy{MaxWaves: 3})...).Resume(context.Background())
+	var sc *iterate.SettingsChangedError
+	if !errors.As(err, &sc) || len(sc.Changes) != 1 || !strings.Contains(sc.Changes[0], "MaxWaves:2") || !strings.Contains(sc.Changes[0], "MaxWaves:3") {
+		t.Fatalf("err = %v, want the changed MaxWaves named", err)
+	}
+	if _, err := iterate.New(iterate.Func(step1), opts(&hostStrategy{MaxWaves: 2})...).Resume(context.Background()); err != nil {
+		t.Errorf("resume with the same parameter, no hook and fresh state: %v", err)
+	}
+}

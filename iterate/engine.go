@@ -441,7 +441,7 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 	usage.Iterations++
 	usage.Wall += dur
 	r.settle(reservation, usage)
-	r.hist.Complete(converge.Outcome{Failed: failed, Action: string(plan.Action), Duration: dur,
+	r.hist.Complete(converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
 		Tasks: len(outs), FailedTasks: failedTasks})
 	if r.cfg.persist&Journal != 0 {
 		r.journal.forget()

@@ -295,7 +295,7 @@ func TestInterruptResumeEqualsUninterrupted(t *testing.T) {
 	}
 	ignore := cmp.Options{
 		cmpopts.IgnoreFields(converge.Record{}, "Duration"),
-		cmpopts.IgnoreFields(converge.Outcome{}, "Duration"),
+		cmpopts.IgnoreFields(converge.Attempt{}, "Duration"),
 		cmpopts.IgnoreFields(iterate.Totals{}, "Duration"),
 		cmpopts.IgnoreFields(budget.Usage{}, "Wall"),
 		cmpopts.IgnoreUnexported(converge.History{}),

@@ -4,7 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -116,17 +117,101 @@ func estimateString(c *config) string {
 	return fmt.Sprintf("%d iterations, %d tokens, %g cost, %s, %d calls", u.Iterations, u.Tokens, u.Cost, u.Wall, u.Calls)
 }
 
-// addresses matches the pointers %#v prints for funcs, channels and
-// pointers nested in a value: they differ from run to run.
-var addresses = regexp.MustCompile(`\(0x[0-9a-f]+\)|0x[0-9a-f]+`)
-
 // describe returns the settings of an analyzer, strategy or policy: its
-// Settings() string method when it has one, else its Go syntax with
-// addresses removed, so that two values configured alike describe alike
-// and a changed field shows. A function is described by its type alone.
+// Settings() string method when it has one, else its type and the values
+// of its exported fields, recursively, so that two values configured alike
+// describe alike and a changed parameter shows. Unexported fields (state,
+// hooks, writers) are left out, and functions and channels are described by
+// their type alone: they are not settings a resume could compare.
 func describe(v any) string {
 	if s, ok := v.(interface{ Settings() string }); ok {
 		return s.Settings()
 	}
-	return strings.TrimSpace(addresses.ReplaceAllString(fmt.Sprintf("%#v", v), "(func)"))
+	var b strings.Builder
+	describeValue(&b, reflect.ValueOf(v), 0)
+	return b.String()
+}
+
+// stringer returns the String() of a struct value that has one.
+func stringer(v reflect.Value) (string, bool) {
+	if !v.CanInterface() {
+		return "", false
+	}
+	s, ok := v.Interface().(fmt.Stringer)
+	if !ok {
+		return "", false
+	}
+	return s.String(), true
+}
+
+func describeValue(b *strings.Builder, v reflect.Value, depth int) {
+	if depth > 8 {
+		b.WriteString("…")
+		return
+	}
+	switch v.Kind() {
+	case reflect.Invalid:
+		b.WriteString("nil")
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			b.WriteString("nil")
+			return
+		}
+		describeValue(b, v.Elem(), depth+1)
+	case reflect.Struct:
+		if s, ok := stringer(v); ok { // time.Time and the like
+			b.WriteString(s)
+			return
+		}
+		t := v.Type()
+		b.WriteString(t.String())
+		b.WriteByte('{')
+		first := true
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			if !first {
+				b.WriteString(", ")
+			}
+			first = false
+			b.WriteString(f.Name)
+			b.WriteByte(':')
+			describeValue(b, v.Field(i), depth+1)
+		}
+		b.WriteByte('}')
+	case reflect.Slice, reflect.Array:
+		b.WriteByte('[')
+		for i := range v.Len() {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			describeValue(b, v.Index(i), depth+1)
+		}
+		b.WriteByte(']')
+	case reflect.Map:
+		keys := v.MapKeys()
+		slices.SortFunc(keys, func(x, y reflect.Value) int {
+			return strings.Compare(fmt.Sprint(x), fmt.Sprint(y))
+		})
+		b.WriteString("map[")
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(" ")
+			}
+			describeValue(b, k, depth+1)
+			b.WriteByte(':')
+			describeValue(b, v.MapIndex(k), depth+1)
+		}
+		b.WriteByte(']')
+	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		b.WriteString(v.Type().String())
+	default:
+		if v.CanInterface() {
+			fmt.Fprint(b, v.Interface())
+		} else {
+			fmt.Fprint(b, v)
+		}
+	}
 }
