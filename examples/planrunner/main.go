@@ -35,6 +35,7 @@ import (
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/examples/internal/buildinfo"
+	"github.com/refine-go/refine/examples/internal/textfmt"
 	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
 )
@@ -143,7 +144,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.parallel, "parallel", 3, "run at most `n` phases of a wave at once")
 	fs.IntVar(&o.maxIterations, "max-iterations", 5, "stop after `n` iterations with work remaining (0: unlimited)")
 	fs.Int64Var(&o.contextWindow, "context-window", 200000, "context window of one iteration in `tokens` (0: unknown, never exhausted)")
-	fs.Float64Var(&o.contextThreshold, "context-threshold", budget.DefaultContextThreshold, "share of the context window at which an iteration stops early and continues in the next (`ratio` in (0,1], or a percentage such as 90)")
+	fs.Float64Var(&o.contextThreshold, "context-threshold", defaultContextThreshold, "share of the context window at which an iteration stops early and continues in the next (`ratio` in (0,1], or a percentage such as 90)")
 	fs.IntVar(&o.rateBudget, "rate-limit-budget", 3, "allow `n` external calls per wave, divided among the wave's phases; a phase whose share is spent uses the local fallback")
 	fs.DurationVar(&o.phaseTimeout, "phase-timeout", 0, "bound each phase's implementer call (`duration`, e.g. 10m; 0: none)")
 	fs.StringVar(&o.summaries, "summaries", "", "write iteration summaries to `dir` (default: ../summaries when the plan is in a plans/ directory, else <plan dir>/summaries)")
@@ -478,8 +479,9 @@ func (p *program) loop(ctx context.Context, r *runner, session string) int {
 		iterate.WithAnalyzer(gap.AnalyzerFunc(analyze)),
 		// Seed 003's decision table, spelled out: complete → done; the
 		// remaining phases unchanged for 2 iterations → stuck; the
-		// iteration limit → stop with work remaining (and the default
-		// failure threshold). converge.Default() decides the same for an
+		// iteration limit → stop with work remaining (and the engine's
+		// default failure threshold, which converge.Failures reads from
+		// the history). converge.Default() decides the same for an
 		// assessment that measures only the work remaining, but this keeps
 		// the seed's "2" and nothing else in view.
 		iterate.WithConvergence(converge.Any(converge.Done{}, converge.Failures{}, converge.NoProgress{After: 2}, converge.IterationLimit{})),
@@ -688,9 +690,9 @@ func dryRun(out io.Writer, r *runner, p *Plan, o *options) int {
 		taken += n
 		fmt.Fprintf(out, "Wave %d: %s (call shares %s)\n", i+1, strings.Join(names, ", "), joinInts(shares(o.rateBudget, n)))
 	}
-	projected := budget.EstimateContext(taken, len(remaining)-taken, budget.DefaultTokensPerCompleted, budget.DefaultTokensPerRemaining)
+	projected := budget.EstimateContext(taken, len(remaining)-taken, 0, 0) // 0, 0: the default per-phase estimates
 	fmt.Fprintf(out, "Context: %d of %d remaining phase(s) fit in one iteration (projected %s / %s tokens, threshold %s)\n",
-		taken, len(remaining), budget.FormatTokens(projected), budget.FormatTokens(r.window.Size), percent(r.threshold()))
+		taken, len(remaining), textfmt.Tokens(projected), textfmt.Tokens(r.window.Size), percent(r.threshold()))
 	return exitOK
 }
 

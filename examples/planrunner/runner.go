@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/examples/internal/textfmt"
 	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
 )
@@ -26,6 +27,14 @@ const (
 	// remaining item of file-based mode.
 	kindPhase gap.Kind = "phase"
 	kindItem  gap.Kind = "item"
+
+	// roleImplement is the role of every task (iterate.Task.Role): the
+	// implementer's.
+	roleImplement = "implement"
+
+	// defaultContextThreshold is the default of --context-threshold: the
+	// default threshold of budget.ContextWindow (Threshold 0), 90%.
+	defaultContextThreshold = 0.90
 )
 
 // State is the loop state the engine checkpoints. The plan file itself is
@@ -181,6 +190,17 @@ var (
 	_ iterate.Concluder[State]  = (*runner)(nil)
 )
 
+// Settings describes the runner as a strategy for the engine's resume
+// fingerprint (iterate describes a strategy by its Settings method when it
+// has one): the values its plans depend on, and none of its run-time
+// fields (the implementer, the output, the first-plan hook), which differ
+// between a run and its resume. A resume restores these values from the
+// settings the run saved, so they change only when the saved settings do.
+func (r *runner) Settings() string {
+	return fmt.Sprintf("planrunner mode=%s context-window=%d context-threshold=%s rate-limit-budget=%d",
+		modeName(r.fileMode), r.window.Size, strconv.FormatFloat(r.threshold(), 'g', -1, 64), r.rateBudget)
+}
+
 // schedule is one iteration's waves, built by Plan and read-only after it
 // (except each wave's record, see waveRun).
 type schedule struct {
@@ -311,7 +331,7 @@ func (r *runner) Assess(_ context.Context, _ State) (gap.Assessment, error) {
 
 // analyze turns the work remaining into gaps: one per remaining phase
 // (Kind "phase", Target "Phase 3") or item.
-func analyze(_ context.Context, a gap.Assessment) ([]gap.Gap, error) {
+func analyze(_ context.Context, a gap.Assessment, _ gap.Thresholds) ([]gap.Gap, error) {
 	gaps := make([]gap.Gap, 0, len(a.WorkRemaining))
 	for _, w := range a.WorkRemaining {
 		g := gap.Gap{Kind: kindItem, Target: w, Priority: gap.P2, Severity: 0.5, Fixable: true, Source: "planrunner"}
@@ -327,7 +347,7 @@ func analyze(_ context.Context, a gap.Assessment) ([]gap.Gap, error) {
 // complete before its context estimate reaches the threshold, at least one.
 func capacity(w budget.ContextWindow, remaining int) int {
 	k := 0
-	for k < remaining && !w.Exhausted(budget.EstimateContext(k+1, remaining-k-1, budget.DefaultTokensPerCompleted, budget.DefaultTokensPerRemaining)) {
+	for k < remaining && !w.Exhausted(budget.EstimateContext(k+1, remaining-k-1, 0, 0)) {
 		k++
 	}
 	if k == 0 && remaining > 0 {
@@ -370,16 +390,17 @@ func (r *runner) Plan(_ context.Context, sit *iterate.Situation) (iterate.Plan, 
 	if err != nil {
 		return iterate.Plan{}, err
 	}
-	sch := &schedule{iteration: sit.Iteration, maxIterations: sit.MaxIterations}
-	for _, g := range sit.Gaps {
+	gaps, maxIter := sit.History.Gaps, sit.History.MaxIterations
+	sch := &schedule{iteration: sit.Iteration, maxIterations: maxIter}
+	for _, g := range gaps {
 		sch.workRemaining = append(sch.workRemaining, strings.Replace(g.Target, " ", "_", 1))
 	}
 
 	if r.fileMode {
 		w, data := r.newWave(sch, []int{0})
-		fmt.Fprintf(r.out, "Iteration %s: file-based mode, %d open item(s), single pass\n", iterLabel(sit.Iteration, sit.MaxIterations), len(sit.Gaps))
+		fmt.Fprintf(r.out, "Iteration %s: file-based mode, %d open item(s), single pass\n", iterLabel(sit.Iteration, maxIter), len(gaps))
 		return iterate.Plan{Reason: "file-based mode: one implementer pass over the file",
-			Tasks: []iterate.Task{{Role: iterate.RoleImplement, Gaps: slices.Clone(sit.Gaps), Prompt: "Complete the open items of " + r.plan,
+			Tasks: []iterate.Task{{Role: roleImplement, Gaps: slices.Clone(gaps), Prompt: "Complete the open items of " + r.plan,
 				Stage: w.wave, Data: data[0]}}}, nil
 	}
 
@@ -387,8 +408,8 @@ func (r *runner) Plan(_ context.Context, sit *iterate.Situation) (iterate.Plan, 
 	if err != nil {
 		return iterate.Plan{}, iterate.Permanent(err)
 	}
-	gapOf := make(map[string]gap.Gap, len(sit.Gaps))
-	for _, g := range sit.Gaps {
+	gapOf := make(map[string]gap.Gap, len(gaps))
+	for _, g := range gaps {
 		gapOf[g.Target] = g
 	}
 	remaining := 0
@@ -413,7 +434,7 @@ func (r *runner) Plan(_ context.Context, sit *iterate.Situation) (iterate.Plan, 
 			}
 			taken++
 			nums = append(nums, ph.Num)
-			tasks = append(tasks, iterate.Task{Role: iterate.RoleImplement, Gaps: []gap.Gap{g},
+			tasks = append(tasks, iterate.Task{Role: roleImplement, Gaps: []gap.Gap{g},
 				Prompt: fmt.Sprintf("Implement %s: %s", ph.Name(), ph.Title)})
 		}
 		if len(nums) == 0 {
@@ -427,10 +448,10 @@ func (r *runner) Plan(_ context.Context, sit *iterate.Situation) (iterate.Plan, 
 	}
 	sch.contextCut = len(sch.deferred) > 0
 
-	projected := budget.EstimateContext(taken, remaining-taken, budget.DefaultTokensPerCompleted, budget.DefaultTokensPerRemaining)
+	projected := budget.EstimateContext(taken, remaining-taken, 0, 0)
 	plan.Reason = fmt.Sprintf("%d phase(s) in %d wave(s); context projected %s / %s tokens", taken, len(sch.waves),
-		budget.FormatTokens(projected), budget.FormatTokens(r.window.Size))
-	fmt.Fprintf(r.out, "Iteration %s: %d of %d remaining phase(s) in %d wave(s)", iterLabel(sit.Iteration, sit.MaxIterations),
+		textfmt.Tokens(projected), textfmt.Tokens(r.window.Size))
+	fmt.Fprintf(r.out, "Iteration %s: %d of %d remaining phase(s) in %d wave(s)", iterLabel(sit.Iteration, maxIter),
 		taken, remaining, len(sch.waves))
 	if sch.contextCut {
 		fmt.Fprintf(r.out, "; context threshold: deferring %s", joinPhases(sch.deferred))
@@ -744,7 +765,7 @@ func (r *runner) Integrate(_ context.Context, s State, outs []iterate.Outcome[St
 		}
 		remaining = len(rest)
 	}
-	rec.ContextTokens = budget.EstimateContext(rec.CompletedNow, remaining, budget.DefaultTokensPerCompleted, budget.DefaultTokensPerRemaining)
+	rec.ContextTokens = budget.EstimateContext(rec.CompletedNow, remaining, 0, 0)
 	rec.ContextExhausted = sch.contextCut || r.window.Exhausted(rec.ContextTokens)
 
 	if err := os.MkdirAll(r.summaries, 0o755); err != nil {
@@ -790,7 +811,7 @@ func (r *runner) Conclude(_ context.Context, s State, status iterate.Status, _ s
 
 func (r *runner) threshold() float64 {
 	if r.window.Threshold == 0 {
-		return budget.DefaultContextThreshold
+		return defaultContextThreshold
 	}
 	return r.window.Threshold
 }

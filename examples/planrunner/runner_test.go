@@ -369,3 +369,37 @@ func TestSessionName(t *testing.T) {
 		})
 	}
 }
+
+// TestRunnerSettings checks what the runner contributes, as a strategy, to
+// the engine's resume fingerprint: the values its plans depend on, not its
+// run-time fields (the first-plan hook is set on a new run only, so a
+// resume would otherwise be refused as "checkpointed under other
+// settings").
+func TestRunnerSettings(t *testing.T) {
+	base := func() *runner {
+		return &runner{plan: "/p/plan.md", window: budget.ContextWindow{Size: 200000, Threshold: 0.9}, rateBudget: 3}
+	}
+	want := "planrunner mode=plan context-window=200000 context-threshold=0.9 rate-limit-budget=3"
+	if diff := cmp.Diff(want, base().Settings()); diff != "" {
+		t.Errorf("Settings (-want +got):\n%s", diff)
+	}
+	fresh := base()
+	fresh.onFirstPlan = func() error { return nil }
+	fresh.out = &strings.Builder{}
+	fresh.impl = &Sim{}
+	if fresh.Settings() != base().Settings() {
+		t.Errorf("run-time fields change the settings: %q vs %q", fresh.Settings(), base().Settings())
+	}
+	for name, change := range map[string]func(*runner){
+		"file mode":         func(r *runner) { r.fileMode = true },
+		"context window":    func(r *runner) { r.window.Size = 80000 },
+		"context threshold": func(r *runner) { r.window.Threshold = 0.5 },
+		"rate-limit budget": func(r *runner) { r.rateBudget = 2 },
+	} {
+		r := base()
+		change(r)
+		if r.Settings() == base().Settings() {
+			t.Errorf("changing the %s leaves the settings %q", name, r.Settings())
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/examples/internal/textfmt"
 )
 
 // Signal is the orchestrator signal block that ends every iteration summary
@@ -203,11 +204,11 @@ func renderSummary(r *runner, rec *IterationRecord) []byte {
 	if rec.FileMode {
 		unit = "item"
 	}
-	fmt.Fprintf(&b, "**Current Context Usage**: ~%s / %s tokens (%s)\n\n", budget.FormatTokens(rec.ContextTokens), budget.FormatTokens(rec.ContextSize), percent(w.Usage(rec.ContextTokens)))
-	fmt.Fprintf(&b, "**Remaining Context**: %s tokens\n\n", budget.FormatTokens(max(rec.ContextSize-rec.ContextTokens, 0)))
-	fmt.Fprintf(&b, "**Threshold**: %s (%s tokens)\n\n", percent(rec.ContextThreshold), budget.FormatTokens(int64(float64(rec.ContextSize)*rec.ContextThreshold)))
+	fmt.Fprintf(&b, "**Current Context Usage**: ~%s / %s tokens (%s)\n\n", textfmt.Tokens(rec.ContextTokens), textfmt.Tokens(rec.ContextSize), percent(w.Usage(rec.ContextTokens)))
+	fmt.Fprintf(&b, "**Remaining Context**: %s tokens\n\n", textfmt.Tokens(max(rec.ContextSize-rec.ContextTokens, 0)))
+	fmt.Fprintf(&b, "**Threshold**: %s (%s tokens)\n\n", percent(rec.ContextThreshold), textfmt.Tokens(int64(float64(rec.ContextSize)*rec.ContextThreshold)))
 	fmt.Fprintf(&b, "**Estimate**: %d %s(s) completed × %s + %d remaining × %s\n\n", rec.CompletedNow, unit,
-		budget.FormatTokens(budget.DefaultTokensPerCompleted), len(rec.WorkRemaining()), budget.FormatTokens(budget.DefaultTokensPerRemaining))
+		textfmt.Tokens(budget.EstimateContext(1, 0, 0, 0)), len(rec.WorkRemaining()), textfmt.Tokens(budget.EstimateContext(0, 1, 0, 0)))
 
 	work := rec.WorkRemaining()
 	if len(work) > 0 {
