@@ -36,12 +36,12 @@ func (d *display) observe(e iterate.Event) {
 	case iterate.LoopStarted:
 		d.max = e.MaxIterations
 		if e.Resumed {
-			fmt.Fprintf(d.w, "↩️  Resuming session %s after iteration %d of %d (%s done before)\n\n", e.Session, e.Completed, e.MaxIterations, iterate.FormatSeconds(e.Elapsed))
+			fmt.Fprintf(d.w, "↩️  Resuming session %s after iteration %d of %d (%.1fs done before)\n\n", e.Session, e.Completed, e.MaxIterations, e.Elapsed.Seconds())
 		}
 	case iterate.GapsFound:
 		d.gaps = len(e.Gaps)
 		a := e.Assessment
-		d.criteria = converge.Thresholds{}.Evaluate(&a)
+		d.criteria = converge.Evaluate(&a, thresholds)
 		d.coverage, d.conf = a.CoverageRatio(), a.AverageConfidence()
 	case iterate.Decided:
 		if done := e.Iteration() - 1; done >= 1 || e.Decision.Stop() {
@@ -51,14 +51,14 @@ func (d *display) observe(e iterate.Event) {
 		d.plan(e.Iteration(), &e.Plan)
 	case iterate.TaskEnded:
 		if e.Err != nil && !errors.Is(e.Err, context.Canceled) {
-			fmt.Fprintf(d.w, "⚠️  [%d/%d] %s failed: %v (gap unresolved - agent failure)\n", e.Task.Index+1, d.planTasks, e.Task.Agent, e.Err)
+			fmt.Fprintf(d.w, "⚠️  [%d/%d] %s failed: %v (gap unresolved - agent failure)\n", e.Task.Index+1, d.planTasks, agentName(&e.Task), e.Err)
 		}
 	case iterate.IterationEnded:
 		fail := ""
 		if e.FailedTasks > 0 {
 			fail = fmt.Sprintf(", %d failed", e.FailedTasks)
 		}
-		fmt.Fprintf(d.w, "Iteration %d complete in %s (%d agents%s)\n", e.Iteration(), iterate.FormatSeconds(e.Duration), e.Tasks, fail)
+		fmt.Fprintf(d.w, "Iteration %d complete in %.1fs (%d agents%s)\n", e.Iteration(), e.Duration.Seconds(), e.Tasks, fail)
 	case iterate.CheckpointSaved:
 		if e.Err != nil {
 			fmt.Fprintf(d.w, "⚠️  Checkpoint not saved: %v\n", e.Err)
@@ -127,8 +127,8 @@ func taskSummary(t *iterate.Task) string {
 func (d *display) convergence(done int, dec converge.Decision) {
 	if dec.Verdict == converge.EarlyExit {
 		fmt.Fprintf(d.w, "✨ High Confidence Reached (Iteration %d)\n\n", done)
-		fmt.Fprintf(d.w, "Coverage: %s (well above %s threshold)\n", pct(d.coverage), pct(converge.DefaultMinCoverage))
-		fmt.Fprintf(d.w, "Confidence: %s (well above %s threshold)\n\n", pct(d.conf), pct(converge.DefaultMinConfidence))
+		fmt.Fprintf(d.w, "Coverage: %s (well above %s threshold)\n", pct(d.coverage), pct(thresholds.MinCoverage))
+		fmt.Fprintf(d.w, "Confidence: %s (well above %s threshold)\n\n", pct(d.conf), pct(thresholds.MinConfidence))
 		fmt.Fprintf(d.w, "Research quality is exceptionally high. Concluding early to save time.\n\n")
 		fmt.Fprintf(d.w, "(Skipped %d potential iterations)\n\n", max(0, d.max-done))
 		return

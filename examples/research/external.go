@@ -24,25 +24,25 @@ import (
 
 // AgentTask is the JSON an external agent command receives on stdin.
 type AgentTask struct {
-	Role          string           `json:"role"`
-	Agent         string           `json:"agent"`
-	Model         string           `json:"model,omitempty"`
-	Task          string           `json:"task"`
-	Iteration     int              `json:"iteration"`
-	MaxIterations int              `json:"max_iterations"`
-	Action        string           `json:"action"`
-	Prompt        string           `json:"prompt"`
-	Question      string           `json:"question"`
-	Questions     []AgentQuestion  `json:"questions"`
-	Root          string           `json:"root"`
-	Gaps          []gap.Gap        `json:"gaps"`
-	Focus         []string         `json:"focus,omitempty"`
-	Findings      []AgentFinding   `json:"findings"`
-	Conflicts     []Conflict       `json:"conflicts,omitempty"`
-	FilesAnalyzed []string         `json:"files_analyzed"`
-	Feedback      iterate.Feedback `json:"feedback,omitzero"`
-	Guidance      []string         `json:"guidance,omitempty"`
-	Answer        string           `json:"answer,omitempty"`
+	Role          string          `json:"role"`
+	Agent         string          `json:"agent"`
+	Model         string          `json:"model,omitempty"`
+	Task          string          `json:"task"`
+	Iteration     int             `json:"iteration"`
+	MaxIterations int             `json:"max_iterations"`
+	Action        string          `json:"action"`
+	Prompt        string          `json:"prompt"`
+	Question      string          `json:"question"`
+	Questions     []AgentQuestion `json:"questions"`
+	Root          string          `json:"root"`
+	Gaps          []gap.Gap       `json:"gaps"`
+	Focus         []string        `json:"focus,omitempty"`
+	Findings      []AgentFinding  `json:"findings"`
+	Conflicts     []Conflict      `json:"conflicts,omitempty"`
+	FilesAnalyzed []string        `json:"files_analyzed"`
+	Feedback      string          `json:"feedback,omitempty"`
+	Guidance      []string        `json:"guidance,omitempty"`
+	Answer        string          `json:"answer,omitempty"`
 }
 
 // AgentQuestion is a question as an external agent sees it (numbered from 1).
@@ -203,7 +203,7 @@ func (w *researcher) external(ctx context.Context, command string, s *Notes, t i
 // agentTask builds the task description sent to an external agent.
 func (w *researcher) agentTask(s *Notes, t iterate.Task) AgentTask {
 	at := AgentTask{
-		Role: t.Role, Agent: agentName(&t), Model: t.Model, Task: t.ID(), Iteration: t.Iteration, MaxIterations: t.MaxIterations,
+		Role: t.Role, Agent: agentName(&t), Model: agentOf(t.Role).Model, Task: t.ID(), Iteration: t.Iteration, MaxIterations: t.MaxIterations,
 		Action: string(t.Action), Prompt: t.Prompt, Question: s.Question, Root: w.ix.root, Gaps: t.Gaps,
 		Conflicts: s.Conflicts, FilesAnalyzed: s.Analyzed, Feedback: t.Feedback, Guidance: t.Guidance, Answer: t.Answer,
 	}

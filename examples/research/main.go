@@ -71,8 +71,6 @@ func (a agentFlags) String() string {
 	return strings.Join(parts, ", ")
 }
 
-var knownRoles = []string{iterate.RoleExplore, iterate.RoleCitation, iterate.RolePattern, iterate.RoleVerify, iterate.RoleSecurity, iterate.RolePerformance}
-
 func (a agentFlags) Set(v string) error {
 	role, cmd, ok := strings.Cut(v, "=")
 	role, cmd = strings.TrimSpace(role), strings.TrimSpace(cmd)
@@ -285,11 +283,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	w := &researcher{ix: ix, lines: &lineCounter{ix: ix}, agents: o.agents, filesPerTask: o.filesPerTask}
 	d := &display{w: disp, external: o.agents}
 	store := checkpoint.NewDir(stateDir)
-	// The default strategy, iterate.Adaptive with iterate.DefaultRoles,
-	// groups the citation and pattern roles: one citation task pins every
-	// finding that needs evidence, one pattern task collects the examples
-	// of every unclear pattern.
+	// The default strategy, iterate.Adaptive, with seed 000's role table
+	// (roles.go): it groups the citation and pattern roles, so that one
+	// citation task pins every finding that needs evidence and one pattern
+	// task collects the examples of every unclear pattern.
 	eng := iterate.New[Notes](w,
+		iterate.WithStrategy(&iterate.Adaptive{Roles: seed000Roles}),
+		iterate.WithThresholds(thresholds),
 		iterate.WithMaxIterations(o.maxIter),
 		iterate.WithCheckpointer(store),
 		iterate.WithSession(session),

@@ -29,6 +29,9 @@ type Notes struct {
 	Citations []string `json:"citations,omitempty"`
 	// Log records what each agent of each iteration contributed.
 	Log []AgentLog `json:"log,omitempty"`
+	// Progress records what each iteration added (seed 000's per-iteration
+	// metrics), oldest first.
+	Progress []Progress `json:"progress,omitempty"`
 	// TotalFiles is the number of Go files in the tree.
 	TotalFiles int `json:"total_files,omitempty"`
 }
@@ -178,6 +181,35 @@ type ContextItem struct {
 	File    string `json:"file"`
 	Line    int    `json:"line"`
 	Explain string `json:"explain,omitempty"`
+}
+
+// Progress is what one iteration added to the notes: the estimated
+// relevant files it analyzed first, the findings and the citations it added.
+// The report joins it with the engine's record of the iteration
+// (Result.History.Recent: coverage, confidence, action, agents, duration).
+type Progress struct {
+	Iteration    int `json:"iteration"`
+	NewFiles     int `json:"new_files,omitempty"`
+	NewFindings  int `json:"new_findings,omitempty"`
+	NewCitations int `json:"new_citations,omitempty"`
+}
+
+// progress returns what the notes n added to the notes before.
+func (n *Notes) progress(before *Notes, iteration int) Progress {
+	files, _ := n.coverage()
+	was, _ := before.coverage()
+	return Progress{Iteration: iteration, NewFiles: files - was,
+		NewFindings: len(n.Findings) - len(before.Findings), NewCitations: len(n.Citations) - len(before.Citations)}
+}
+
+// progressOf returns the progress of an iteration (zero when it added
+// nothing or was not recorded).
+func (n *Notes) progressOf(iteration int) Progress {
+	i, found := slices.BinarySearchFunc(n.Progress, iteration, func(p Progress, it int) int { return cmp.Compare(p.Iteration, it) })
+	if !found {
+		return Progress{Iteration: iteration}
+	}
+	return n.Progress[i]
 }
 
 // AgentLog is what one task contributed.

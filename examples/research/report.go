@@ -24,8 +24,10 @@ type Report struct {
 	Reason        string `json:"reason"`
 	Iterations    int    `json:"iterations"`
 	MaxIterations int    `json:"max_iterations"`
-	// Escalation is the question for a human when the loop escalated (the
-	// same gaps survived every strategy).
+	// Escalation is the question for a human when the loop escalated. The
+	// default strategy research runs does not escalate (when the same gaps
+	// survive every strategy it stops as stuck, a partial convergence); the
+	// field stays for a strategy that does.
 	Escalation string `json:"escalation,omitempty"`
 	// AllFailed reports that every agent task of the session failed;
 	// LastError is then the last task's error.
@@ -123,7 +125,7 @@ func buildReport(res *iterate.Result[Notes], session, stateDir string, maxIter i
 		FilesAnalyzed: analyzed, EstimatedFiles: estimated, FilesRead: len(n.Analyzed), TotalFiles: n.TotalFiles,
 		Confidence: round4(n.averageConfidence()),
 		Findings:   n.Findings, Citations: n.Citations, Conflicts: n.Conflicts, Context: n.Context,
-		Gaps: res.Gaps, Log: n.Log,
+		Gaps: res.History.Gaps, Log: n.Log,
 	}
 	if estimated > 0 {
 		r.Coverage = round4(float64(analyzed) / float64(estimated))
@@ -134,10 +136,10 @@ func buildReport(res *iterate.Result[Notes], session, stateDir string, maxIter i
 	case res.Status == iterate.MaxIterations || res.Status == iterate.Stuck || res.Status == iterate.Plateau ||
 		res.Status == iterate.BudgetExhausted || res.Status == iterate.Escalated:
 		r.Convergence = "partial"
-		r.Unmet = res.Unmet
+		r.Unmet = res.Decision.Unmet()
 	default:
 		r.Convergence = "none"
-		r.Unmet = res.Unmet
+		r.Unmet = res.Decision.Unmet()
 	}
 	if res.Escalation != nil {
 		r.Escalation = res.Escalation.Question
@@ -197,19 +199,29 @@ func buildReport(res *iterate.Result[Notes], session, stateDir string, maxIter i
 	}
 	r.AllFailed, r.LastError = allFailed(n.Log)
 
-	// Per-iteration metrics: the engine's (Result.Metrics, kept across
-	// resumes; a bounded window of the most recent iterations).
-	for _, m := range res.Metrics.Iterations {
+	// Per-iteration metrics: the engine's records (Result.History.Recent,
+	// kept across resumes; a bounded window of the most recent
+	// assessments) give the coverage and confidence each iteration reached,
+	// its action, agents and duration; the notes what it added
+	// (Notes.Progress). A record's gains are measured from the record
+	// before it, so the oldest record of the window is only a baseline.
+	recent := res.History.Recent
+	for i := 1; i < len(recent); i++ {
+		m, prev := &recent[i], &recent[i-1]
+		if m.Iteration < 1 || prev.Iteration != m.Iteration-1 {
+			continue
+		}
+		p := n.progressOf(m.Iteration)
 		r.Metrics = append(r.Metrics, IterationReport{
-			Iteration: m.Iteration, Action: string(m.Action), Agents: m.Tasks, Failed: m.FailedTasks,
-			NewFiles: m.NewFiles, NewFindings: m.NewFindings, NewCitations: m.NewCitations,
-			Coverage: round4(m.Coverage), CoverageGain: round4(m.CoverageGain),
-			Confidence: round4(m.Confidence), ConfidenceGain: round4(m.ConfidenceGain),
+			Iteration: m.Iteration, Action: m.Action, Agents: m.Tasks, Failed: m.FailedTasks,
+			NewFiles: p.NewFiles, NewFindings: p.NewFindings, NewCitations: p.NewCitations,
+			Coverage: round4(m.Coverage), CoverageGain: round4(m.Coverage - prev.Coverage),
+			Confidence: round4(m.Confidence), ConfidenceGain: round4(m.Confidence - prev.Confidence),
 			Seconds: round4(m.Duration.Seconds()),
 		})
 	}
-	r.Totals = TotalsReport{Iterations: res.Iterations, Agents: res.Metrics.Total.Tasks, Failed: res.Metrics.Total.FailedTasks,
-		Files: len(n.Analyzed), Findings: len(n.Findings), Seconds: round4(res.Metrics.Total.Duration.Seconds()),
+	r.Totals = TotalsReport{Iterations: res.Iterations, Agents: res.Totals.Tasks, Failed: res.Totals.FailedTasks,
+		Files: len(n.Analyzed), Findings: len(n.Findings), Seconds: round4(res.Totals.Duration.Seconds()),
 		Tokens: res.Usage.Tokens, Cost: res.Usage.Cost}
 	return r
 }

@@ -197,8 +197,8 @@ func fixture(t *testing.T, name string) (*researcher, Notes) {
 	return &researcher{ix: ix, lines: &lineCounter{ix: ix}, filesPerTask: 20}, n
 }
 
-func outcome(iteration, index int, agent, role string, part Notes) iterate.Outcome[Notes] {
-	return iterate.Outcome[Notes]{Task: iterate.Task{Iteration: iteration, Index: index, Agent: agent, Role: role}, Part: part}
+func outcome(iteration, index int, role string, part Notes) iterate.Outcome[Notes] {
+	return iterate.Outcome[Notes]{Task: iterate.Task{Iteration: iteration, Index: index, Role: role}, Part: part}
 }
 
 func def(key, file string, line int, head string, conf float64, cites ...string) Finding {
@@ -228,8 +228,8 @@ func TestIntegrate(t *testing.T) {
 
 	t.Run("seed000_duplicate_skipped", func(t *testing.T) {
 		n := integrate(t, start,
-			outcome(1, 0, "ExploreAgent", "explore", Notes{Findings: []Finding{open}}),
-			outcome(1, 1, "ExploreAgent", "explore", Notes{Findings: []Finding{open}}))
+			outcome(1, 0, "explore", Notes{Findings: []Finding{open}}),
+			outcome(1, 1, "explore", Notes{Findings: []Finding{open}}))
 		if len(n.Findings) != 1 || n.Log[1].Duplicates != 1 || n.Findings[0].Confidence != 0.65 {
 			t.Errorf("findings %+v, log %+v: want one finding and one duplicate", n.Findings, n.Log)
 		}
@@ -237,8 +237,8 @@ func TestIntegrate(t *testing.T) {
 	t.Run("seed000_enhancement_merges_evidence_and_raises_confidence", func(t *testing.T) {
 		pinned := def("pool.Pool.Open", "pool/pool.go", 18, "func (p *Pool) Open() (int, error)", 0.85, "pool/pool.go:32")
 		pinned.Pinned = true
-		n := integrate(t, start, outcome(1, 0, "ExploreAgent", "explore", Notes{Findings: []Finding{open}}))
-		n = integrate(t, n, outcome(2, 0, "CitationAgent", "citation", Notes{Findings: []Finding{pinned}}))
+		n := integrate(t, start, outcome(1, 0, "explore", Notes{Findings: []Finding{open}}))
+		n = integrate(t, n, outcome(2, 0, "citation", Notes{Findings: []Finding{pinned}}))
 		f := n.Findings[0]
 		if diff := cmp.Diff([]string{"pool/pool.go:18", "pool/pool.go:32"}, f.Citations); diff != "" {
 			t.Errorf("citations (-want +got):\n%s", diff)
@@ -252,8 +252,8 @@ func TestIntegrate(t *testing.T) {
 	})
 	t.Run("seed000_contradiction_flags_conflict", func(t *testing.T) {
 		n := integrate(t, start,
-			outcome(1, 0, "ExploreAgent", "explore", Notes{Findings: []Finding{linux}}),
-			outcome(1, 1, "ExploreAgent", "explore", Notes{Findings: []Finding{windows}}))
+			outcome(1, 0, "explore", Notes{Findings: []Finding{linux}}),
+			outcome(1, 1, "explore", Notes{Findings: []Finding{windows}}))
 		want := []Conflict{{ID: "C1", Key: "pool.maxOpenHandles", Finding: "F001", Iteration: 1,
 			A: Side{Source: "ExploreAgent 1.1", Statement: "const maxOpenHandles = 1024", Evidence: "pool/limit_linux.go:6"},
 			B: Side{Source: "ExploreAgent 1.2", Statement: "const maxOpenHandles = 512", Evidence: "pool/limit_windows.go:7"}}}
@@ -268,12 +268,12 @@ func TestIntegrate(t *testing.T) {
 		}
 
 		// The verifier settles it from the tree's build constraints.
-		part, err := w.verify(ctx, &n, iterate.Task{Iteration: 2, Agent: "PlanAgent", Role: "verify",
+		part, err := w.verify(ctx, &n, iterate.Task{Iteration: 2, Role: "verify",
 			Gaps: []gap.Gap{{Kind: gap.ConflictingFindings, Target: "C1"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		n = integrate(t, n, outcome(2, 1, "PlanAgent", "verify", part))
+		n = integrate(t, n, outcome(2, 1, "verify", part))
 		c := n.Conflicts[0]
 		if !c.Resolved || c.ResolvedBy != "PlanAgent 2.2" || c.ResolvedAt != 2 {
 			t.Errorf("conflict %+v: want resolved by PlanAgent 2.2", c)
@@ -292,8 +292,8 @@ func TestIntegrate(t *testing.T) {
 		twin := linux
 		twin.File, twin.Line, twin.Citations = "pool/limit_windows.go", 7, []string{"pool/limit_windows.go:7"}
 		n := integrate(t, start,
-			outcome(1, 0, "ExploreAgent", "explore", Notes{Findings: []Finding{linux}}),
-			outcome(1, 1, "ExploreAgent", "explore", Notes{Findings: []Finding{twin}}))
+			outcome(1, 0, "explore", Notes{Findings: []Finding{linux}}),
+			outcome(1, 1, "explore", Notes{Findings: []Finding{twin}}))
 		if len(n.Conflicts) != 0 || len(n.Findings[0].Variants) != 2 {
 			t.Errorf("conflicts %+v, variants %+v", n.Conflicts, n.Findings[0].Variants)
 		}
@@ -301,7 +301,7 @@ func TestIntegrate(t *testing.T) {
 	t.Run("every_citation_must_exist", func(t *testing.T) {
 		bogus := def("pool.Pool.Close", "pool/pool.go", 27, "func (p *Pool) Close()", 0.7, "pool/pool.go:9999", "nope.go:1", "pool/pool.go")
 		ghost := Finding{Key: "claim:x", Kind: KindClaim, Citations: []string{"ghost.go:3"}, Claims: []Claim{{Confidence: 0.9}}}
-		n := integrate(t, start, outcome(1, 0, "ExploreAgent", "explore", Notes{Findings: []Finding{bogus, ghost}}))
+		n := integrate(t, start, outcome(1, 0, "explore", Notes{Findings: []Finding{bogus, ghost}}))
 		if len(n.Findings) != 1 || len(n.Findings[0].Citations) != 1 || n.Log[0].Dropped != 5 {
 			t.Errorf("findings %+v log %+v: want the bad citations and the uncited finding dropped", n.Findings, n.Log[0])
 		}
@@ -311,7 +311,7 @@ func TestIntegrate(t *testing.T) {
 		// inside Open links the two findings.
 		use := linux
 		use.Citations = append(use.Citations, "pool/pool.go:19")
-		n := integrate(t, start, outcome(1, 0, "ExploreAgent", "explore", Notes{Findings: []Finding{use, func() Finding {
+		n := integrate(t, start, outcome(1, 0, "explore", Notes{Findings: []Finding{use, func() Finding {
 			f := open
 			f.End = 24
 			return f
@@ -325,8 +325,8 @@ func TestIntegrate(t *testing.T) {
 	})
 	t.Run("seed000_coverage_update", func(t *testing.T) {
 		n := integrate(t, start,
-			outcome(1, 0, "ExploreAgent", "explore", Notes{Analyzed: []string{"pool/pool.go", "pool/limit_linux.go"}}),
-			outcome(1, 1, "ExploreAgent", "explore", Notes{Analyzed: []string{"pool/limit_linux.go", "nope.go"}}))
+			outcome(1, 0, "explore", Notes{Analyzed: []string{"pool/pool.go", "pool/limit_linux.go"}}),
+			outcome(1, 1, "explore", Notes{Analyzed: []string{"pool/limit_linux.go", "nope.go"}}))
 		if diff := cmp.Diff([]string{"pool/limit_linux.go", "pool/pool.go"}, n.Analyzed); diff != "" {
 			t.Errorf("analyzed (-want +got):\n%s", diff)
 		}
@@ -335,17 +335,17 @@ func TestIntegrate(t *testing.T) {
 		}
 	})
 	t.Run("seed000_agent_failure_logged", func(t *testing.T) {
-		failed := outcome(1, 0, "ExploreAgent", "explore", Notes{})
+		failed := outcome(1, 0, "explore", Notes{})
 		failed.Err = errors.New("boom")
-		n := integrate(t, start, failed, outcome(1, 1, "ExploreAgent", "explore", Notes{Analyzed: []string{"pool/pool.go"}}))
+		n := integrate(t, start, failed, outcome(1, 1, "explore", Notes{Analyzed: []string{"pool/pool.go"}}))
 		if n.Log[0].Error != "boom" || len(n.Analyzed) != 1 || n.Log[1].Error != "" {
 			t.Errorf("log %+v analyzed %v", n.Log, n.Analyzed)
 		}
 	})
 	t.Run("integrate_leaves_the_state_alone", func(t *testing.T) {
-		n := integrate(t, start, outcome(1, 0, "ExploreAgent", "explore", Notes{Findings: []Finding{open}}))
+		n := integrate(t, start, outcome(1, 0, "explore", Notes{Findings: []Finding{open}}))
 		before := n.clone()
-		_ = integrate(t, n, outcome(2, 0, "CitationAgent", "citation", Notes{Findings: []Finding{linux, windows}}))
+		_ = integrate(t, n, outcome(2, 0, "citation", Notes{Findings: []Finding{linux, windows}}))
 		if diff := cmp.Diff(before, n); diff != "" {
 			t.Errorf("Integrate modified its input (-before +after):\n%s", diff)
 		}
@@ -374,7 +374,7 @@ func TestAssess(t *testing.T) {
 	if q := a.Questions[1]; !q.Critical || q.Answered {
 		t.Errorf("question 2 = %+v, want unanswered", q)
 	}
-	gaps, err := gap.Default().Analyze(context.Background(), a)
+	gaps, err := gap.Default().Analyze(context.Background(), a, thresholds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestAssessThresholdMetExactly(t *testing.T) {
 	if avg := a.AverageConfidence(); avg >= 0.80 {
 		t.Fatalf("average confidence %v: the test needs one rounded below 0.80", avg)
 	}
-	gaps, err := gap.Default().Analyze(context.Background(), a)
+	gaps, err := gap.Default().Analyze(context.Background(), a, thresholds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +420,7 @@ func TestAssessThresholdMetExactly(t *testing.T) {
 			t.Errorf("seed000_confidence_0.80_meets_threshold: confidence gap %+v", g)
 		}
 	}
-	d := converge.Thresholds{}.Decide(&converge.History{Current: a})
+	d := converge.ThresholdsMet{}.Decide(&converge.History{Current: a, Thresholds: thresholds})
 	i := slices.IndexFunc(d.Criteria, func(c converge.Criterion) bool { return c.Name == converge.CriterionConfidence })
 	if i < 0 || !d.Criteria[i].Met {
 		t.Errorf("seed000_confidence_0.80_meets_threshold: criteria %+v", d.Criteria)
@@ -596,9 +596,9 @@ func TestProgressDisplay(t *testing.T) {
 	d := &display{w: &b, external: map[string]string{"citation": "agent.py"}}
 	d.gaps = 5
 	d.plan(2, &iterate.Plan{Tasks: []iterate.Task{
-		{Role: "explore", Agent: "ExploreAgent", Gaps: []gap.Gap{{Kind: gap.MissingContext, Target: "how a reaches b (x.go)"}}},
-		{Role: "citation", Agent: "CitationAgent", Gaps: []gap.Gap{{Kind: gap.Evidence, Target: "F001"}, {Kind: gap.Evidence, Target: "F002"}}},
-		{Role: "pattern", Agent: "PatternAgent", Gaps: []gap.Gap{{Kind: gap.Pattern, Target: "F003"}}},
+		{Role: "explore", Gaps: []gap.Gap{{Kind: gap.MissingContext, Target: "how a reaches b (x.go)"}}},
+		{Role: "citation", Gaps: []gap.Gap{{Kind: gap.Evidence, Target: "F001"}, {Kind: gap.Evidence, Target: "F002"}}},
+		{Role: "pattern", Gaps: []gap.Gap{{Kind: gap.Pattern, Target: "F003"}}},
 	}, Deferred: []gap.Gap{{}}})
 	want := `🔄 Iteration 2 - Refinement Analysis
 
@@ -629,7 +629,7 @@ func TestExplore(t *testing.T) {
 	w, start := fixture(t, "4_conflict")
 	ctx := context.Background()
 	coverage := func(files ...string) iterate.Task {
-		return iterate.Task{Iteration: 2, Role: "explore", Agent: "ExploreAgent",
+		return iterate.Task{Iteration: 2, Role: "explore",
 			Gaps: []gap.Gap{{Kind: gap.Coverage, Target: "coverage", Focus: files}}}
 	}
 	keys := func(part Notes) []string {
@@ -651,7 +651,7 @@ func TestExplore(t *testing.T) {
 		if diff := cmp.Diff([]string{"pool.maxOpenHandles@pool/limit_windows.go"}, keys(part)); diff != "" {
 			t.Errorf("findings (-want +got):\n%s", diff)
 		}
-		n, err := w.Integrate(ctx, withLinux, []iterate.Outcome[Notes]{outcome(2, 0, "ExploreAgent", "explore", part)})
+		n, err := w.Integrate(ctx, withLinux, []iterate.Outcome[Notes]{outcome(2, 0, "explore", part)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -680,7 +680,7 @@ func TestExplore(t *testing.T) {
 		}
 	})
 	t.Run("a_question_reads_the_files_that_match_it", func(t *testing.T) {
-		task := iterate.Task{Iteration: 1, Role: "explore", Agent: "ExploreAgent",
+		task := iterate.Task{Iteration: 1, Role: "explore",
 			Gaps: []gap.Gap{{Kind: gap.UnansweredQuestion, Target: start.Questions[1].Text}}}
 		w2 := *w
 		w2.filesPerTask = 1
@@ -708,9 +708,11 @@ func TestExplore(t *testing.T) {
 	})
 }
 
-// TestReportMetricsWindow: the per-iteration table comes from
-// Result.Metrics, which keeps the most recent iterations only; the report
-// says which earlier ones are missing.
+// TestReportMetricsWindow: the per-iteration table comes from the engine's
+// records (Result.History.Recent, which keeps the most recent assessments
+// only; the oldest one kept is the baseline of the gains) joined with what
+// the notes recorded of each iteration (Notes.Progress); the report says
+// which earlier iterations are missing.
 func TestReportMetricsWindow(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -723,7 +725,9 @@ func TestReportMetricsWindow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			res := &iterate.Result[Notes]{Status: iterate.MaxIterations, Iterations: tt.first}
-			res.Metrics.Iterations = []iterate.IterationMetrics{{Iteration: tt.first, Tasks: 2, Coverage: 0.5, CoverageGain: 0.25, Confidence: 0.7}}
+			res.History.Recent = []converge.Record{{Iteration: tt.first - 1, Coverage: 0.25},
+				{Iteration: tt.first, Coverage: 0.5, Confidence: 0.7, Attempt: converge.Attempt{Tasks: 2}}}
+			res.State.Progress = []Progress{{Iteration: tt.first, NewFiles: 3, NewFindings: 4, NewCitations: 5}}
 			var b strings.Builder
 			buildReport(res, "s", "d", 40).writeText(&b)
 			_, table, _ := strings.Cut(b.String(), "Iteration Metrics\n")
@@ -731,7 +735,7 @@ func TestReportMetricsWindow(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("before the table (-want +got):\n%s", diff)
 			}
-			if !strings.Contains(table, "50%       0.70        +25pp") {
+			if !strings.Contains(table, "+3     +4        +5         50%       0.70        +25pp") {
 				t.Errorf("table row missing:\n%s", table)
 			}
 		})

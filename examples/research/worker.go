@@ -24,6 +24,12 @@ type researcher struct {
 
 var _ iterate.Worker[Notes] = (*researcher)(nil)
 
+// thresholds are the levels of seed 000 the research is judged by (the
+// defaults: coverage 0.70, confidence 0.80, conflicts 2, early exit at 0.85
+// and 0.90), given to the engine once (iterate.WithThresholds), which hands
+// the same values to the gap analysis and the convergence check.
+var thresholds = gap.Thresholds{}.Effective()
+
 // Bounds of the built-in agents, per task.
 const (
 	findingsPerExplore = 10 // new definition findings an explorer reports
@@ -56,7 +62,7 @@ func (w *researcher) Assess(_ context.Context, s Notes) (gap.Assessment, error) 
 			Citations: f.Citations, Sources: f.sources(), Pattern: f.Kind == KindPattern, Relevance: f.Relevance,
 		})
 		// As the gap analysis judges it (within gap.Tolerance).
-		if f.Confidence < gap.DefaultMinConfidence-gap.Tolerance {
+		if f.Confidence < thresholds.MinConfidence-gap.Tolerance {
 			work = append(work, "confidence "+f.ID)
 		}
 	}
@@ -102,11 +108,11 @@ func (w *researcher) Work(ctx context.Context, s Notes, t iterate.Task) (iterate
 	var part Notes
 	var err error
 	switch t.Role {
-	case iterate.RoleCitation:
+	case roleCitation:
 		part, err = w.pin(ctx, &s, t)
-	case iterate.RolePattern:
+	case rolePattern:
 		part, err = w.patterns(ctx, &s, t)
-	case iterate.RoleVerify:
+	case roleVerify:
 		part, err = w.verify(ctx, &s, t)
 	default:
 		// Explore, and the roles without a built-in agent (security,
@@ -120,8 +126,8 @@ func (w *researcher) Work(ctx context.Context, s Notes, t iterate.Task) (iterate
 // it validates citations, deduplicates findings, merges their evidence,
 // raises confidence on corroboration, flags contradictions as conflicts,
 // applies the verifier's resolutions, updates coverage and the answers,
-// and cross-references the citations. (The engine measures the iteration
-// from the next assessment: Result.Metrics.)
+// cross-references the citations, and records what the iteration added
+// (Notes.Progress).
 func (w *researcher) Integrate(_ context.Context, s Notes, outcomes []iterate.Outcome[Notes]) (Notes, error) {
 	n := s.clone()
 	for i := range outcomes {
@@ -142,6 +148,16 @@ func (w *researcher) Integrate(_ context.Context, s Notes, outcomes []iterate.Ou
 	n.answerQuestions()
 	n.findContext()
 	n.crossReference()
+	if len(outcomes) > 0 {
+		// Seed 000's per-iteration metrics are the research's: the engine
+		// records coverage, confidence, agents and duration
+		// (Result.History.Recent), the notes what the iteration added.
+		it := outcomes[0].Task.Iteration
+		for len(n.Progress) > 0 && n.Progress[len(n.Progress)-1].Iteration >= it {
+			n.Progress = n.Progress[:len(n.Progress)-1] // re-run after a resume: replace
+		}
+		n.Progress = append(n.Progress, n.progress(&s, it))
+	}
 	return n, nil
 }
 
@@ -168,6 +184,7 @@ func (n *Notes) clone() Notes {
 	c.Context = slices.Clone(n.Context)
 	c.Citations = slices.Clone(n.Citations)
 	c.Log = slices.Clone(n.Log)
+	c.Progress = slices.Clone(n.Progress)
 	return c
 }
 
@@ -326,21 +343,10 @@ func settle(n *Notes, c *Conflict, resolution string, t *iterate.Task) {
 	}
 }
 
-// agentName names the agent of a task; a task planned without one (the
-// broad exploration) is the ExploreAgent's.
+// agentName names the agent of a task by its role (seed000Agents); a task
+// of a role without an agent is the ExploreAgent's.
 func agentName(t *iterate.Task) string {
-	if t.Agent != "" {
-		return t.Agent
-	}
-	switch t.Role {
-	case iterate.RoleCitation:
-		return "CitationAgent"
-	case iterate.RolePattern:
-		return "PatternAgent"
-	case iterate.RoleVerify:
-		return "PlanAgent"
-	}
-	return "ExploreAgent"
+	return agentOf(t.Role).Name
 }
 
 // gapLabel names a gap type as the seed's progress display does.
