@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -18,13 +19,17 @@ const proceedMessage = "Validation passed. Proceeding to next task."
 
 // planInfo is what the observer keeps of the latest plan. The engine reuses
 // the memory of a plan's tasks for the next plan, so what is needed of them
-// (the answer) is copied, and the slices kept are cloned.
+// (the answer, the priority of the gaps addressed) is copied, and the
+// slices kept are cloned.
 type planInfo struct {
 	iteration int
 	action    iterate.Action
 	guidance  []string
-	feedback  iterate.Feedback
-	answer    string
+	// feedback is the plan's feedback text (a summary line, then "- item"
+	// lines); priority the word of its most severe gap (feedbackPriority).
+	feedback string
+	priority string
+	answer   string
 }
 
 // observer turns the engine's events into seed 002's decisions: after each
@@ -60,7 +65,13 @@ func (o *observer) observe(e iterate.Event) {
 		}
 		pi := &planInfo{iteration: e.Iteration(), action: pl.Action,
 			guidance: slices.Clone(pl.Guidance), feedback: pl.Feedback}
-		pi.feedback.Items = slices.Clone(pl.Feedback.Items)
+		// The feedback is synthesised from the gaps the tasks address (the
+		// implementer role groups them all into the one task).
+		var addressed []gap.Gap
+		for i := range pl.Tasks {
+			addressed = append(addressed, pl.Tasks[i].Gaps...)
+		}
+		pi.priority = feedbackPriority(addressed)
 		if len(pl.Tasks) > 0 {
 			pi.answer = pl.Tasks[0].Answer
 		}
@@ -69,7 +80,7 @@ func (o *observer) observe(e iterate.Event) {
 		o.mu.Unlock()
 		if e.Iteration() == 1 {
 			// The baseline is no attempt: its feedback goes to attempt 1.
-			fmt.Fprintf(o.log, "feedback for attempt 1:\n%s\n", indent(pi.feedback.String(), "  "))
+			fmt.Fprintf(o.log, "feedback for attempt 1:\n%s\n", indent(pi.feedback, "  "))
 			return
 		}
 		o.p.print(retryDoc(o.taskID, pi))
@@ -113,7 +124,7 @@ func retryDoc(taskID string, pi *planInfo) obj {
 		{"task_id", taskID},
 		{"iteration", pi.iteration},
 		{"strategy", string(pi.action)},
-		{"feedback", feedbackDoc(pi.feedback)},
+		{"feedback", feedbackDoc(pi.feedback, pi.priority)},
 	}
 	if pi.answer != "" {
 		d = append(d, field{"answer", pi.answer})
@@ -121,17 +132,60 @@ func retryDoc(taskID string, pi *planInfo) obj {
 	return obj{{"decision", d}}
 }
 
-func feedbackDoc(f iterate.Feedback) obj {
+// feedbackDoc is seed 002's feedback: the summary and actionable items of
+// the feedback text, and the priority word of its gaps.
+func feedbackDoc(text, priority string) obj {
+	summary, its := parseFeedback(text)
 	items := list{}
-	for _, it := range f.Items {
+	for _, it := range its {
 		items = append(items, it)
 	}
-	return obj{{"summary", f.Summary}, {"actionable_items", items}, {"priority", f.Priority}}
+	return obj{{"summary", summary}, {"actionable_items", items}, {"priority", priority}}
+}
+
+// parseFeedback splits the engine's feedback text into its summary (the
+// first line) and its actionable items (the lines starting "- ", without
+// that prefix).
+func parseFeedback(text string) (summary string, items []string) {
+	if text == "" {
+		return "", nil
+	}
+	summary, rest, _ := strings.Cut(text, "\n")
+	for l := range strings.SplitSeq(rest, "\n") {
+		if it, ok := strings.CutPrefix(l, "- "); ok {
+			items = append(items, it)
+		}
+	}
+	return summary, items
+}
+
+// feedbackPriority is the priority word of feedback on gaps, from the
+// severity of the most severe one: "critical" from 0.95, "high" from 0.7,
+// "medium" from 0.4, otherwise "low"; "" without gaps. (The rule the
+// library's feedback synthesis used when it still returned a priority.)
+func feedbackPriority(gaps []gap.Gap) string {
+	if len(gaps) == 0 {
+		return ""
+	}
+	top := gaps[0].Severity
+	for _, g := range gaps[1:] {
+		top = max(top, g.Severity)
+	}
+	switch {
+	case top >= 0.95:
+		return "critical"
+	case top >= 0.7:
+		return "high"
+	case top >= 0.4:
+		return "medium"
+	default:
+		return "low"
+	}
 }
 
 // escalateDoc is seed 002's escalate decision, with the command that
-// answers it.
-func escalateDoc(taskID string, esc *iterate.Escalation, resume string) obj {
+// answers it; gaps are the open gaps its feedback consolidates.
+func escalateDoc(taskID string, esc *iterate.Escalation, gaps []gap.Gap, resume string) obj {
 	return obj{{"decision", obj{
 		{"action", "escalate"},
 		{"task_id", taskID},
@@ -142,21 +196,20 @@ func escalateDoc(taskID string, esc *iterate.Escalation, resume string) obj {
 			{"pattern_detected", esc.Pattern},
 		}},
 		{"question", block(esc.Question)},
-		{"feedback", feedbackDoc(esc.Feedback)},
+		{"feedback", feedbackDoc(esc.Feedback, feedbackPriority(gaps))},
 		{"resume", resume},
 	}}}
 }
 
 // reportDoc is seed 001's decision report on the loop's final state:
 // whether the package needs another iteration, the triggers (the open
-// gaps), the strategy, the budget, the improvement assessment of
-// converge.Assess and the next steps. The gaps are those of the last
+// gaps), the strategy, the budget, the improvement outlook of
+// converge.Forecast and the next steps. The gaps are those of the last
 // assessment, also in a result Resume returns without iterating.
 func reportDoc(cfg config, res *iterate.Result[state], last *planInfo, hint string, now time.Time) obj {
-	gaps := res.Gaps
+	gaps := res.History.Gaps
 	success := res.Status.Success()
-	fb := iterate.SynthesizeFeedback(gaps, cfg.FeedbackLimit)
-	priority := fb.Priority
+	priority := feedbackPriority(gaps)
 	if priority == "" {
 		priority = "low"
 	}
@@ -213,7 +266,7 @@ func reportDoc(cfg config, res *iterate.Result[state], last *planInfo, hint stri
 		{"remainingTokens", remainingTokens},
 	}
 
-	im := converge.Assess(&h, gaps)
+	im := converge.Forecast(&h, gaps)
 	assessment := obj{
 		{"likelihood", im.Likelihood},
 		{"expectedGain", im.ExpectedGain},
@@ -229,7 +282,7 @@ func reportDoc(cfg config, res *iterate.Result[state], last *planInfo, hint stri
 	case res.Status == iterate.Escalated:
 		next = append(next, "Answer the question: "+hint)
 	}
-	for _, it := range fb.Items {
+	for _, it := range openItems(res, last, cfg.FeedbackLimit) {
 		next = append(next, "Fix "+it)
 	}
 
@@ -256,4 +309,62 @@ func targets(gaps []gap.Gap, k gap.Kind) list {
 		}
 	}
 	return l
+}
+
+// openItems are the actionable items on the gaps open at the end, none for
+// a success. The library no longer synthesises feedback for a host, so they
+// come from the text the loop produced last on these gaps: the escalation's,
+// which consolidates them all; or the latest plan's when it was made on
+// them: a plan whose attempt did not complete (an interrupt), or the last
+// plan of a stuck loop (the same problems survived its attempt). Otherwise
+// (the budget stopped the loop before it planned again) they are phrased
+// from the gaps themselves (gapItems), within limit bytes.
+func openItems(res *iterate.Result[state], last *planInfo, limit int) []string {
+	var text string
+	switch {
+	case res.Status.Success() || len(res.History.Gaps) == 0:
+		return nil
+	case res.Escalation != nil:
+		text = res.Escalation.Feedback
+	case last != nil && (last.iteration > res.Iterations || res.Status == iterate.Stuck):
+		text = last.feedback
+	default:
+		return gapItems(res.History.Gaps, limit)
+	}
+	_, items := parseFeedback(text)
+	return items
+}
+
+// gapItems phrases the actionable items of gaps as the engine's feedback
+// does: most severe first (ties in the analyzer's order), the first line of
+// the detail (or else the target), a failing test's name before it, each
+// once; as many as fit in limit bytes of "\n- item" lines.
+func gapItems(gaps []gap.Gap, limit int) []string {
+	if limit <= 0 {
+		limit = gap.MaxFeedbackLength
+	}
+	order := slices.Clone(gaps)
+	slices.SortStableFunc(order, func(a, b gap.Gap) int { return cmp.Compare(b.Severity, a.Severity) })
+	var items []string
+	used := 0
+	for _, g := range order {
+		d := g.Detail
+		if strings.TrimSpace(d) == "" {
+			d = g.Target
+		}
+		d, _, _ = strings.Cut(strings.TrimSpace(d), "\n")
+		d = strings.TrimSpace(d)
+		if d == "" {
+			continue
+		}
+		if g.Kind == gap.TestFailure && g.Target != "" && !strings.Contains(d, g.Target) {
+			d = g.Target + ": " + d
+		}
+		if slices.Contains(items, d) || used+3+len(d) > limit {
+			continue
+		}
+		used += 3 + len(d)
+		items = append(items, d)
+	}
+	return items
 }

@@ -35,7 +35,7 @@ const maxMessage = 300
 
 // killGrace is how long a cancelled command (an interrupt, --task-timeout)
 // and its children have to exit after SIGTERM before they are killed. It
-// is shorter than the engine's grace (iterate.DefaultGrace), so that an
+// is shorter than the engine's grace (5 s, see iterate.WithGrace), so that an
 // attempt always ends, with its processes, before the state is saved.
 const killGrace = xcmd.DefaultGrace
 

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -138,4 +141,57 @@ func TestClip(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseTestEvents checks the invariants of the `go test -json` parser
+// on any input: it does not panic, counts no more events than lines, no
+// more passing tests than tests, passes exactly when it reports no failure,
+// reports a build failure as a failure, keeps the messages, expected and
+// received values within maxMessage bytes, and is deterministic. The seeds
+// are the outputs in testdata/gotest (real go test -json runs of the
+// sandbox passing, failing and not building, and hand-written subtests,
+// testify output, a package panic and raw lines) and two malformed runs.
+func FuzzParseTestEvents(f *testing.F) {
+	seeds, err := filepath.Glob("testdata/gotest/*")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if len(seeds) == 0 {
+		f.Fatal("no seed in testdata/gotest")
+	}
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"Action":"fail","Package":"p","Test":"TestA/"}`))
+	f.Add([]byte("{\n{}\n{\"Action\":\"build-fail\"}"))
+	f.Fuzz(func(t *testing.T, input []byte) {
+		run, events := parseTestEvents(bytes.NewReader(input))
+		if lines := bytes.Count(input, []byte("\n")) + 1; events > lines {
+			t.Errorf("%d events from %d lines", events, lines)
+		}
+		if run.Passed < 0 || run.Passed > run.Total {
+			t.Errorf("passed %d of %d tests", run.Passed, run.Total)
+		}
+		if run.Result.Passed != (len(run.Result.Failures) == 0) {
+			t.Errorf("Passed = %t with %d failures", run.Result.Passed, len(run.Result.Failures))
+		}
+		if run.BuildFailed && run.Result.Passed {
+			t.Error("a build failure passes")
+		}
+		for _, fl := range run.Result.Failures {
+			for what, s := range map[string]string{"message": fl.Message, "expected": fl.Expected, "received": fl.Received} {
+				if len(s) > maxMessage {
+					t.Errorf("%s of %q is %d bytes, want ≤ %d", what, fl.Name, len(s), maxMessage)
+				}
+			}
+		}
+		again, n := parseTestEvents(bytes.NewReader(input))
+		if diff := cmp.Diff(run, again); diff != "" || n != events {
+			t.Errorf("a second parse differs (-first +second, events %d, %d):\n%s", events, n, diff)
+		}
+	})
 }

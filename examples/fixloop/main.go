@@ -33,6 +33,7 @@ import (
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/examples/internal/buildinfo"
+	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -46,6 +47,10 @@ const (
 	// SIGTERM (its state saved), as in the other example programs.
 	exitInterrupted = 130
 )
+
+// escalateAfter is the number of attempts the same problems may survive
+// before the loop asks the human, whatever the iteration limit.
+const escalateAfter = 3
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -104,7 +109,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.noReview, "no-review", false, "run no review; the tests alone decide")
 	fs.StringVar(&o.testArgs, "test-args", "./...", "`arguments` of go test -json, split on spaces")
 	fs.IntVar(&o.maxIterations, "max-iterations", 3, "attempts before escalating to a human (0: unlimited); each answer grants as many again")
-	fs.IntVar(&o.feedbackLimit, "feedback-limit", iterate.DefaultFeedbackLimit, "bound of the synthesised feedback in `bytes`")
+	fs.IntVar(&o.feedbackLimit, "feedback-limit", gap.MaxFeedbackLength, "bound of the synthesised feedback in `bytes`")
 	fs.Int64Var(&o.tokenBudget, "token-budget", 0, "token budget of the session (estimated tokens; 0: unlimited)")
 	fs.DurationVar(&o.taskTimeout, "task-timeout", 0, "time limit of one attempt of the implementer command (0: none)")
 	fs.StringVar(&o.answer, "answer", "", "answer to the first escalation (otherwise asked at the terminal)")
@@ -241,7 +246,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// Seed 002: proceed when the checks pass, escalate at the limit.
 		iterate.WithConvergence(converge.Any(converge.Passing{}, converge.IterationLimit{Escalate: true})),
 		// One attempt per iteration: the implementer role groups every gap.
-		iterate.WithStrategy(&iterate.Adaptive{MaxTasks: 1, FeedbackLimit: cfg.FeedbackLimit}),
+		// Seed 002 has a human to ask: when the same problems survive three
+		// attempts before the limit, escalate rather than stop as stuck
+		// (the library's default without EscalateAfter).
+		iterate.WithStrategy(&iterate.Adaptive{MaxTasks: 1, FeedbackLimit: cfg.FeedbackLimit, EscalateAfter: escalateAfter}),
 		iterate.WithBudget(budget.Limits{Tokens: cfg.TokenBudget}),
 		iterate.WithTaskTimeout(o.taskTimeout),
 		iterate.WithObserver(obs.observe),
@@ -274,7 +282,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if !errors.As(err, &ee) || ee.Escalation == nil {
 			break
 		}
-		pr.print(escalateDoc(cfg.TaskID, ee.Escalation, hint))
+		var open []gap.Gap
+		if res != nil {
+			open = res.History.Gaps
+		}
+		pr.print(escalateDoc(cfg.TaskID, ee.Escalation, open, hint))
 		answer, ok := ask.next()
 		if !ok {
 			if o.report && res != nil {
@@ -328,7 +340,11 @@ func conclude(errOut io.Writer, cfg config, res *iterate.Result[state], err erro
 	case err != nil:
 		return fail(err)
 	case !res.Status.Success():
-		return fail(fmt.Errorf("stopped without success: %s: %s", res.Status, res.Reason))
+		reason := res.Reason
+		if !strings.HasPrefix(reason, string(res.Status)+":") {
+			reason = string(res.Status) + ": " + reason
+		}
+		return fail(fmt.Errorf("stopped without success: %s", reason))
 	}
 	return exitOK
 }

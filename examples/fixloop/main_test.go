@@ -179,9 +179,15 @@ func report(t *testing.T, ls []line) *reportJSON {
 	return ls[len(ls)-1].IterationDecision
 }
 
-// rendered is the feedback as the implementer reads it.
+// rendered is the feedback as the implementer reads it: the summary line,
+// then one "- item" line per actionable item.
 func rendered(f feedbackJSON) string {
-	return iterate.Feedback{Summary: f.Summary, Items: f.ActionableItems}.String()
+	var b strings.Builder
+	b.WriteString(f.Summary)
+	for _, it := range f.ActionableItems {
+		b.WriteString("\n- " + it)
+	}
+	return b.String()
 }
 
 func abs(t *testing.T, p string) string {

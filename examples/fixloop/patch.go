@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -79,8 +80,8 @@ func applyOverlay(patch, work string) ([]string, error) {
 }
 
 // applyDeletes removes the paths listed in the file list from work. A
-// missing list removes nothing; a path that is not local to work (absolute,
-// or escaping with "..") is an error.
+// missing list removes nothing; a list with a path that is not local to
+// work (absolute, or escaping with "..") is an error, and removes nothing.
 func applyDeletes(list, work string) ([]string, error) {
 	f, err := os.Open(list)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -90,8 +91,28 @@ func applyDeletes(list, work string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var removed []string
-	sc := bufio.NewScanner(f)
+	paths, err := parseDeleteList(f)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		if err := os.RemoveAll(filepath.Join(work, filepath.FromSlash(p))); err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}
+
+// parseDeleteList parses a .fixloop-delete list: one slash-separated path
+// per line, relative to the working copy, surrounding spaces ignored, and
+// empty lines and lines starting with "#" skipped. The paths are returned
+// cleaned ("./a/../b.go" is "b.go"). Every path must be local
+// (filepath.IsLocal: not absolute, no "..", no reserved name) and name
+// something inside the working copy other than the copy itself and the
+// checkpoint directory; the first that does not is an error naming it.
+func parseDeleteList(r io.Reader) ([]string, error) {
+	var paths []string
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		p := strings.TrimSpace(sc.Text())
 		if p == "" || strings.HasPrefix(p, "#") {
@@ -100,12 +121,16 @@ func applyDeletes(list, work string) ([]string, error) {
 		if !filepath.IsLocal(filepath.FromSlash(p)) {
 			return nil, fmt.Errorf("%s: path %q is not inside the working copy", deleteList, p)
 		}
-		if err := os.RemoveAll(filepath.Join(work, filepath.FromSlash(p))); err != nil {
-			return nil, err
+		clean := path.Clean(p)
+		if first, _, _ := strings.Cut(clean, "/"); clean == "." || first == stateDir {
+			return nil, fmt.Errorf("%s: path %q would remove the working copy or its checkpoints", deleteList, p)
 		}
-		removed = append(removed, p)
+		paths = append(paths, clean)
 	}
-	return removed, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", deleteList, err)
+	}
+	return paths, nil
 }
 
 // copyTree copies the regular files of src into dst, creating directories

@@ -228,7 +228,7 @@ func (w *worker) applyPatch(n int, t iterate.Task, a *attempt) error {
 	}
 	a.Files = files
 	// What an agent would have read (the feedback) and written (the patch).
-	text := t.Feedback.String()
+	text := t.Feedback
 	for _, f := range files {
 		if b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f))); err == nil {
 			text += string(b)
@@ -241,7 +241,7 @@ func (w *worker) applyPatch(n int, t iterate.Task, a *attempt) error {
 // implementerInput is what the implementer command reads on its standard
 // input: the feedback, then the human's answer after an escalation.
 func implementerInput(t iterate.Task) string {
-	in := t.Feedback.String()
+	in := t.Feedback
 	if t.Answer != "" {
 		in += "\n\nAnswer from the human: " + t.Answer
 	}

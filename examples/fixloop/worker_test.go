@@ -49,7 +49,7 @@ func TestChecks(t *testing.T) {
 // TestImplementerInput: the implementer reads the feedback, then the
 // human's answer after an escalation.
 func TestImplementerInput(t *testing.T) {
-	fb := iterate.Feedback{Summary: "Test failed: x", Items: []string{"TestA: Expected: 1, Received: 2"}}
+	fb := "Test failed: x\n- TestA: Expected: 1, Received: 2"
 	tests := []struct {
 		name string
 		task iterate.Task
