@@ -15,6 +15,7 @@ import (
 	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/examples/internal/term"
 	"github.com/refine-go/refine/examples/internal/textfmt"
 	"github.com/refine-go/refine/iterate"
 )
@@ -86,7 +87,7 @@ func runLoop(ctx context.Context, hurry <-chan struct{}, set *settings, environ 
 	if set.JSON {
 		progress = stderr
 	}
-	tty := isTerminal(progress)
+	tty := term.Is(progress)
 	out := &console{w: progress, tty: tty, color: useColor(tty, lookup(environ))}
 	run := loopRun{ctx: ctx, hurry: hurry, set: set, environ: environ, log: log, out: out, stderr: stderr}
 	code := run.run()
@@ -331,14 +332,4 @@ func refuseRunning(stderr io.Writer, procedure string, locked *checkpoint.Locked
 		holder = " (" + locked.Holder + ")"
 	}
 	fmt.Fprintf(stderr, "agentloop: procedure %s is already running%s; refusing to start a second run of it\n", procedure, holder)
-}
-
-// isTerminal reports whether w is a character device.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/examples/internal/buildinfo"
+	"github.com/refine-go/refine/examples/internal/term"
 	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
 )
@@ -263,7 +264,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	eng := iterate.New(wk, opts...)
 
-	ask := &asker{answer: o.answer, mode: o.ask, in: bufio.NewReader(stdin), tty: isTerminal(stdin), prompt: errOut}
+	ask := &asker{answer: o.answer, mode: o.ask, in: bufio.NewReader(stdin), tty: term.Is(stdin), prompt: errOut}
 	hint := resumeHint(cfg)
 	var res *iterate.Result[state]
 	if o.resume {
@@ -561,19 +562,4 @@ func (a *asker) next() (string, bool) {
 		return "", false
 	}
 	return line, true
-}
-
-// isTerminal reports whether r is a terminal: a character device other
-// than the null device.
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return false
-	}
-	null, err := os.Stat(os.DevNull)
-	return err != nil || !os.SameFile(fi, null)
 }

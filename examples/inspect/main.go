@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/examples/internal/term"
 )
 
 // Exit codes.
@@ -33,15 +34,9 @@ const (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stdout))
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, term.Is(os.Stdout))
 	stop()
 	os.Exit(code)
-}
-
-// isTerminal reports whether f is a terminal (a character device).
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 // options are the parsed command line.

@@ -4,6 +4,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/refine-go/refine/examples/internal/term"
 )
 
 // wantEmoji decides the --emoji setting for w: never when NO_COLOR is set
@@ -19,17 +21,7 @@ func wantEmoji(setting string, w io.Writer) bool {
 	case "never":
 		return false
 	}
-	return isTerminal(w)
-}
-
-// isTerminal reports whether w is a character device (a terminal).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return term.Is(w)
 }
 
 // plainText replaces the emoji of the displays and the report with plain
