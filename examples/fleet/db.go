@@ -64,10 +64,11 @@ func connect(ctx context.Context, url string, maxConns int) (*pgxpool.Pool, erro
 }
 
 // migrate creates the schema and brings River's tables (rivermigrate) and
-// the ledger up to date, in one transaction under an advisory lock on the
+// the ledger up to date, under a session-level advisory lock on the
 // schema's name, so that workers starting at once take turns and the later
-// ones find the work done. The store's tables are migrated by
-// pgcheckpoint.New, under its own lock.
+// ones find the work done. (River's migrations cannot all run in one
+// transaction: one adds an enum value that a later one uses.) The store's
+// tables are migrated by pgcheckpoint.New, under its own lock.
 func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{
 		Schema: schema,
@@ -76,22 +77,26 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if err != nil {
 		return err
 	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('refine-go/fleet'), hashtext($1))`, schema); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('refine-go/fleet'), hashtext($1))`, schema)
 	q := pgx.Identifier{schema}.Sanitize()
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('refine-go/fleet'), hashtext($1))`, schema); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+q); err != nil {
-			return err
-		}
-		if _, err := migrator.MigrateTx(ctx, tx, rivermigrate.DirectionUp, nil); err != nil {
-			return fmt.Errorf("river migrations: %w", err)
-		}
-		if _, err := tx.Exec(ctx, fmt.Sprintf(ledgerDDL, q)); err != nil {
-			return fmt.Errorf("fleet tables: %w", err)
-		}
-		return nil
-	})
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+q); err != nil {
+		return err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrations: %w", err)
+	}
+	if _, err := conn.Exec(ctx, fmt.Sprintf(ledgerDDL, q)); err != nil {
+		return fmt.Errorf("fleet tables: %w", err)
+	}
+	return nil
 }
 
 // errStarted is returned by a fresh store's Load: the session has a

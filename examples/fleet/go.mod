@@ -7,12 +7,14 @@ replace github.com/refine-go/refine => ../..
 replace github.com/refine-go/refine/checkpoint/pgcheckpoint => ../../checkpoint/pgcheckpoint
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/refine-go/refine v0.0.0-00010101000000-000000000000
 	github.com/refine-go/refine/checkpoint/pgcheckpoint v0.0.0-00010101000000-000000000000
 	github.com/riverqueue/river v0.44.0
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.44.0
 	github.com/riverqueue/river/rivertype v0.44.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
