@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/checkpoint/pgcheckpoint"
 	"github.com/refine-go/refine/iterate"
@@ -61,17 +62,20 @@ func TestFleet(t *testing.T) {
 		t.Fatalf("second submit: %s", out)
 	}
 
-	// held returns the sessions whose live lease names holder.
-	held := func(holder string) []string {
-		rows, err := pool.Query(ctx, `SELECT session FROM `+q+`.leases WHERE holder LIKE $1 AND expires_at > clock_timestamp() ORDER BY session`, holder+" #%")
+	// held returns the sessions whose live lease names holder, with the
+	// lease's token.
+	held := func(holder string) map[string]int64 {
+		rows, err := pool.Query(ctx, `SELECT session, token FROM `+q+`.leases WHERE holder LIKE $1 AND expires_at > clock_timestamp()`, holder+" #%")
 		if err != nil {
 			t.Fatal(err)
 		}
-		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
+		m := map[string]int64{}
+		var s string
+		var token int64
+		if _, err := pgx.ForEachRow(rows, []any{&s, &token}, func() error { m[s] = token; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		return names
+		return m
 	}
 	progressed := func(holder string) bool {
 		var n int
@@ -82,7 +86,7 @@ func TestFleet(t *testing.T) {
 	}
 
 	// SIGKILL worker-1 in the middle of its sessions.
-	var killedHeld []string
+	var killedHeld map[string]int64
 	eventually(t, 60*time.Second, "worker-1 never held a session after integrating iterations", func() bool {
 		if !progressed("worker-1") {
 			return false
@@ -97,7 +101,7 @@ func TestFleet(t *testing.T) {
 
 	// SIGTERM worker-2 in the middle of its sessions: it stops them at
 	// their next safe point, saved as interrupted, and exits cleanly.
-	var termHeld []string
+	var termHeld map[string]int64
 	eventually(t, 60*time.Second, "worker-2 never held a session after integrating iterations", func() bool {
 		if !progressed("worker-2") {
 			return false
@@ -116,13 +120,18 @@ func TestFleet(t *testing.T) {
 	if left := held("worker-2"); len(left) > 0 {
 		t.Errorf("worker-2 exited still holding %v", left)
 	}
-	var interrupted int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+q+`.checkpoints c WHERE c.status = 'interrupted'
-		AND c.token IN (SELECT token FROM `+q+`.fleet_task_runs r WHERE r.session = c.session AND r.holder LIKE 'worker-2 #%')`).Scan(&interrupted); err != nil {
-		t.Fatal(err)
+	// The sessions it held were saved as interrupted under its lease.
+	interrupted := 0
+	for session, token := range termHeld {
+		var n int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+q+`.checkpoints WHERE session = $1 AND token = $2 AND status = 'interrupted'`,
+			session, token).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		interrupted += min(n, 1)
 	}
 	if interrupted == 0 {
-		t.Errorf("no session saved as interrupted by worker-2")
+		t.Errorf("none of the sessions worker-2 held at SIGTERM (%v) was saved as interrupted under its lease", termHeld)
 	}
 
 	w4 := worker("worker-4")
@@ -158,31 +167,36 @@ func TestFleet(t *testing.T) {
 
 	// The SIGKILLed worker's sessions were taken over with a higher token;
 	// say how long after the kill.
-	for _, s := range killedHeld {
+	for s, token := range killedHeld {
 		var at time.Time
-		err := pool.QueryRow(ctx, `SELECT min(stored_at) FROM `+q+`.checkpoints WHERE session = $1 AND token > (
-			SELECT coalesce(max(token), 0) FROM `+q+`.fleet_task_runs WHERE session = $1 AND holder LIKE 'worker-1 #%')`, s).Scan(&at)
+		err := pool.QueryRow(ctx, `SELECT min(stored_at) FROM `+q+`.checkpoints WHERE session = $1 AND token > $2`, s, token).Scan(&at)
 		if err != nil {
 			t.Fatalf("session %s, held by the killed worker: no later checkpoint: %v", s, err)
 		}
-		t.Logf("session %s (worker-1's at the kill) saved by a new holder %v after the kill", s, at.Sub(killedAt).Round(time.Millisecond))
+		t.Logf("session %s (worker-1's at the kill, token %d) saved by a new holder %v after the kill", s, token, at.Sub(killedAt).Round(time.Millisecond))
 	}
 
+	excess := audit(t, pool, q)
+
 	// Every session, read back through the engine, ends as the
-	// uninterrupted run in this process.
+	// uninterrupted run in this process: the same state, status, reason,
+	// iterations and counters. Its books (usage) are the same too, but for
+	// what audit found charged twice by design: a graceful interruption
+	// saves what the interrupted attempt spent, and a task that failed is
+	// not journaled, so it runs, and is charged, again on resume ("spent is
+	// spent"; under SIGKILL nothing after the last save is charged).
 	for i := 1; i <= e2eSessions; i++ {
 		sp := spec{Session: fmt.Sprintf("synthetic-%03d", i), Iterations: e2eIterations, TaskMillis: e2eTaskMillis}
 		want := reference(t, sp)
+		want.Usage = want.Usage.Add(excess[sp.Session])
 		res, err := newEngine(sp, store, nil).Resume(ctx)
 		if err != nil {
 			t.Fatalf("resuming the finished session %s: %v", sp.Session, err)
 		}
 		if diff := cmp.Diff(want, summarize(res)); diff != "" {
-			t.Errorf("session %s differs from the uninterrupted run (-want +got):\n%s", sp.Session, diff)
+			t.Errorf("session %s differs from the uninterrupted run (-want +got; want.Usage includes %+v charged again):\n%s", sp.Session, excess[sp.Session], diff)
 		}
 	}
-
-	audit(t, pool, q)
 
 	// Status lists them all.
 	out = run1(t, "status", "--db", url, "--schema", schema)
@@ -227,9 +241,13 @@ func reference(t testing.TB, sp spec) summary {
 //     again;
 //   - no task ran twice under one lease.
 //
-// Integrations and task runs under an earlier token that never committed
-// (a holder killed or stopped before its save) are work lost, reported.
-func audit(t *testing.T, pool *pgxpool.Pool, q string) {
+// Integrations under an earlier token that never committed, and tasks run
+// again (a holder killed or stopped before it saved or journaled them), are
+// work lost, reported. audit returns, by session, what the books charged
+// twice: the failed tasks run again after a graceful interruption (a
+// checkpoint "interrupted" under the first run's token) had saved their
+// first run's usage.
+func audit(t *testing.T, pool *pgxpool.Pool, q string) map[string]budget.Usage {
 	t.Helper()
 	ctx := context.Background()
 	type gen struct {
@@ -258,12 +276,17 @@ func audit(t *testing.T, pool *pgxpool.Pool, q string) {
 	}
 	// commit[session][n] is the token that committed iteration n.
 	commit := map[string][]int64{}
+	graceful := map[string]map[int64]bool{} // tokens whose run was saved as interrupted
 	holders := 0
 	for s, gs := range gens {
 		c := make([]int64, e2eIterations+1)
 		tokens := map[int64]bool{}
+		graceful[s] = map[int64]bool{}
 		for i, g := range gs {
 			tokens[g.token] = true
+			if g.status == string(iterate.Interrupted) {
+				graceful[s][g.token] = true
+			}
 			if g.token == 0 {
 				t.Errorf("session %s generation %d saved without a lease", s, g.generation)
 			}
@@ -324,32 +347,52 @@ func audit(t *testing.T, pool *pgxpool.Pool, q string) {
 		}
 	}
 
-	rows, err = pool.Query(ctx, `SELECT session, iteration, task, token, count(*) FROM `+q+`.fleet_task_runs GROUP BY 1, 2, 3, 4`)
+	rows, err = pool.Query(ctx, `SELECT session, iteration, task, token, count(*) FROM `+q+`.fleet_task_runs GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`)
 	if err != nil {
 		t.Fatal(err)
 	}
+	type taskKey struct {
+		session   string
+		iteration int
+		task      int
+	}
+	runs := map[taskKey][]int64{} // the tokens each task ran under
 	for rows.Next() {
-		var s string
-		var n, task, count int
+		var k taskKey
+		var count int
 		var token int64
-		if err := rows.Scan(&s, &n, &task, &token, &count); err != nil {
+		if err := rows.Scan(&k.session, &k.iteration, &k.task, &token, &count); err != nil {
 			t.Fatal(err)
 		}
 		tasks += count
-		c, ok := commit[s]
+		c, ok := commit[k.session]
 		switch {
-		case !ok || n < 1 || n > e2eIterations:
-			t.Errorf("task %d.%d of session %s: no such session or iteration", n, task+1, s)
+		case !ok || k.iteration < 1 || k.iteration > e2eIterations:
+			t.Errorf("task %d.%d of session %s: no such session or iteration", k.iteration, k.task+1, k.session)
 		case count > 1:
-			t.Errorf("task %d.%d of session %s ran %d times under token %d", n, task+1, s, count, token)
-		case token > c[n]:
-			t.Errorf("task %d.%d of session %s ran under token %d after its iteration was committed under token %d", n, task+1, s, token, c[n])
-		case token < c[n]:
-			lostTasks++
+			t.Errorf("task %d.%d of session %s ran %d times under token %d", k.iteration, k.task+1, k.session, count, token)
+		case token > c[k.iteration]:
+			t.Errorf("task %d.%d of session %s ran under token %d after its iteration was committed under token %d", k.iteration, k.task+1, k.session, token, c[k.iteration])
 		}
+		runs[k] = append(runs[k], token)
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
+	}
+	excess := map[string]budget.Usage{}
+	for k, tokens := range runs {
+		if len(tokens) < 2 {
+			continue
+		}
+		lostTasks += len(tokens) - 1
+		if !fails(k.iteration, k.task) {
+			continue
+		}
+		for _, token := range tokens[:len(tokens)-1] {
+			if graceful[k.session][token] {
+				excess[k.session] = excess[k.session].Add(taskUsage(k.iteration, k.task))
+			}
+		}
 	}
 	var want int
 	for n := 1; n <= e2eIterations; n++ {
@@ -358,8 +401,9 @@ func audit(t *testing.T, pool *pgxpool.Pool, q string) {
 	if tasks < want*e2eSessions {
 		t.Errorf("%d task runs in the ledger, fewer than the %d of the sessions", tasks, want*e2eSessions)
 	}
-	t.Logf("audit: %d sessions, %d holders (tokens) in all; %d iterations each committed once; work lost to the kill and the stop: %d integrations and %d task runs never committed, redone by the next holder",
-		len(gens), holders, e2eIterations, lostIntegrations, lostTasks)
+	t.Logf("audit: %d sessions, %d holders (tokens) in all; %d iterations each committed once; work lost to the kill and the stops: %d integrations never committed and %d task runs, redone by the next holder; failed tasks charged again after a graceful interruption in %d sessions",
+		len(gens), holders, e2eIterations, lostIntegrations, lostTasks, len(excess))
+	return excess
 }
 
 // TestSyntheticLoop checks the synthetic loop and the naming of sessions,
@@ -388,5 +432,45 @@ func TestSyntheticLoop(t *testing.T) {
 	}
 	if a, b := questionSession("a b"), questionSession("a  b!"); a == b {
 		t.Errorf("two questions, one session %q", a)
+	}
+}
+
+// cancelOn is a recorder that cancels the loop when a given task has run.
+type cancelOn struct {
+	it, idx int
+	cancel  context.CancelFunc
+}
+
+func (c *cancelOn) task(_ context.Context, _ string, it, idx int) {
+	if it == c.it && idx == c.idx {
+		c.cancel()
+	}
+}
+
+func (c *cancelOn) integrated(context.Context, string, int) {}
+
+// TestGracefulInterruptBooks pins the engine's books that the end-to-end
+// test allows for: a loop interrupted gracefully just as a task fails ends,
+// once resumed, as the uninterrupted run, with that task's usage charged
+// twice (it is not journaled, so it runs again), and nothing else.
+func TestGracefulInterruptBooks(t *testing.T) {
+	sp := spec{Session: "synthetic-001", Iterations: 4, TaskMillis: 20}
+	if !fails(1, 1) || fails(1, 0) {
+		t.Fatal("the loop changed: task 1.2 should fail and 1.1 not")
+	}
+	want := reference(t, sp)
+	store := new(checkpoint.Memory)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := newEngine(sp, store, &cancelOn{it: 1, idx: 1, cancel: cancel}).Run(ctx, initial(sp)); !errors.Is(err, iterate.ErrInterrupted) {
+		t.Fatalf("Run: %v, want interrupted", err)
+	}
+	res, err := newEngine(sp, store, nil).Resume(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Usage = want.Usage.Add(taskUsage(1, 1))
+	if diff := cmp.Diff(want, summarize(res)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

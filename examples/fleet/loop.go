@@ -69,6 +69,11 @@ func plan(n int) iterate.Plan {
 // so no iteration fails as a whole).
 func fails(it, idx int) bool { return idx > 0 && (it*7+idx*3)%5 == 0 }
 
+// taskUsage is what task idx of iteration it spends, failing or not.
+func taskUsage(it, idx int) budget.Usage {
+	return budget.Usage{Tokens: int64(1000*it + 10*idx + 7), Calls: 1}
+}
+
 func taskID(it, idx int) string { return strconv.Itoa(it) + "." + strconv.Itoa(idx+1) }
 
 // part is what a task finds, from the state it was given.
@@ -147,8 +152,7 @@ func (w *worker) Work(ctx context.Context, s state, t iterate.Task) (iterate.Out
 			return iterate.Outcome[state]{}, context.Cause(ctx)
 		}
 	}
-	out := iterate.Outcome[state]{Part: part(s, t.Iteration, t.Index),
-		Usage: budget.Usage{Tokens: int64(1000*t.Iteration + 10*t.Index + 7), Calls: 1}}
+	out := iterate.Outcome[state]{Part: part(s, t.Iteration, t.Index), Usage: taskUsage(t.Iteration, t.Index)}
 	if w.rec != nil {
 		w.rec.task(ctx, w.sp.Session, t.Iteration, t.Index)
 	}
