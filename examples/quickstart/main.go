@@ -184,6 +184,11 @@ func run(state string, max int, resume bool, slow time.Duration) int {
 	case errors.Is(err, iterate.ErrInterrupted):
 		fmt.Println("Resume with: go run ./examples/quickstart -resume" + stateFlag(state))
 		return 130
+	case errors.Is(err, checkpoint.ErrVersion):
+		// Checkpoints of another version of refine: the engine never starts
+		// over them (they may be good), so say how to.
+		fmt.Fprintf(os.Stderr, "quickstart: %v\nThe checkpoints in %s were written by another version; remove that directory (or pass -state) to start afresh.\n", err, state)
+		return 1
 	case err != nil && res == nil:
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		return 1
