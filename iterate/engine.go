@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
 )
@@ -97,6 +98,11 @@ type run[S any] struct {
 	// saveFailed is set when a save failed for good: nothing more is saved.
 	saveFailed bool
 	journal    journal // finished tasks of the iteration in flight
+	// enc encodes the resume record and saving is the checkpoint given to
+	// the store, reused from save to save; saves never overlap (the
+	// loop's run while no task does, the journal's hold its lock).
+	enc    recordEncoder
+	saving checkpoint.Checkpoint
 }
 
 func (e *engine[S]) newRun() (*run[S], error) {

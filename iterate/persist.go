@@ -218,11 +218,14 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 	d.Gaps = r.hist.Gaps
 	d.Journal = journal
 	d.Decision = r.decision
-	data, err := json.Marshal(&d)
+	data, err := r.enc.encode(&d, r.durations.pushed) // reused by the next save: stores copy what they keep
 	if err != nil {
 		return fmt.Errorf("encoding engine data: %w", err)
 	}
-	c := &checkpoint.Checkpoint{
+	// The checkpoint is reused by the next save, as its Engine bytes are:
+	// stores copy what they keep.
+	c := &r.saving
+	*c = checkpoint.Checkpoint{
 		Session:     r.cfg.session,
 		Generation:  r.generation + 1,
 		Token:       r.token,
