@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/refine-go/refine/budget"
-	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
 )
@@ -47,8 +46,12 @@ func New[S any](w Worker[S], opts ...Option) Engine[S] {
 	e.concluder, _ = w.(Concluder[S])
 	e.err = cfg.finish()
 	e.cfg = cfg
-	e.settings = settingsOf(&e.cfg)
-	e.fingerprint = fingerprintOf(e.settings)
+	if cfg.checkpointer != nil {
+		// Only checkpoints record the settings: without a checkpointer a
+		// loop (often one run per request) need not describe them.
+		e.settings = settingsOf(&e.cfg)
+		e.fingerprint = fingerprintOf(e.settings)
+	}
 	return e
 }
 
@@ -98,11 +101,7 @@ type run[S any] struct {
 	// saveFailed is set when a save failed for good: nothing more is saved.
 	saveFailed bool
 	journal    journal // finished tasks of the iteration in flight
-	// enc encodes the resume record and saving is the checkpoint given to
-	// the store, reused from save to save; saves never overlap (the
-	// loop's run while no task does, the journal's hold its lock).
-	enc    recordEncoder
-	saving checkpoint.Checkpoint
+	saver      *saver  // from the first save on
 }
 
 func (e *engine[S]) newRun() (*run[S], error) {

@@ -27,9 +27,8 @@ import (
 	"github.com/refine-go/refine/gap"
 )
 
-// recordEncoder encodes engineData, reusing its buffer from save to save.
-// It is used by one save at a time: the loop's saves run while no task
-// does, and the journal's saves, from tasks, hold the journal's lock.
+// recordEncoder encodes engineData, reusing its buffer from save to save
+// (one save at a time: see saver).
 type recordEncoder struct {
 	j jsonBuf
 	// head is the encoding of the record's first fields, which do not

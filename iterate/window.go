@@ -23,8 +23,14 @@ func (w *window[T]) push(v T) {
 		w.vals = w.vals[1:]
 	}
 	if len(w.vals) == cap(w.vals) {
-		if cap(w.base) < 2*w.n {
-			w.base = make([]T, 0, 2*w.n)
+		size := 2 * w.n
+		if n := 2 * len(w.vals); n < w.n {
+			// Still filling: grow as append would, so that a short loop
+			// does not pay for a whole window up front.
+			size = max(n, 4)
+		}
+		if cap(w.base) < size {
+			w.base = make([]T, 0, size)
 		}
 		k := copy(w.base[:cap(w.base)], w.vals)
 		clear(w.base[k:cap(w.base)])
