@@ -116,7 +116,15 @@ func (f feedback) String() string {
 	if f.summary == "" && len(f.items) == 0 {
 		return ""
 	}
+	if len(f.items) == 0 {
+		return f.summary
+	}
+	n := len(f.summary)
+	for _, it := range f.items {
+		n += len("\n- ") + len(it)
+	}
 	var b strings.Builder
+	b.Grow(n) // one allocation
 	b.WriteString(f.summary)
 	for _, it := range f.items {
 		b.WriteString("\n- ")
@@ -136,6 +144,43 @@ func synthesizeFeedback(gaps []gap.Gap, limit int) feedback {
 	if len(gaps) == 0 {
 		return feedback{}
 	}
+	var f feedback
+	sum, cut, priority := selectFeedback(gaps, limit, func(item string) { f.items = append(f.items, item) })
+	f.summary, f.priority = cut, priority
+	if cut == "" {
+		f.summary = sum.String()
+	}
+	return f
+}
+
+// feedbackText returns synthesizeFeedback(gaps, limit).String() in a
+// single allocation, for the plan of every iteration: it selects the items
+// twice, to size the text and to write it, rather than keep them.
+func feedbackText(gaps []gap.Gap, limit int) string {
+	if len(gaps) == 0 {
+		return ""
+	}
+	n := 0
+	sum, cut, _ := selectFeedback(gaps, limit, func(item string) { n += len("\n- ") + len(item) })
+	if cut != "" {
+		return cut
+	}
+	var b strings.Builder
+	b.Grow(sum.len() + n)
+	sum.writeTo(&b)
+	selectFeedback(gaps, limit, func(item string) {
+		b.WriteString("\n- ")
+		b.WriteString(item)
+	})
+	return b.String()
+}
+
+// selectFeedback selects the feedback of gaps (not empty), as
+// synthesizeFeedback describes: it returns the summary and the priority,
+// and calls item with each actionable item that fits, in order; or, when the
+// summary alone is too long, returns it cut to the limit and selects no
+// item.
+func selectFeedback(gaps []gap.Gap, limit int, item func(string)) (sum summary, cut, priority string) {
 	if limit <= 0 {
 		limit = gap.MaxFeedbackLength
 	}
@@ -150,27 +195,26 @@ func synthesizeFeedback(gaps []gap.Gap, limit int) feedback {
 		}
 	}
 	top := gaps[order[0]]
-	f := feedback{priority: severityPriority(top.Severity)}
-	f.summary = summaryOf(top, len(gaps))
-	if len(f.summary) > limit {
-		f.summary = truncate(f.summary, limit)
-		return f
+	priority = severityPriority(top.Severity)
+	sum = summaryOf(top, len(gaps))
+	used := sum.len()
+	if used > limit {
+		return sum, truncate(sum.String(), limit), priority
 	}
-	used := len(f.summary)
 	seen := make(map[string]bool, len(gaps))
 	for _, i := range order {
-		item := actionable(gaps[i])
-		if item == "" || seen[item] {
+		it := actionable(gaps[i])
+		if it == "" || seen[it] {
 			continue
 		}
-		if used+3+len(item) > limit { // "\n- " + item
+		if used+3+len(it) > limit { // "\n- " + item
 			continue
 		}
-		seen[item] = true
-		used += 3 + len(item)
-		f.items = append(f.items, item)
+		seen[it] = true
+		used += 3 + len(it)
+		item(it)
 	}
-	return f
+	return sum, "", priority
 }
 
 func feedbackBefore(a, b gap.Gap) bool {
@@ -200,27 +244,58 @@ func severityPriority(s float64) string {
 	}
 }
 
-func summaryOf(top gap.Gap, n int) string {
-	var b strings.Builder
+// summary is the one-line summary of feedback, in parts: "what: detail",
+// and " (n issues)" when there are several.
+type summary struct {
+	what, sep, detail string
+	issues            int
+}
+
+func summaryOf(top gap.Gap, n int) summary {
+	var s summary
 	switch top.Kind {
 	case gap.TestFailure:
-		b.WriteString("Test failed")
+		s.what = "Test failed"
 	case gap.ReviewRejected:
-		b.WriteString("Review rejected")
+		s.what = "Review rejected"
 	case gap.ValidationFailure:
-		b.WriteString("Validation failed")
+		s.what = "Validation failed"
 	default:
-		b.WriteString(strings.ReplaceAll(string(top.Kind), "_", " "))
+		s.what = strings.ReplaceAll(string(top.Kind), "_", " ")
 	}
 	if d := firstLine(detailOf(top)); d != "" {
-		b.WriteString(": ")
-		b.WriteString(truncate(d, summaryDetailLimit))
+		s.sep, s.detail = ": ", truncate(d, summaryDetailLimit)
 	}
 	if n > 1 {
+		s.issues = n
+	}
+	return s
+}
+
+// len returns the length of the summary.
+func (s summary) len() int {
+	n := len(s.what) + len(s.sep) + len(s.detail)
+	if s.issues > 0 {
+		n += len(" (") + len(strconv.Itoa(s.issues)) + len(" issues)")
+	}
+	return n
+}
+
+func (s summary) writeTo(b *strings.Builder) {
+	b.WriteString(s.what)
+	b.WriteString(s.sep)
+	b.WriteString(s.detail)
+	if s.issues > 0 {
 		b.WriteString(" (")
-		b.WriteString(strconv.Itoa(n))
+		b.WriteString(strconv.Itoa(s.issues))
 		b.WriteString(" issues)")
 	}
+}
+
+func (s summary) String() string {
+	var b strings.Builder
+	b.Grow(s.len())
+	s.writeTo(&b)
 	return b.String()
 }
 
