@@ -100,8 +100,9 @@ type run[S any] struct {
 	token     uint64       // the fencing token of the session lock (0: none)
 	// saveFailed is set when a save failed for good: nothing more is saved.
 	saveFailed bool
-	journal    journal // finished tasks of the iteration in flight
-	saver      *saver  // from the first save on
+	journal    journal    // finished tasks of the iteration in flight
+	saver      *saver     // from the first save on
+	runner     *runner[S] // from the first lone task under a context that can end
 }
 
 func (e *engine[S]) newRun() (*run[S], error) {
@@ -274,6 +275,7 @@ func (r *run[S]) finalErr(status Status, reason string) error {
 
 // loop is the refinement loop proper; it runs in the caller's goroutine.
 func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
+	defer r.stopRunner()
 	ctx = context.WithValue(ctx, warnKey{}, r.hostWarn)
 	for {
 		if ctx.Err() != nil {
