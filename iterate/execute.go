@@ -249,7 +249,11 @@ func (r *run[S]) work(ctx context.Context, state S, t *Task, out *Outcome[S]) {
 		}
 	}()
 	var err error
-	*out, err = r.e.w.Work(ctx, state, *t)
+	if fw := r.e.funcWorker; fw != nil {
+		err = fw.workInto(ctx, state, t, out)
+	} else {
+		*out, err = r.e.w.Work(ctx, state, *t)
+	}
 	if err != nil {
 		out.Err = err
 	}
