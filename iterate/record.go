@@ -248,13 +248,12 @@ func (c *encodedWindow) appendArray(j *jsonBuf, n int, key func(int) int, final 
 		c.first++
 	}
 	// The rest must be those of the window's first values; if they are not
-	// (a window set anew), start over.
+	// (a window set anew), start over. A window grows at its end and drops
+	// values at its start, and its keys increase, so comparing the first
+	// and the last of the cached keys is enough.
 	cached := len(c.keys) - c.first
-	for i := range cached {
-		if i >= n || key(i) != c.keys[c.first+i] {
-			c.buf, c.keys, c.ends, c.first, cached = c.buf[:0], c.keys[:0], c.ends[:0], 0, 0
-			break
-		}
+	if cached > 0 && (cached > n || key(0) != c.keys[c.first] || key(cached-1) != c.keys[len(c.keys)-1]) {
+		c.buf, c.keys, c.ends, c.first, cached = c.buf[:0], c.keys[:0], c.ends[:0], 0, 0
 	}
 	if c.first > 0 && c.first >= cached {
 		// The dropped encodings outnumber the kept ones: move the kept
