@@ -1,6 +1,7 @@
 package iterate
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -144,9 +145,8 @@ func synthesizeFeedback(gaps []gap.Gap, limit int) feedback {
 	if len(gaps) == 0 {
 		return feedback{}
 	}
-	var f feedback
-	sum, cut, priority := selectFeedback(gaps, limit, func(item string) { f.items = append(f.items, item) })
-	f.summary, f.priority = cut, priority
+	sum, cut, priority, items := selectFeedback(gaps, limit, nil)
+	f := feedback{summary: cut, items: items, priority: priority}
 	if cut == "" {
 		f.summary = sum.String()
 	}
@@ -154,33 +154,36 @@ func synthesizeFeedback(gaps []gap.Gap, limit int) feedback {
 }
 
 // feedbackText returns synthesizeFeedback(gaps, limit).String() in a
-// single allocation, for the plan of every iteration: it selects the items
-// twice, to size the text and to write it, rather than keep them.
+// single allocation, for the plan of every iteration: the items are
+// selected into a small buffer on the stack and the text sized before it is
+// written.
 func feedbackText(gaps []gap.Gap, limit int) string {
 	if len(gaps) == 0 {
 		return ""
 	}
-	n := 0
-	sum, cut, _ := selectFeedback(gaps, limit, func(item string) { n += len("\n- ") + len(item) })
+	sum, cut, _, items := selectFeedback(gaps, limit, make([]string, 0, 8))
 	if cut != "" {
 		return cut
 	}
+	n := sum.len()
+	for _, it := range items {
+		n += len("\n- ") + len(it)
+	}
 	var b strings.Builder
-	b.Grow(sum.len() + n)
+	b.Grow(n)
 	sum.writeTo(&b)
-	selectFeedback(gaps, limit, func(item string) {
+	for _, it := range items {
 		b.WriteString("\n- ")
-		b.WriteString(item)
-	})
+		b.WriteString(it)
+	}
 	return b.String()
 }
 
 // selectFeedback selects the feedback of gaps (not empty), as
-// synthesizeFeedback describes: it returns the summary and the priority,
-// and calls item with each actionable item that fits, in order; or, when the
-// summary alone is too long, returns it cut to the limit and selects no
-// item.
-func selectFeedback(gaps []gap.Gap, limit int, item func(string)) (sum summary, cut, priority string) {
+// synthesizeFeedback describes: it returns the summary, the priority and
+// the actionable items that fit, in order, appended to items; or, when the
+// summary alone is too long, the summary cut to the limit and no item.
+func selectFeedback(gaps []gap.Gap, limit int, items []string) (sum summary, cut, priority string, _ []string) {
 	if limit <= 0 {
 		limit = gap.MaxFeedbackLength
 	}
@@ -199,22 +202,23 @@ func selectFeedback(gaps []gap.Gap, limit int, item func(string)) (sum summary, 
 	sum = summaryOf(top, len(gaps))
 	used := sum.len()
 	if used > limit {
-		return sum, truncate(sum.String(), limit), priority
+		return sum, truncate(sum.String(), limit), priority, items
 	}
-	seen := make(map[string]bool, len(gaps))
+	first := len(items)
 	for _, i := range order {
 		it := actionable(gaps[i])
-		if it == "" || seen[it] {
+		// The items already taken are few (they fit in limit bytes): a
+		// scan finds a repeated one sooner than a map is made.
+		if it == "" || slices.Contains(items[first:], it) {
 			continue
 		}
 		if used+3+len(it) > limit { // "\n- " + item
 			continue
 		}
-		seen[it] = true
 		used += 3 + len(it)
-		item(it)
+		items = append(items, it)
 	}
-	return sum, "", priority
+	return sum, "", priority, items
 }
 
 func feedbackBefore(a, b gap.Gap) bool {
