@@ -31,10 +31,12 @@ import (
 // (one save at a time: see saver).
 type recordEncoder struct {
 	j jsonBuf
-	// head is the encoding of the record's first fields, which do not
-	// change during a run: version, settings and start time, as encoded
-	// from headSettings and headStarted.
-	head         []byte
+	// The record's first fields, version, settings and start time, do not
+	// change during a run: the first headLen bytes of the buffer are their
+	// encoding, from headVersion, headSettings and headStarted (none when
+	// 0).
+	headLen      int
+	headVersion  int
 	headSettings []setting
 	headStarted  time.Time
 	// The encodings of the history's final records and of the durations.
@@ -111,39 +113,45 @@ func (e *recordEncoder) encode(d *engineData, durationsPushed int) ([]byte, erro
 
 // appendHead appends `{"v":..,"settings":[..],"started_at":".."`, encoded
 // again only when the settings or the start time differ from the last
-// call's (they do not, within a run).
+// call's (they do not, within a run): the record's buffer still holds the
+// previous record, which starts with the head.
 func (e *recordEncoder) appendHead(d *engineData) {
+	j := &e.j
 	// != on times: the very value encoded, not merely the same instant.
-	if e.head == nil || !sameSlice(d.Settings, e.headSettings) || d.StartedAt != e.headStarted {
-		j := jsonBuf{b: e.head[:0]}
-		j.b = append(j.b, `{"v":`...)
-		j.int(int64(d.Version))
-		j.key("settings")
-		if d.Settings == nil {
-			j.b = append(j.b, "null"...)
-		} else {
-			start := j.openArray()
-			for _, s := range d.Settings {
-				j.b = append(j.b, `,{"n":`...)
-				j.str(s.Name)
-				j.b = append(j.b, `,"v":`...)
-				j.str(s.Value)
-				j.b = append(j.b, '}')
-			}
-			j.closeArray(start)
-		}
-		j.key("started_at")
-		j.time(d.StartedAt)
-		if j.err != nil {
-			e.j.err = j.err
-			e.head = nil // not cached: the error is reported at every save
-			e.j.b = append(e.j.b, j.b...)
-			return
-		}
-		e.head, e.headSettings, e.headStarted = j.b, d.Settings, d.StartedAt
+	if e.headLen > 0 && d.Version == e.headVersion && sameSlice(d.Settings, e.headSettings) && d.StartedAt == e.headStarted {
+		j.b = j.b[:e.headLen]
+		return
 	}
-	e.j.b = append(e.j.b, e.head...)
+	if j.b == nil {
+		j.b = make([]byte, 0, initialRecordSize) // not grown step by step
+	}
+	e.headLen = 0
+	j.b = append(j.b, `{"v":`...)
+	j.int(int64(d.Version))
+	j.key("settings")
+	if d.Settings == nil {
+		j.b = append(j.b, "null"...)
+	} else {
+		start := j.openArray()
+		for _, s := range d.Settings {
+			j.b = append(j.b, `,{"n":`...)
+			j.str(s.Name)
+			j.b = append(j.b, `,"v":`...)
+			j.str(s.Value)
+			j.b = append(j.b, '}')
+		}
+		j.closeArray(start)
+	}
+	j.key("started_at")
+	j.time(d.StartedAt)
+	if j.err == nil { // else not kept: the error is reported at every save
+		e.headLen, e.headVersion, e.headSettings, e.headStarted = len(j.b), d.Version, d.Settings, d.StartedAt
+	}
 }
+
+// initialRecordSize is the first capacity of the record's buffer: enough
+// for the settings and a short history.
+const initialRecordSize = 2 << 10
 
 // sameSlice reports whether a and b are the same slice (not merely equal).
 func sameSlice[T any](a, b []T) bool {

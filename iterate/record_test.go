@@ -207,5 +207,6 @@ func TestRecordEncoderCache(t *testing.T) {
 		checkEncoding(t, e, &engineData{Settings: settings, StartedAt: started.Add(time.Second)})
 		checkEncoding(t, e, &engineData{Settings: settings, StartedAt: time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC)})
 		checkEncoding(t, e, &engineData{Settings: settings, StartedAt: started})
+		checkEncoding(t, e, &engineData{Version: 2, Settings: settings, StartedAt: started})
 	})
 }
