@@ -117,7 +117,7 @@ func (e *recordEncoder) encode(d *engineData, durationsPushed int) ([]byte, erro
 // previous record, which starts with the head.
 func (e *recordEncoder) appendHead(d *engineData) {
 	j := &e.j
-	// != on times: the very value encoded, not merely the same instant.
+	// == on times: the very value encoded, not merely the same instant.
 	if e.headLen > 0 && d.Version == e.headVersion && sameSlice(d.Settings, e.headSettings) && d.StartedAt == e.headStarted {
 		j.b = j.b[:e.headLen]
 		return
