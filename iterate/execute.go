@@ -218,10 +218,10 @@ func (r *run[S]) workOnRunner(ctx context.Context, state S, t *Task, out *Outcom
 	if rn == nil {
 		rn = &runner[S]{jobs: make(chan job[S]), outs: make(chan Outcome[S], 1)}
 		go func() {
+			o := new(Outcome[S]) // one for every task: a Func step's round points into it
 			for j := range rn.jobs {
-				var o Outcome[S]
-				r.work(j.ctx, j.state, &j.task, &o)
-				rn.outs <- o
+				r.work(j.ctx, j.state, &j.task, o)
+				rn.outs <- *o
 			}
 		}()
 		r.runner = rn
