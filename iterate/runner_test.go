@@ -69,7 +69,7 @@ func TestLoneTaskAbandonedUnderCancelableContext(t *testing.T) {
 			}
 		}
 		res, err := iterate.New(iterate.Func(step), iterate.WithMaxIterations(5), iterate.WithTaskTimeout(10*time.Millisecond),
-			iterate.WithGrace(10*time.Millisecond), iterate.WithObserver(observe)).Run(ctx, 0)
+			iterate.WithGrace(50*time.Millisecond), iterate.WithObserver(observe)).Run(ctx, 0)
 		if err != nil || res.Iterations != 5 || res.State != 3 || abandoned.Load() != 2 {
 			t.Fatalf("Run = %+v, %v, %d abandoned; want 5 iterations, state 3, 2 abandoned", res, err, abandoned.Load())
 		}
