@@ -158,11 +158,16 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 
 func (r *run[S]) workCancellable(ctx context.Context, state S, t *Task, out *Outcome[S]) {
 	done := make(chan Outcome[S], 1)
-	task := *t // the abandoned goroutine keeps its own copy
+	// The goroutine, which may be abandoned, has its own copy of the task
+	// and its own outcome to fill (a Func step's round points into it), in
+	// one allocation.
+	own := &struct {
+		task Task
+		out  Outcome[S]
+	}{task: *t}
 	go func() {
-		var o Outcome[S]
-		r.work(ctx, state, &task, &o)
-		done <- o
+		r.work(ctx, state, &own.task, &own.out)
+		done <- own.out
 	}()
 	if !r.await(ctx, t, done, out) {
 		*out = r.abandoned(ctx, t)
