@@ -467,8 +467,14 @@ func (h *History) push(rec Record, w int) {
 		h.Recent = h.Recent[drop:]
 	}
 	if len(h.Recent) == cap(h.Recent) {
-		if cap(h.base) < 2*w {
-			h.base = make([]Record, 0, 2*w)
+		size := 2 * w
+		if n := 2 * len(h.Recent); n < w {
+			// The window is still filling: grow as append would, so that
+			// a short loop does not pay for a whole window up front.
+			size = max(n, 4)
+		}
+		if cap(h.base) < size {
+			h.base = make([]Record, 0, size)
 		}
 		n := copy(h.base[:cap(h.base)], h.Recent)
 		clear(h.base[n:cap(h.base)])

@@ -188,7 +188,7 @@ func (s *Adaptive) Plan(_ context.Context, sit *Situation) (Plan, error) {
 		// the most important gap rather than idling.
 		selected, deferred = gaps[:1:1], gaps[1:]
 	}
-	plan.Feedback = synthesizeFeedback(selected, s.feedbackLimit()).String()
+	plan.Feedback = feedbackText(selected, s.feedbackLimit())
 	plan.Tasks, deferred = s.tasks(sit.tasks, selected, deferred, action, plan.Feedback, guidance)
 	plan.Deferred = deferred
 	return plan, nil

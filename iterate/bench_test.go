@@ -41,6 +41,24 @@ func (d *deep) Integrate(_ context.Context, _ int, outs []iterate.Outcome[int]) 
 	return outs[0].Part, nil
 }
 
+// step is the cheapest Func step.
+func step(_ context.Context, n int, _ iterate.Round) (int, error) { return n + 1, nil }
+
+// movingGap is a worker whose every assessment has one coverage gap, below
+// the default threshold, that moves every iteration (its detail changes, so
+// the loop is never stuck): the path of a research-style host.
+type movingGap struct{}
+
+func (movingGap) Assess(_ context.Context, n int) (gap.Assessment, error) {
+	return gap.Assessment{FilesAnalyzed: n % 50, EstimatedFiles: 100}, nil
+}
+func (movingGap) Work(_ context.Context, n int, _ iterate.Task) (iterate.Outcome[int], error) {
+	return iterate.Outcome[int]{Part: n + 1}, nil
+}
+func (movingGap) Integrate(_ context.Context, _ int, outs []iterate.Outcome[int]) (int, error) {
+	return outs[0].Part, nil
+}
+
 // BenchmarkLoop measures one iteration of a loop (ns/op and allocs/op are
 // per iteration).
 func BenchmarkLoop(b *testing.B) {
@@ -53,8 +71,31 @@ func BenchmarkLoop(b *testing.B) {
 	})
 	b.Run("func", func(b *testing.B) {
 		b.ReportAllocs()
-		step := func(_ context.Context, n int, _ iterate.Round) (int, error) { return n + 1, nil }
 		res, err := iterate.New(iterate.Func(step), iterate.WithMaxIterations(b.N)).Run(context.Background(), 0)
+		if err != nil || res.Iterations != b.N {
+			b.Fatal(err, res.Iterations)
+		}
+	})
+	b.Run("gap", func(b *testing.B) {
+		b.ReportAllocs()
+		res, err := iterate.New(movingGap{}, iterate.WithMaxIterations(b.N)).Run(context.Background(), 0)
+		if err != nil || res.Iterations != b.N {
+			b.Fatal(err, res.Iterations, res.Reason)
+		}
+	})
+	b.Run("memory-checkpoint", func(b *testing.B) {
+		b.ReportAllocs()
+		res, err := iterate.New(iterate.Func(step), iterate.WithMaxIterations(b.N),
+			iterate.WithCheckpointer(&checkpoint.Memory{})).Run(context.Background(), 0)
+		if err != nil || res.Iterations != b.N {
+			b.Fatal(err, res.Iterations)
+		}
+	})
+	b.Run("cancelable", func(b *testing.B) {
+		b.ReportAllocs()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		res, err := iterate.New(iterate.Func(step), iterate.WithMaxIterations(b.N)).Run(ctx, 0)
 		if err != nil || res.Iterations != b.N {
 			b.Fatal(err, res.Iterations)
 		}
@@ -70,6 +111,21 @@ func BenchmarkLoop(b *testing.B) {
 	for _, depth := range []int{100, 100_000} {
 		b.Run("depth="+strconv.Itoa(depth), func(b *testing.B) { benchDeep(b, depth) })
 	}
+}
+
+// BenchmarkRun measures whole runs: what a tool that starts a loop per
+// request pays each time.
+func BenchmarkRun(b *testing.B) {
+	b.Run("one-iteration", func(b *testing.B) {
+		b.ReportAllocs()
+		ctx := context.Background()
+		for b.Loop() {
+			res, err := iterate.New(iterate.Func(step), iterate.WithMaxIterations(1)).Run(ctx, 0)
+			if err != nil || res.Iterations != 1 {
+				b.Fatal(err, res.Iterations)
+			}
+		}
+	})
 }
 
 // benchDeep runs depth iterations untimed, then b.N timed ones, with the

@@ -32,22 +32,26 @@ import (
 // The engine is safe for concurrent use, but two runs of the same session
 // must not overlap: with a [Locker] checkpointer the second is refused.
 func New[S any](w Worker[S], opts ...Option) Engine[S] {
-	cfg := defaultConfig()
+	e := &engine[S]{w: w, cfg: defaultConfig()} // configured in place: one allocation
+	cfg := &e.cfg
 	for _, o := range opts {
 		if o != nil {
-			o.apply(&cfg)
+			o.apply(cfg)
 		}
 	}
 	if w == nil {
 		cfg.invalid("New", "nil worker")
 	}
-	e := &engine[S]{w: w}
 	e.stageEnder, _ = w.(StageEnder[S])
 	e.concluder, _ = w.(Concluder[S])
+	e.funcWorker, _ = w.(*FuncWorker[S])
 	e.err = cfg.finish()
-	e.cfg = cfg
-	e.settings = settingsOf(&e.cfg)
-	e.fingerprint = fingerprintOf(e.settings)
+	if cfg.checkpointer != nil {
+		// Only checkpoints record the settings: without a checkpointer a
+		// loop (often one run per request) need not describe them.
+		e.settings = settingsOf(&e.cfg)
+		e.fingerprint = fingerprintOf(e.settings)
+	}
 	return e
 }
 
@@ -60,6 +64,7 @@ type engine[S any] struct {
 	// The optional interfaces of w, found once.
 	stageEnder StageEnder[S]
 	concluder  Concluder[S]
+	funcWorker *FuncWorker[S] // w, when it is one: its steps fill outcomes in place
 }
 
 // durationsWindow bounds the durations of recent iterations a run keeps.
@@ -85,6 +90,7 @@ type run[S any] struct {
 	durations  window[time.Duration]
 	generation uint64
 	outs       []Outcome[S]
+	lone       [1]Outcome[S] // outs of one task
 	// taskBufs alternate between iterations so that the previous plan's
 	// tasks stay intact while the next plan reuses the other buffer.
 	taskBufs  [2][]Task
@@ -96,7 +102,9 @@ type run[S any] struct {
 	token     uint64       // the fencing token of the session lock (0: none)
 	// saveFailed is set when a save failed for good: nothing more is saved.
 	saveFailed bool
-	journal    journal // finished tasks of the iteration in flight
+	journal    journal    // finished tasks of the iteration in flight
+	saver      *saver     // from the first save on
+	runner     *runner[S] // from the first lone task under a context that can end
 }
 
 func (e *engine[S]) newRun() (*run[S], error) {
@@ -107,6 +115,7 @@ func (e *engine[S]) newRun() (*run[S], error) {
 	r := &run[S]{e: e, cfg: &e.cfg, log: e.cfg.logger, budget: b, observing: len(e.cfg.observers) > 0,
 		durations: newWindow[time.Duration](durationsWindow),
 		limited:   e.cfg.limits != (budget.Limits{})}
+	r.outs = r.lone[:] // an iteration of one task, the usual, needs no allocation
 	r.configureHistory()
 	return r, nil
 }
@@ -153,8 +162,10 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 			return nil, &ResumableError{Checkpoint: latest}
 		}
 	}
-	r.emit(LoopStarted{Session: e.cfg.session, MaxIterations: e.cfg.maxIterations, Time: r.data.StartedAt,
-		StartedAt: r.data.StartedAt, FailureThreshold: e.cfg.failureThreshold})
+	if r.observing { // an event boxed for no observer would cost an allocation
+		r.emit(LoopStarted{Session: e.cfg.session, MaxIterations: e.cfg.maxIterations, Time: r.data.StartedAt,
+			StartedAt: r.data.StartedAt, FailureThreshold: e.cfg.failureThreshold})
+	}
 	if ce := r.log.Check(zap.InfoLevel, "loop started"); ce != nil {
 		ce.Write(zap.String("session", e.cfg.session), zap.Int("max_iterations", e.cfg.maxIterations))
 	}
@@ -232,10 +243,12 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 		r.data.Escalation = nil
 	}
 	r.applyLimit()
-	r.emit(LoopStarted{it: it{r.hist.Iteration}, Session: e.cfg.session, MaxIterations: r.hist.MaxIterations,
-		Resumed: true, Completed: r.hist.Iteration, Elapsed: r.data.Elapsed, Time: time.Now(), StartedAt: r.data.StartedAt,
-		ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: e.cfg.failureThreshold,
-		Durations: append([]time.Duration(nil), r.durations.values()...), LastIterationAt: r.data.LastIterationAt})
+	if r.observing {
+		r.emit(LoopStarted{it: it{r.hist.Iteration}, Session: e.cfg.session, MaxIterations: r.hist.MaxIterations,
+			Resumed: true, Completed: r.hist.Iteration, Elapsed: r.data.Elapsed, Time: time.Now(), StartedAt: r.data.StartedAt,
+			ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: e.cfg.failureThreshold,
+			Durations: append([]time.Duration(nil), r.durations.values()...), LastIterationAt: r.data.LastIterationAt})
+	}
 	if ce := r.log.Check(zap.InfoLevel, "loop resumed"); ce != nil {
 		ce.Write(zap.String("session", e.cfg.session), zap.Int("iteration", r.hist.Iteration), zap.String("from_status", c.Status))
 	}
@@ -269,6 +282,7 @@ func (r *run[S]) finalErr(status Status, reason string) error {
 
 // loop is the refinement loop proper; it runs in the caller's goroutine.
 func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
+	defer r.stopRunner()
 	ctx = context.WithValue(ctx, warnKey{}, r.hostWarn)
 	for {
 		if ctx.Err() != nil {
@@ -699,9 +713,11 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 	if status == Escalated {
 		res.Escalation = r.data.Escalation
 	}
-	r.emit(LoopStopped{it: it{r.hist.Iteration}, Status: status, Reason: reason, Elapsed: r.data.Elapsed, Time: time.Now(),
-		ConsecutiveFailures: r.hist.ConsecutiveFailures,
-		Saved:               r.cfg.checkpointer != nil && saveErr == nil && !r.saveFailed, SaveErr: saveErr})
+	if r.observing {
+		r.emit(LoopStopped{it: it{r.hist.Iteration}, Status: status, Reason: reason, Elapsed: r.data.Elapsed, Time: time.Now(),
+			ConsecutiveFailures: r.hist.ConsecutiveFailures,
+			Saved:               r.cfg.checkpointer != nil && saveErr == nil && !r.saveFailed, SaveErr: saveErr})
+	}
 	level := zapcore.InfoLevel
 	if err != nil {
 		level = zapcore.WarnLevel

@@ -28,7 +28,7 @@ func (r *run[S]) execute(ctx context.Context, tasks []Task) []Outcome[S] {
 		return outs
 	}
 	if len(tasks) == 1 {
-		r.runTask(ctx, state, &tasks[0], &outs[0])
+		r.runTask(ctx, state, &tasks[0], &outs[0], true)
 		r.endStage(ctx, state, tasks[0].Stage, outs)
 		return outs
 	}
@@ -98,7 +98,7 @@ func (r *run[S]) runStage(ctx context.Context, state S, tasks []Task, outs []Out
 			continue
 		}
 		g.Go(func() error {
-			r.runTask(ctx, state, &tasks[i], &outs[i])
+			r.runTask(ctx, state, &tasks[i], &outs[i], false)
 			return nil
 		})
 	}
@@ -123,8 +123,9 @@ func (r *run[S]) endStage(ctx context.Context, state S, stage int, outs []Outcom
 // runTask runs one task with its timeout, recovering a panic. When the
 // task's context ends and Work does not return within the grace period, the
 // task is abandoned: its outcome reports ErrAbandoned and its goroutine is
-// left to finish on its own.
-func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S]) {
+// left to finish on its own. lone is set for the only task of an iteration,
+// run from the loop's goroutine.
+func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S], lone bool) {
 	tctx := ctx
 	if t.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -141,6 +142,8 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S])
 	case replayed:
 	case tctx.Done() == nil:
 		r.work(tctx, state, t, out)
+	case lone:
+		r.workOnRunner(tctx, state, t, out)
 	default:
 		r.workCancellable(tctx, state, t, out)
 	}
@@ -155,23 +158,91 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S])
 
 func (r *run[S]) workCancellable(ctx context.Context, state S, t *Task, out *Outcome[S]) {
 	done := make(chan Outcome[S], 1)
-	task := *t // the abandoned goroutine keeps its own copy
+	// The goroutine, which may be abandoned, has its own copy of the task
+	// and its own outcome to fill (a Func step's round points into it), in
+	// one allocation.
+	own := &struct {
+		task Task
+		out  Outcome[S]
+	}{task: *t}
 	go func() {
-		var o Outcome[S]
-		r.work(ctx, state, &task, &o)
-		done <- o
+		r.work(ctx, state, &own.task, &own.out)
+		done <- own.out
 	}()
+	if !r.await(ctx, t, done, out) {
+		*out = r.abandoned(ctx, t)
+	}
+}
+
+// await waits for the outcome of t on done, until the grace period after
+// ctx ends; it reports whether the outcome came.
+func (r *run[S]) await(ctx context.Context, t *Task, done <-chan Outcome[S], out *Outcome[S]) bool {
 	select {
 	case *out = <-done:
-		return
+		return true
 	case <-ctx.Done():
 	}
 	grace := time.NewTimer(r.cfg.grace)
 	defer grace.Stop()
 	select {
 	case *out = <-done:
+		return true
 	case <-grace.C:
-		*out = Outcome[S]{Err: fmt.Errorf("task %s: %w after %v (%v)", t.ID(), ErrAbandoned, r.cfg.grace, context.Cause(ctx))}
+		return false
+	}
+}
+
+// abandoned is the outcome of a task abandoned after the grace period.
+func (r *run[S]) abandoned(ctx context.Context, t *Task) Outcome[S] {
+	return Outcome[S]{Err: fmt.Errorf("task %s: %w after %v (%v)", t.ID(), ErrAbandoned, r.cfg.grace, context.Cause(ctx))}
+}
+
+// runner runs the lone tasks of a run's iterations under a context that can
+// end, one at a time, in a goroutine that serves the whole run: the loop
+// must be free to abandon a task that ignores the end of its context (see
+// runTask), but need not start a goroutine per iteration for it. A runner
+// whose task is abandoned stays with that task; the next lone task gets a
+// new runner.
+type runner[S any] struct {
+	jobs chan job[S]
+	// outs is buffered, so that an abandoned task's late outcome is left
+	// there, never waited for.
+	outs chan Outcome[S]
+}
+
+// job is a task for a runner, with copies of what the task reads.
+type job[S any] struct {
+	ctx   context.Context
+	state S
+	task  Task
+}
+
+// workOnRunner runs t on the run's runner, as workCancellable would.
+func (r *run[S]) workOnRunner(ctx context.Context, state S, t *Task, out *Outcome[S]) {
+	rn := r.runner
+	if rn == nil {
+		rn = &runner[S]{jobs: make(chan job[S]), outs: make(chan Outcome[S], 1)}
+		go func() {
+			o := new(Outcome[S]) // one for every task: a Func step's round points into it
+			for j := range rn.jobs {
+				r.work(j.ctx, j.state, &j.task, o)
+				rn.outs <- *o
+			}
+		}()
+		r.runner = rn
+	}
+	rn.jobs <- job[S]{ctx: ctx, state: state, task: *t}
+	if !r.await(ctx, t, rn.outs, out) {
+		*out = r.abandoned(ctx, t)
+		r.stopRunner() // it ends once the task returns
+	}
+}
+
+// stopRunner lets the run's runner, if any, end.
+func (r *run[S]) stopRunner() {
+	if r.runner != nil {
+		close(r.runner.jobs)
+		r.runner = nil
 	}
 }
 
@@ -183,7 +254,11 @@ func (r *run[S]) work(ctx context.Context, state S, t *Task, out *Outcome[S]) {
 		}
 	}()
 	var err error
-	*out, err = r.e.w.Work(ctx, state, *t)
+	if fw := r.e.funcWorker; fw != nil {
+		err = fw.workInto(ctx, state, t, out)
+	} else {
+		*out, err = r.e.w.Work(ctx, state, *t)
+	}
 	if err != nil {
 		out.Err = err
 	}

@@ -62,3 +62,31 @@ func TestSynthesizeFeedbackSeed002(t *testing.T) {
 		})
 	}
 }
+
+// TestFeedbackText holds the text of a plan's feedback, written in one
+// pass, to the rendering of synthesizeFeedback.
+func TestFeedbackText(t *testing.T) {
+	long := strings.Repeat("y", 200)
+	kinds := []gap.Kind{gap.TestFailure, gap.ReviewRejected, gap.ValidationFailure, gap.Coverage, gap.MissingContext, "custom_kind"}
+	details := []string{"", "got 1 want 2", "first line\nsecond line", long, "  spaced  ", "ünï " + long}
+	var all []gap.Gap
+	for i, k := range kinds {
+		for j, d := range details {
+			all = append(all, gap.Gap{Kind: k, Target: "T" + strings.Repeat("x", i), Detail: d,
+				Severity: float64((i+j)%5) / 4, Priority: gap.Priority(j % 4)})
+		}
+	}
+	for start := range all {
+		for n := 1; n <= 6 && start+n <= len(all); n++ {
+			gaps := all[start : start+n]
+			for _, limit := range []int{0, 5, 40, 120, 300} {
+				if got, want := feedbackText(gaps, limit), synthesizeFeedback(gaps, limit).String(); got != want {
+					t.Fatalf("feedbackText(%v, %d) = %q, want %q", gaps, limit, got, want)
+				}
+			}
+		}
+	}
+	if got := feedbackText(nil, 0); got != "" {
+		t.Errorf("feedbackText(nil) = %q", got)
+	}
+}

@@ -207,7 +207,10 @@ type Round struct {
 	// specific was planned).
 	Task Task
 
-	report *roundReport
+	// usage and done are where Charge and Done report: the fields of the
+	// outcome the engine is filling, or of a pooled roundReport.
+	usage *budget.Usage
+	done  *bool
 }
 
 type roundReport struct {
@@ -215,23 +218,23 @@ type roundReport struct {
 	done  bool
 }
 
-// reports recycles the reports of rounds, so that a Func step costs no
-// allocation.
+// reports recycles the reports of rounds called through Work, so that a
+// Func step costs no allocation.
 var reports = sync.Pool{New: func() any { return new(roundReport) }}
 
 // Done says that this round finished the work: the loop converges ("work
 // complete") after it instead of running more rounds (see Outcome.Done).
 func (r Round) Done() {
-	if r.report != nil {
-		r.report.done = true
+	if r.done != nil {
+		*r.done = true
 	}
 }
 
 // Charge adds usage (tokens, cost, external calls) the call spent; the engine charges it to
 // the budget and the result's usage.
 func (r Round) Charge(u budget.Usage) {
-	if r.report != nil {
-		r.report.usage = r.report.usage.Add(u)
+	if r.usage != nil {
+		*r.usage = r.usage.Add(u)
 	}
 }
 
@@ -281,11 +284,21 @@ func (w *FuncWorker[S]) Assess(ctx context.Context, s S) (gap.Assessment, error)
 // The Round is valid only during the call: Do must not keep it.
 func (w *FuncWorker[S]) Work(ctx context.Context, s S, t Task) (Outcome[S], error) {
 	rep := reports.Get().(*roundReport)
-	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: t, report: rep})
+	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: t, usage: &rep.usage, done: &rep.done})
 	out := Outcome[S]{Part: next, Usage: rep.usage, Done: rep.done}
 	*rep = roundReport{}
 	reports.Put(rep)
 	return out, err
+}
+
+// workInto is Work for the engine, which gives the outcome to fill (set to
+// what Work returns, but for Err): the round reports into it directly,
+// with no report to recycle.
+func (w *FuncWorker[S]) workInto(ctx context.Context, s S, t *Task, out *Outcome[S]) error {
+	*out = Outcome[S]{}
+	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: *t, usage: &out.Usage, done: &out.Done})
+	out.Part = next
+	return err
 }
 
 // Integrate returns the Part of the last successful outcome, or s when every

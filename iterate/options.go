@@ -417,10 +417,13 @@ func AllowSettingsChange() ResumeOption {
 	return resumeFunc(func(c *resumeConfig) { c.allowChange = true })
 }
 
+// nopLogger is the default logger, shared: a Logger is immutable.
+var nopLogger = zap.NewNop()
+
 // finish fills defaults and validates what needs the whole configuration.
 func (c *config) finish() error {
 	if c.logger == nil {
-		c.logger = zap.NewNop()
+		c.logger = nopLogger
 	}
 	if c.analyzer == nil {
 		c.analyzer = gap.Default()

@@ -170,6 +170,15 @@ func (r *run[S]) save(ctx context.Context, status Status, reason string) error {
 	return err
 }
 
+// saver is what a run's saves reuse: the encoder of the resume record and
+// the checkpoint given to the store, whose Engine bytes are the encoder's
+// (stores copy what they keep). Saves never overlap: the loop's run while
+// no task does, and the journal's, from tasks, hold the journal's lock.
+type saver struct {
+	enc recordEncoder
+	c   checkpoint.Checkpoint
+}
+
 // Strict saves are retried this many times in all, waiting saveBackoff,
 // then twice as long, between attempts: a transient fault (a full disk
 // freed, a dropped connection) should not end a run.
@@ -218,11 +227,15 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 	d.Gaps = r.hist.Gaps
 	d.Journal = journal
 	d.Decision = r.decision
-	data, err := json.Marshal(&d)
+	if r.saver == nil {
+		r.saver = new(saver)
+	}
+	data, err := r.saver.enc.encode(&d, r.durations.pushed)
 	if err != nil {
 		return fmt.Errorf("encoding engine data: %w", err)
 	}
-	c := &checkpoint.Checkpoint{
+	c := &r.saver.c
+	*c = checkpoint.Checkpoint{
 		Session:     r.cfg.session,
 		Generation:  r.generation + 1,
 		Token:       r.token,

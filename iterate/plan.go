@@ -1,6 +1,7 @@
 package iterate
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -116,7 +117,15 @@ func (f feedback) String() string {
 	if f.summary == "" && len(f.items) == 0 {
 		return ""
 	}
+	if len(f.items) == 0 {
+		return f.summary
+	}
+	n := len(f.summary)
+	for _, it := range f.items {
+		n += len("\n- ") + len(it)
+	}
 	var b strings.Builder
+	b.Grow(n) // one allocation
 	b.WriteString(f.summary)
 	for _, it := range f.items {
 		b.WriteString("\n- ")
@@ -136,6 +145,45 @@ func synthesizeFeedback(gaps []gap.Gap, limit int) feedback {
 	if len(gaps) == 0 {
 		return feedback{}
 	}
+	sum, cut, priority, items := selectFeedback(gaps, limit, nil)
+	f := feedback{summary: cut, items: items, priority: priority}
+	if cut == "" {
+		f.summary = sum.String()
+	}
+	return f
+}
+
+// feedbackText returns synthesizeFeedback(gaps, limit).String() in a
+// single allocation, for the plan of every iteration: the items are
+// selected into a small buffer on the stack and the text sized before it is
+// written.
+func feedbackText(gaps []gap.Gap, limit int) string {
+	if len(gaps) == 0 {
+		return ""
+	}
+	sum, cut, _, items := selectFeedback(gaps, limit, make([]string, 0, 8))
+	if cut != "" {
+		return cut
+	}
+	n := sum.len()
+	for _, it := range items {
+		n += len("\n- ") + len(it)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	sum.writeTo(&b)
+	for _, it := range items {
+		b.WriteString("\n- ")
+		b.WriteString(it)
+	}
+	return b.String()
+}
+
+// selectFeedback selects the feedback of gaps (not empty), as
+// synthesizeFeedback describes: it returns the summary, the priority and
+// the actionable items that fit, in order, appended to items; or, when the
+// summary alone is too long, the summary cut to the limit and no item.
+func selectFeedback(gaps []gap.Gap, limit int, items []string) (sum summary, cut, priority string, _ []string) {
 	if limit <= 0 {
 		limit = gap.MaxFeedbackLength
 	}
@@ -150,27 +198,27 @@ func synthesizeFeedback(gaps []gap.Gap, limit int) feedback {
 		}
 	}
 	top := gaps[order[0]]
-	f := feedback{priority: severityPriority(top.Severity)}
-	f.summary = summaryOf(top, len(gaps))
-	if len(f.summary) > limit {
-		f.summary = truncate(f.summary, limit)
-		return f
+	priority = severityPriority(top.Severity)
+	sum = summaryOf(top, len(gaps))
+	used := sum.len()
+	if used > limit {
+		return sum, truncate(sum.String(), limit), priority, items
 	}
-	used := len(f.summary)
-	seen := make(map[string]bool, len(gaps))
+	first := len(items)
 	for _, i := range order {
-		item := actionable(gaps[i])
-		if item == "" || seen[item] {
+		it := actionable(gaps[i])
+		// The items already taken are few (they fit in limit bytes): a
+		// scan finds a repeated one sooner than a map is made.
+		if it == "" || slices.Contains(items[first:], it) {
 			continue
 		}
-		if used+3+len(item) > limit { // "\n- " + item
+		if used+3+len(it) > limit { // "\n- " + item
 			continue
 		}
-		seen[item] = true
-		used += 3 + len(item)
-		f.items = append(f.items, item)
+		used += 3 + len(it)
+		items = append(items, it)
 	}
-	return f
+	return sum, "", priority, items
 }
 
 func feedbackBefore(a, b gap.Gap) bool {
@@ -200,27 +248,58 @@ func severityPriority(s float64) string {
 	}
 }
 
-func summaryOf(top gap.Gap, n int) string {
-	var b strings.Builder
+// summary is the one-line summary of feedback, in parts: "what: detail",
+// and " (n issues)" when there are several.
+type summary struct {
+	what, sep, detail string
+	issues            int
+}
+
+func summaryOf(top gap.Gap, n int) summary {
+	var s summary
 	switch top.Kind {
 	case gap.TestFailure:
-		b.WriteString("Test failed")
+		s.what = "Test failed"
 	case gap.ReviewRejected:
-		b.WriteString("Review rejected")
+		s.what = "Review rejected"
 	case gap.ValidationFailure:
-		b.WriteString("Validation failed")
+		s.what = "Validation failed"
 	default:
-		b.WriteString(strings.ReplaceAll(string(top.Kind), "_", " "))
+		s.what = strings.ReplaceAll(string(top.Kind), "_", " ")
 	}
 	if d := firstLine(detailOf(top)); d != "" {
-		b.WriteString(": ")
-		b.WriteString(truncate(d, summaryDetailLimit))
+		s.sep, s.detail = ": ", truncate(d, summaryDetailLimit)
 	}
 	if n > 1 {
+		s.issues = n
+	}
+	return s
+}
+
+// len returns the length of the summary.
+func (s summary) len() int {
+	n := len(s.what) + len(s.sep) + len(s.detail)
+	if s.issues > 0 {
+		n += len(" (") + len(strconv.Itoa(s.issues)) + len(" issues)")
+	}
+	return n
+}
+
+func (s summary) writeTo(b *strings.Builder) {
+	b.WriteString(s.what)
+	b.WriteString(s.sep)
+	b.WriteString(s.detail)
+	if s.issues > 0 {
 		b.WriteString(" (")
-		b.WriteString(strconv.Itoa(n))
+		b.WriteString(strconv.Itoa(s.issues))
 		b.WriteString(" issues)")
 	}
+}
+
+func (s summary) String() string {
+	var b strings.Builder
+	b.Grow(s.len())
+	s.writeTo(&b)
 	return b.String()
 }
 

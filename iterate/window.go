@@ -8,6 +8,9 @@ type window[T any] struct {
 	vals []T // the window, oldest first
 	base []T // the backing array vals slides over
 	n    int
+	// pushed counts the values ever pushed: the i-th of vals is the
+	// (pushed-len(vals)+i)-th, a key that a cache of encodings can use.
+	pushed int
 }
 
 func newWindow[T any](n int) window[T] { return window[T]{n: n} }
@@ -20,17 +23,25 @@ func (w *window[T]) push(v T) {
 		w.vals = w.vals[1:]
 	}
 	if len(w.vals) == cap(w.vals) {
-		if cap(w.base) < 2*w.n {
-			w.base = make([]T, 0, 2*w.n)
+		size := 2 * w.n
+		if n := 2 * len(w.vals); n < w.n {
+			// Still filling: grow as append would, so that a short loop
+			// does not pay for a whole window up front.
+			size = max(n, 4)
+		}
+		if cap(w.base) < size {
+			w.base = make([]T, 0, size)
 		}
 		k := copy(w.base[:cap(w.base)], w.vals)
 		clear(w.base[k:cap(w.base)])
 		w.vals = w.base[:k]
 	}
 	w.vals = append(w.vals, v)
+	w.pushed++
 }
 
-// set replaces the window's values with the last n of vs (copied).
+// set replaces the window's values with the last n of vs (copied); they
+// count as pushed.
 func (w *window[T]) set(vs []T) {
 	w.vals = w.vals[:0]
 	if len(vs) > w.n {
