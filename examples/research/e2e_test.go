@@ -486,6 +486,10 @@ func TestUsage(t *testing.T) {
 		{"resume_without_checkpoint", []string{"--root", "testdata/1_single/src", "--questions", "testdata/1_single/questions.txt", "--state", t.TempDir(), "--resume"}, exitError, "no checkpoint of session"},
 		{"extra_argument", []string{"stray"}, exitUsage, `unexpected argument "stray": research takes flags only`},
 		{"bad_emoji", []string{"--emoji", "sometimes"}, exitUsage, "--emoji must be auto, always or never"},
+		{"help_store", []string{"--help"}, exitOK, "-store"},
+		{"bad_store", []string{"--store", "mysql://u:secret@db/x"}, exitUsage, `--store must be empty (the checkpoint directory, --state) or a postgres:// or postgresql:// URL, got "mysql://u@db/x"`},
+		{"bad_store_path", []string{"--store", "/tmp/sessions"}, exitUsage, "--store must be empty"},
+		{"store_and_state", []string{"--store", "postgres://localhost/x", "--state", t.TempDir()}, exitUsage, "--store and --state are exclusive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"go/build"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -32,7 +33,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/checkpoint/pgcheckpoint"
 	"github.com/refine-go/refine/examples/internal/buildinfo"
 	"github.com/refine-go/refine/examples/internal/xcmd"
 	"github.com/refine-go/refine/iterate"
@@ -86,12 +89,13 @@ func (a agentFlags) Set(v string) error {
 
 // options are the command line settings.
 type options struct {
-	root, questions, state, session, skip string
-	maxIter, filesPerTask                 int
-	resume, jsonOut, quiet, version       bool
-	emoji                                 string
-	timeout                               time.Duration
-	agents                                agentFlags
+	root, questions, state, store   string
+	session, skip                   string
+	maxIter, filesPerTask           int
+	resume, jsonOut, quiet, version bool
+	emoji                           string
+	timeout                         time.Duration
+	agents                          agentFlags
 }
 
 const usageText = `Usage: research [flags]
@@ -121,6 +125,12 @@ findings on stdout ({"findings": [{"description", "citations":
 {"tokens", "cost"}}). Citations that do not name an existing line are dropped.
 Roles: explore, citation, pattern, verify, security, performance.
 
+Sessions (--store): by default each iteration's checkpoint is a file in the
+checkpoint directory (--state). With --store postgres://... the sessions are
+kept in that PostgreSQL database instead (tables in the schema "refine",
+created on first use), and a session runs in one process at a time across
+hosts; --resume continues it from any host that reaches the database.
+
 Emoji: the displays and the report use emoji only on a terminal (--emoji),
 and never when the NO_COLOR environment variable is set.
 
@@ -143,7 +153,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.questions, "questions", "", "question file (default: the built-in question about context cancellation)")
 	fs.IntVar(&o.maxIter, "max-iterations", iterate.DefaultMaxIterations, "iteration limit; at the limit the research ends with partial convergence")
 	fs.IntVar(&o.filesPerTask, "files-per-task", 20, "files an explorer reads per task")
-	fs.StringVar(&o.state, "state", "", "checkpoint directory (default: refine-research under the user cache directory, or .research in the current directory when there is none)")
+	fs.StringVar(&o.state, "state", "", "checkpoint directory, when --store is empty (default: refine-research under the user cache directory, or .research in the current directory when there is none)")
+	fs.StringVar(&o.store, "store", "", "where to keep the sessions: empty for the checkpoint directory (--state), or a PostgreSQL URL (postgres://user:password@host:port/db?sslmode=disable) to keep them in that database")
 	fs.StringVar(&o.session, "session", "", "session name (default: derived from the root and the questions, so that --resume finds it)")
 	fs.BoolVar(&o.resume, "resume", false, "continue the session from its latest checkpoint")
 	fs.Var(o.agents, "agent-cmd", "run role with an external command: role=COMMAND (repeatable)")
@@ -168,6 +179,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("--files-per-task must be at least 1, got %d", o.filesPerTask)
 	case o.timeout < 0:
 		return nil, fmt.Errorf("--task-timeout must not be negative")
+	case o.store != "" && !isPostgresURL(o.store):
+		return nil, fmt.Errorf("--store must be empty (the checkpoint directory, --state) or a postgres:// or postgresql:// URL, got %q", redactURL(o.store))
+	case o.store != "" && o.state != "":
+		return nil, errors.New("--store and --state are exclusive: --state is the checkpoint directory, used when --store is empty")
 	}
 	return o, nil
 }
@@ -250,7 +265,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	stateDir := o.state
-	if stateDir == "" {
+	if stateDir == "" && o.store == "" {
 		stateDir = defaultStateDir()
 	}
 
@@ -282,7 +297,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	w := &researcher{ix: ix, lines: &lineCounter{ix: ix}, agents: o.agents, filesPerTask: o.filesPerTask}
 	d := &display{w: disp, external: o.agents}
-	store := checkpoint.NewDir(stateDir)
+	var store iterate.Checkpointer
+	if o.store == "" {
+		store = checkpoint.NewDir(stateDir)
+	} else {
+		// stateDir names where the sessions are kept in the messages and
+		// the report: the URL without its password.
+		stateDir = redactURL(o.store)
+		pool, err := pgxpool.New(ctx, o.store)
+		if err != nil {
+			fmt.Fprintln(stderr, "research: --store:", redactErr(err, o.store))
+			return exitUsage
+		}
+		defer pool.Close()
+		pg, err := pgcheckpoint.New(ctx, pool)
+		if err != nil {
+			if ctx.Err() != nil {
+				fmt.Fprintln(stderr, "research: interrupted while connecting to", stateDir)
+				return exitInterrupted
+			}
+			fmt.Fprintf(stderr, "research: --store %s: %v\n", stateDir, redactErr(err, o.store))
+			return exitError
+		}
+		defer pg.Close()
+		store = pg
+	}
 	// The default strategy, iterate.Adaptive, with seed 000's role table
 	// (roles.go): it groups the citation and pattern roles, so that one
 	// citation task pins every finding that needs evidence and one pattern
@@ -316,7 +355,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		fmt.Fprintf(disp, "Critical questions: %d\n", crit)
-		fmt.Fprintf(disp, "Session: %s (checkpoints in %s)\n\n", session, stateDir)
+		fmt.Fprintf(disp, "Session: %s (sessions kept in %s)\n\n", session, stateDir)
 		res, err = eng.Run(ctx, initial)
 	}
 
@@ -425,4 +464,47 @@ func keywordList(kws []Keyword) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// isPostgresURL reports whether s is a postgres:// or postgresql:// URL.
+func isPostgresURL(s string) bool {
+	scheme, _, ok := strings.Cut(s, "://")
+	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
+}
+
+// redactURL returns s without the password of its user information, for
+// the messages and the report. Anything that does not parse as a URL is
+// returned as its scheme followed by "://..." so that no secret leaks.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		if scheme, _, ok := strings.Cut(s, "://"); ok {
+			return scheme + "://..."
+		}
+		return "..."
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.User(u.User.Username())
+		}
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Del("password")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// redactErr returns err with the password of url removed from its text.
+func redactErr(err error, rawURL string) error {
+	u, perr := url.Parse(rawURL)
+	if perr != nil || u.User == nil {
+		return err
+	}
+	pw, ok := u.User.Password()
+	if !ok || pw == "" || !strings.Contains(err.Error(), pw) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
 }
