@@ -189,3 +189,51 @@ func ExampleWithAnswer() {
 	// next attempt told: the test is right: use a number
 	// converged after 4 attempts
 }
+
+// The loop's levels are declared once: the gap analysis and the convergence
+// policy read the same thresholds, so a raised coverage threshold is a gap
+// the strategy targets, and a resume under other thresholds is refused by
+// name.
+func ExampleWithThresholds() {
+	store := &checkpoint.Memory{}
+	ctx, cancel := context.WithCancel(context.Background())
+	strict := gap.Thresholds{MinCoverage: 0.9}
+	eng := iterate.New(researcher{},
+		iterate.WithThresholds(strict),
+		iterate.WithCheckpointer(store),
+		iterate.WithObserver(func(e iterate.Event) {
+			if p, ok := e.(iterate.Planned); ok {
+				fmt.Println("iteration", p.Iteration(), "targets", p.Plan.Tasks[0].Gap().Kind)
+				if p.Iteration() == 2 {
+					cancel() // Ctrl+C
+				}
+			}
+		}))
+	_, err := eng.Run(ctx, notes{})
+	fmt.Println(errors.Is(err, iterate.ErrInterrupted))
+
+	_, err = iterate.New(researcher{}, iterate.WithThresholds(gap.Thresholds{MinCoverage: 0.5}),
+		iterate.WithCheckpointer(store)).Resume(context.Background())
+	var changed *iterate.SettingsChangedError
+	if errors.As(err, &changed) {
+		fmt.Println(changed.Changes)
+	}
+	// Output:
+	// iteration 1 targets coverage
+	// iteration 2 targets coverage
+	// true
+	// [coverage threshold 0.90 → 0.50]
+}
+
+// Persistence settings go with their store: here a failed save ends the run
+// (after retries), and finished tasks are journaled so that a crash loses
+// only the tasks in flight.
+func ExampleWithCheckpointer() {
+	eng := iterate.New(researcher{},
+		iterate.WithCheckpointer(&checkpoint.Memory{}, iterate.Strict|iterate.Journal),
+		iterate.WithSession("auth-research"))
+	res, err := eng.Run(context.Background(), notes{})
+	fmt.Println(res.Status, err)
+	// Output:
+	// converged <nil>
+}
