@@ -296,45 +296,14 @@ func TestInterruptAndResume(t *testing.T) {
 	state := t.TempDir()
 	// The citation agent of iteration 2 hangs until it is killed.
 	args := scenarioArgs(t, "5_early", state)
-	cmd := binaryCommand(append(args, "--agent-cmd", "citation=sleep 60")...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	sc := bufio.NewScanner(stdout)
-	inIteration2, signalled := false, false
-	for sc.Scan() {
-		line := sc.Text()
-		out.WriteString(line + "\n")
-		if strings.HasPrefix(line, "🔄 Iteration 2") {
-			inIteration2 = true
-		}
-		if inIteration2 && !signalled && strings.HasPrefix(line, "Running refinement agents") {
-			if err := cmd.Process.Signal(os.Interrupt); err != nil {
-				t.Fatal(err)
-			}
-			signalled = true
-		}
-	}
-	_, _ = io.Copy(io.Discard, stdout)
-	err = cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
-		t.Fatalf("exit %v, want %d\nstdout:\n%s\nstderr:\n%s", err, exitInterrupted, out.String(), stderr.String())
-	}
+	out := interruptInIteration2(t, args)
 	for _, w := range []string{"⏸️  Interrupted after 1 completed iteration(s). State saved in " + state, "Resume with: research --root testdata/5_early/src"} {
-		if !hasLine(out.String(), w) {
-			t.Errorf("no %q in:\n%s", w, out.String())
+		if !hasLine(out, w) {
+			t.Errorf("no %q in:\n%s", w, out)
 		}
 	}
-	if !strings.Contains(out.String(), "--resume") {
-		t.Errorf("the resume hint lacks --resume:\n%s", out.String())
+	if !strings.Contains(out, "--resume") {
+		t.Errorf("the resume hint lacks --resume:\n%s", out)
 	}
 
 	resumed, rr := runJSON(t, nil, append(args, "--resume")...)
@@ -502,4 +471,44 @@ func TestUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// interruptInIteration2 runs the binary with args, its citation agent
+// hanging, sends SIGINT once iteration 2 runs its agents, and checks that it
+// exits as interrupted. It returns what the run printed on stdout.
+func interruptInIteration2(t *testing.T, args []string) string {
+	t.Helper()
+	cmd := binaryCommand(append(args, "--agent-cmd", "citation=sleep 60")...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	sc := bufio.NewScanner(stdout)
+	inIteration2, signalled := false, false
+	for sc.Scan() {
+		line := sc.Text()
+		out.WriteString(line + "\n")
+		if strings.HasPrefix(line, "🔄 Iteration 2") {
+			inIteration2 = true
+		}
+		if inIteration2 && !signalled && strings.HasPrefix(line, "Running refinement agents") {
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			signalled = true
+		}
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
+		t.Fatalf("exit %v, want %d\nstdout:\n%s\nstderr:\n%s", err, exitInterrupted, out.String(), stderr.String())
+	}
+	return out.String()
 }

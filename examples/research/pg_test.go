@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -89,46 +85,15 @@ func TestPostgresInterruptAndResume(t *testing.T) {
 	session := pgSession(t, url)
 	args := pgArgs("5_early", url, session)
 	// The citation agent of iteration 2 hangs until it is killed.
-	cmd := binaryCommand(append(args, "--agent-cmd", "citation=sleep 60")...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	sc := bufio.NewScanner(stdout)
-	inIteration2, signalled := false, false
-	for sc.Scan() {
-		line := sc.Text()
-		out.WriteString(line + "\n")
-		if strings.HasPrefix(line, "🔄 Iteration 2") {
-			inIteration2 = true
-		}
-		if inIteration2 && !signalled && strings.HasPrefix(line, "Running refinement agents") {
-			if err := cmd.Process.Signal(os.Interrupt); err != nil {
-				t.Fatal(err)
-			}
-			signalled = true
-		}
-	}
-	_, _ = io.Copy(io.Discard, stdout)
-	err = cmd.Wait()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != exitInterrupted {
-		t.Fatalf("exit %v, want %d\nstdout:\n%s\nstderr:\n%s", err, exitInterrupted, out.String(), stderr.String())
-	}
+	out := interruptInIteration2(t, args)
 	where := redactURL(url)
 	for _, w := range []string{
 		"Session: " + session + " (sessions kept in " + where + ")",
 		"⏸️  Interrupted after 1 completed iteration(s). State saved in " + where + " (session " + session + ")",
 		"Resume with: research --root testdata/5_early/src",
 	} {
-		if !hasLine(out.String(), w) {
-			t.Errorf("no %q in:\n%s", w, out.String())
+		if !hasLine(out, w) {
+			t.Errorf("no %q in:\n%s", w, out)
 		}
 	}
 
