@@ -488,10 +488,7 @@ func (d *Dir) Load(ctx context.Context, session string) (*Checkpoint, error) {
 		return nil, ce
 	}
 	if len(s.corrupt) > 0 {
-		q := slices.MaxFunc(s.corrupt, func(a, b quarantined) int {
-			return cmp.Or(cmp.Compare(a.gen, b.gen), strings.Compare(a.name, b.name))
-		})
-		return nil, &CorruptError{Path: filepath.Join(d.dir(), q.name), Generation: q.gen, Err: errQuarantined}
+		return nil, d.quarantinedError(s.corrupt)
 	}
 	return nil, fmt.Errorf("%w: session %s in %s", ErrNotFound, quoteSession(session), d.dir())
 }
@@ -945,4 +942,13 @@ func allDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// quarantinedError reports the newest of a session's quarantined files: the
+// damage stays visible until the session is removed.
+func (d *Dir) quarantinedError(corrupt []quarantined) *CorruptError {
+	q := slices.MaxFunc(corrupt, func(a, b quarantined) int {
+		return cmp.Or(cmp.Compare(a.gen, b.gen), strings.Compare(a.name, b.name))
+	})
+	return &CorruptError{Path: filepath.Join(d.dir(), q.name), Generation: q.gen, Err: errQuarantined}
 }

@@ -4,7 +4,6 @@ package checkpoint
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -185,10 +184,7 @@ func (d *Dir) envelope(l *listed) (*Checkpoint, error) {
 		return c, ce
 	}
 	if len(l.corrupt) > 0 {
-		q := slices.MaxFunc(l.corrupt, func(a, b quarantined) int {
-			return cmp.Or(cmp.Compare(a.gen, b.gen), strings.Compare(a.name, b.name))
-		})
-		return c, &CorruptError{Path: filepath.Join(d.dir(), q.name), Generation: q.gen, Err: errQuarantined}
+		return c, d.quarantinedError(l.corrupt)
 	}
 	return nil, nil
 }
