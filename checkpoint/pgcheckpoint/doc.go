@@ -19,10 +19,11 @@
 //	)
 //	res, err := eng.Resume(ctx) // on any host
 //
-// A [Store] has the methods of [checkpoint.Dir] (Save, Load, Lock, Remove),
-// which the engine discovers by type assertion, and passes the conformance
-// suite of package checkpointtest. [Store.Sessions] lists the sessions for
-// operators.
+// A [Store] has the methods of [checkpoint.Dir] (Save, Load, Lock, Remove,
+// and Sessions, which lists the sessions' envelopes as Dir does), which the
+// engine and tools discover by type assertion, and passes the conformance
+// suite of package checkpointtest. [Store.Status] lists the sessions for
+// operators, with who holds each.
 //
 // # Tables
 //

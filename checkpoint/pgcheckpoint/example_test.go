@@ -53,7 +53,7 @@ func runExample(ctx context.Context, url, schema string) error {
 	}
 	fmt.Println(res.State, res.Status)
 
-	sessions, err := store.Sessions(ctx)
+	sessions, err := store.Status(ctx)
 	if err != nil {
 		return err
 	}

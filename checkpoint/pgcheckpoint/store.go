@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"os"
 	"strconv"
@@ -116,7 +117,7 @@ func Renew(d time.Duration) Option {
 }
 
 // Holder sets how this Store names itself in the leases it takes, as shown
-// by [Store.Sessions] and in the *[checkpoint.LockedError] other hosts get
+// by [Store.Status] and in the *[checkpoint.LockedError] other hosts get
 // (default "<hostname> pid <pid>"). A random suffix is always appended, so
 // that two Stores never share a holder name.
 func Holder(name string) Option {
@@ -368,7 +369,7 @@ func (s *Store) Remove(ctx context.Context, session string) error {
 	return nil
 }
 
-// Session describes one session of a store, as listed by [Store.Sessions].
+// Session describes one session of a store, as listed by [Store.Status].
 type Session struct {
 	// Name is the session's name.
 	Name string
@@ -389,9 +390,54 @@ type Session struct {
 	Token uint64
 }
 
-// Sessions lists every session with a checkpoint or a lease, by name, for
+// Sessions yields the newest checkpoint of every session, in the order of
+// their names, as [checkpoint.Dir] and [checkpoint.Memory] list theirs:
+// the envelope only (Engine and State are nil), read in one query that
+// takes no lock. A failed query or an ended context yields one (nil, err)
+// and stops. [Store.Status] adds who holds each session.
+func (s *Store) Sessions(ctx context.Context) iter.Seq2[*checkpoint.Checkpoint, error] {
+	return func(yield func(*checkpoint.Checkpoint, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		rows, err := s.pool.Query(ctx, `SELECT DISTINCT ON (session) session, generation, token, status, reason,
+				iteration, time, time_ns, question, fingerprint
+			FROM `+s.table("checkpoints")+` ORDER BY session, generation DESC`)
+		if err != nil {
+			yield(nil, fmt.Errorf("pgcheckpoint: listing sessions: %w", err))
+			return
+		}
+		var list []*checkpoint.Checkpoint
+		for rows.Next() {
+			c := new(checkpoint.Checkpoint)
+			var gen, token, iteration int64
+			var t time.Time
+			var ns int32
+			if err := rows.Scan(&c.Session, &gen, &token, &c.Status, &c.Reason, &iteration, &t, &ns, &c.Question, &c.Fingerprint); err != nil {
+				rows.Close()
+				yield(nil, fmt.Errorf("pgcheckpoint: listing sessions: %w", err))
+				return
+			}
+			c.Generation, c.Token, c.Iteration = uint64(gen), uint64(token), int(iteration)
+			c.Time = t.UTC().Add(time.Duration(ns))
+			list = append(list, c)
+		}
+		if err := rows.Err(); err != nil {
+			yield(nil, fmt.Errorf("pgcheckpoint: listing sessions: %w", err))
+			return
+		}
+		for _, c := range list {
+			if !yield(c, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Status lists every session with a checkpoint or a lease, by name, for
 // operators: status, progress, and who holds it until when.
-func (s *Store) Sessions(ctx context.Context) ([]Session, error) {
+func (s *Store) Status(ctx context.Context) ([]Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -457,11 +457,11 @@ func TestRetention(t *testing.T) {
 	}
 }
 
-func TestSessions(t *testing.T) {
+func TestStatus(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t)
-	if got, err := s.Sessions(ctx); err != nil || len(got) != 0 {
-		t.Fatalf("Sessions of an empty store: %v, %v; want none", got, err)
+	if got, err := s.Status(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("Status of an empty store: %v, %v; want none", got, err)
 	}
 	// "alpha": two saves, no lease; "beta": held, saved with its token;
 	// "gamma": held, never saved; "delta": held once, released.
@@ -493,7 +493,7 @@ func TestSessions(t *testing.T) {
 	releaseDelta()
 
 	before := time.Now()
-	got, err := s.Sessions(ctx)
+	got, err := s.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -509,7 +509,7 @@ func TestSessions(t *testing.T) {
 		cmpopts.IgnoreFields(pgcheckpoint.Session{}, "Updated", "Expires"),
 	}
 	if diff := cmp.Diff(want, got, opts); diff != "" {
-		t.Errorf("Sessions (-want +got):\n%s", diff)
+		t.Errorf("Status (-want +got):\n%s", diff)
 	}
 	for _, x := range got {
 		if hasCkpt := x.Generation != 0; hasCkpt == x.Updated.IsZero() {

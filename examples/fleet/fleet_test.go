@@ -143,7 +143,7 @@ func TestFleet(t *testing.T) {
 	}
 	defer store.Close()
 	eventually(t, 150*time.Second, "not every session converged (see the workers' output)", func() bool {
-		ss, err := store.Sessions(ctx)
+		ss, err := store.Status(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

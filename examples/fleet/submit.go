@@ -207,7 +207,7 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // refine_session, by session name: a session not started yet shows its
 // job's state.
 func listSessions(ctx context.Context, store *pgcheckpoint.Store, pool *pgxpool.Pool, schema string) ([]row, error) {
-	sessions, err := store.Sessions(ctx)
+	sessions, err := store.Status(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -72,7 +72,7 @@ func fleetRate(t *testing.T, workers int) float64 {
 	run1(t, "submit", "--db", url, "--schema", schema, "--count", fmt.Sprint(tpSessions),
 		"--iterations", fmt.Sprint(tpIterations), "--task-ms", fmt.Sprint(tpTaskMillis))
 	eventually(t, 5*time.Minute, "not every session converged", func() bool {
-		ss, err := store.Sessions(ctx)
+		ss, err := store.Status(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
