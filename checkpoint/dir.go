@@ -542,22 +542,11 @@ func openGen(path string) (*os.File, int64, error) {
 // readGen reads and decodes one generation, checking its session. It reads
 // the header first and the rest only if the file's size agrees with it.
 func readGen(path, session string) (*Checkpoint, error) {
-	f, size, err := openGen(path)
+	f, size, hdr, _, _, err := openFrame(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if size > maxEncoded {
-		return nil, &CorruptError{Err: errTooLarge}
-	}
-	var hdr [headerSize]byte
-	n, err := io.ReadFull(f, hdr[:min(size, headerSize)])
-	if err != nil {
-		return nil, readErr(err)
-	}
-	if _, _, _, err := checkFrame(hdr[:n], size); err != nil {
-		return nil, err
-	}
 	data := make([]byte, size)
 	copy(data, hdr[:])
 	if _, err := io.ReadFull(f, data[headerSize:]); err != nil {
@@ -571,6 +560,32 @@ func readGen(path, session string) (*Checkpoint, error) {
 		return nil, &CorruptError{Err: fmt.Errorf("records session %s, not %s", quoteSession(c.Session), quoteSession(session))}
 	}
 	return c, nil
+}
+
+// openFrame opens the generation file at path and reads and checks its
+// header against its size, before anything else is read: a stray file of
+// any size costs a header's read. On success the caller closes f.
+func openFrame(path string) (f *os.File, size int64, hdr [headerSize]byte, version uint32, recLen int, err error) {
+	f, size, err = openGen(path)
+	if err != nil {
+		return nil, 0, hdr, 0, 0, err
+	}
+	fail := func(err error) (*os.File, int64, [headerSize]byte, uint32, int, error) {
+		f.Close()
+		return nil, 0, hdr, 0, 0, err
+	}
+	if size > maxEncoded {
+		return fail(&CorruptError{Err: errTooLarge})
+	}
+	n, err := io.ReadFull(f, hdr[:min(size, headerSize)])
+	if err != nil {
+		return fail(readErr(err))
+	}
+	version, recLen, _, err = checkFrame(hdr[:n], size)
+	if err != nil {
+		return fail(err)
+	}
+	return f, size, hdr, version, recLen, nil
 }
 
 // readErr turns a short read (the file shrank after its size was taken) into

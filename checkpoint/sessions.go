@@ -194,23 +194,11 @@ func (d *Dir) envelope(l *listed) (*Checkpoint, error) {
 // checksum is verified only for a record of another version, to tell it
 // from damage.
 func readEnvelope(path, session string) (*Checkpoint, error) {
-	f, size, err := openGen(path)
+	f, size, _, version, recLen, err := openFrame(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if size > maxEncoded {
-		return nil, &CorruptError{Err: errTooLarge}
-	}
-	var hdr [headerSize]byte
-	n, err := io.ReadFull(f, hdr[:min(size, headerSize)])
-	if err != nil {
-		return nil, readErr(err)
-	}
-	version, recLen, _, err := checkFrame(hdr[:n], size)
-	if err != nil {
-		return nil, err
-	}
 	if version != Version {
 		// Only an intact record of another version is not damage.
 		h := crc32.New(castagnoli)
