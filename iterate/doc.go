@@ -103,9 +103,15 @@
 //
 // # Goroutines
 //
-// The loop runs in the caller's goroutine; task goroutines end before Run
-// returns (except a task abandoned after ignoring cancellation). The engine
-// holds no global state.
+// Under a context that cannot end (context.Background), the loop runs in
+// the caller's goroutine. Under one that can, it runs in a goroutine of its
+// own while the caller's waits, so that the lone task of an iteration runs
+// right in the loop's goroutine, without a goroutine of its own, and can
+// still be abandoned when it ignores the end of the context: Run then
+// returns, interrupted, within the grace period ([WithGrace]). A panic or
+// runtime.Goexit in the loop's goroutine is repeated in the caller's. Task
+// goroutines end before Run returns (except a task abandoned after ignoring
+// cancellation). The engine holds no global state.
 //
 // # Observing
 //

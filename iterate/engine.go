@@ -83,6 +83,7 @@ type run[S any] struct {
 	hist       converge.History
 	budget     *budget.Budget
 	sit        Situation
+	cur        Plan // the plan of the iteration under way
 	last       Plan
 	hasLast    bool
 	decision   converge.Decision
@@ -102,9 +103,13 @@ type run[S any] struct {
 	token     uint64       // the fencing token of the session lock (0: none)
 	// saveFailed is set when a save failed for good: nothing more is saved.
 	saveFailed bool
-	journal    journal    // finished tasks of the iteration in flight
-	saver      *saver     // from the first save on
-	runner     *runner[S] // from the first lone task under a context that can end
+	journal    journal   // finished tasks of the iteration in flight
+	saver      *saver    // from the first save on
+	clock      iterClock // times the iterations
+	inflight   inflight  // the iteration whose tasks are running
+	// handoff is set when the loop runs on a goroutine of its own, under a
+	// context that can end (see drive).
+	handoff *handoff
 }
 
 func (e *engine[S]) newRun() (*run[S], error) {
@@ -169,7 +174,7 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 	if ce := r.log.Check(zap.InfoLevel, "loop started"); ce != nil {
 		ce.Write(zap.String("session", e.cfg.session), zap.Int("max_iterations", e.cfg.maxIterations))
 	}
-	return r.loop(ctx)
+	return r.drive(ctx)
 }
 
 // Resume continues the session from its latest checkpoint: the iteration
@@ -252,7 +257,7 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	if ce := r.log.Check(zap.InfoLevel, "loop resumed"); ce != nil {
 		ce.Write(zap.String("session", e.cfg.session), zap.Int("iteration", r.hist.Iteration), zap.String("from_status", c.Status))
 	}
-	return r.loop(ctx)
+	return r.drive(ctx)
 }
 
 // notStarted is the result of a run whose context ended before it started:
@@ -280,10 +285,11 @@ func (r *run[S]) finalErr(status Status, reason string) error {
 	return nil
 }
 
-// loop is the refinement loop proper; it runs in the caller's goroutine.
+// loop is the refinement loop proper. It runs in the caller's goroutine,
+// or in one of its own under a context that can end (see drive); ctx is
+// the loop's context, which carries Warn.
 func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
-	defer r.stopRunner()
-	ctx = context.WithValue(ctx, warnKey{}, r.hostWarn)
+	r.clock.start = time.Now()
 	for {
 		if ctx.Err() != nil {
 			return r.interrupt(ctx)
@@ -334,7 +340,8 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 			}
 		}
 
-		plan, err := r.plan(ctx, n, d)
+		r.cur, err = r.plan(ctx, n, d)
+		plan := &r.cur // not a local: the tasks may outlive this goroutine (see drive)
 		if err != nil {
 			reservation.Release()
 			return r.fail(ctx, "planning failed", err)
@@ -345,7 +352,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 		switch plan.Action {
 		case Escalate:
 			reservation.Release()
-			return r.escalate(ctx, d, &plan)
+			return r.escalate(ctx, d, plan)
 		case Stop:
 			reservation.Release()
 			reason := plan.Reason
@@ -355,7 +362,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 			return r.stop(ctx, Stuck, reason)
 		}
 
-		if err := r.iterate(ctx, n, &plan, reservation); err != nil {
+		if err := r.iterate(ctx, n, plan, reservation); err != nil {
 			return r.fail(ctx, "iteration failed", err)
 		}
 		if r.cfg.persist&Journal != 0 {
@@ -378,9 +385,10 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 // error only for what ends the run (a permanent error or a panic in
 // Integrate); failed tasks fail the iteration, not the run.
 func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation budget.Reservation) error {
-	start := time.Now()
+	fl := &r.inflight
+	*fl = inflight{n: n, plan: plan, reservation: reservation}
 	if r.observing {
-		r.emit(IterationStarted{it: it{n}, Time: start})
+		r.emit(IterationStarted{it: it{n}, Time: r.clock.at(r.clock.last)})
 	}
 	if ce := r.log.Check(zap.DebugLevel, "iteration started"); ce != nil {
 		ce.Write(zap.Int("iteration", n), zap.String("phase", "execute"), zap.String("action", string(plan.Action)), zap.Int("tasks", len(plan.Tasks)))
@@ -394,7 +402,21 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 		execCtx, cancel = context.WithTimeoutCause(ctx, left, errWallTime)
 		defer cancel()
 	}
-	outs := r.execute(execCtx, plan.Tasks)
+	return r.integrateIteration(ctx, fl, r.execute(execCtx, plan.Tasks))
+}
+
+// inflight is the iteration whose tasks are running: what integrating it
+// needs besides their outcomes.
+type inflight struct {
+	n           int
+	plan        *Plan
+	reservation budget.Reservation
+}
+
+// integrateIteration ends the iteration it with the outcomes of its tasks:
+// it integrates them, charges the budget and records the iteration.
+func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Outcome[S]) error {
+	n, plan, reservation := fl.n, fl.plan, fl.reservation
 	var usage budget.Usage
 	failedTasks := 0
 	var taskErr error
@@ -450,8 +472,7 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 		r.lastErr = iterErr
 	}
 
-	dur := time.Since(start) // one monotonic clock read; the wall end follows
-	end := start.Add(dur)
+	end, dur := r.clock.lap()
 	usage.Iterations++
 	usage.Wall += dur
 	r.settle(reservation, usage)
@@ -477,6 +498,28 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 	r.ended(iterationEnd{n: n, action: plan.Action, tasks: len(outs), failedTasks: failedTasks,
 		failed: failed, err: iterErr, end: end, dur: dur, usage: usage})
 	return nil
+}
+
+// iterClock times a run's iterations with one reading of the monotonic clock
+// each: an iteration lasts from the end of the one before (or the start of
+// the run) to the integration of its tasks, its assessment, analysis,
+// decision, planning and the previous iteration's checkpoint included, so
+// that the iterations' durations add up to the run's time.
+type iterClock struct {
+	start time.Time     // when the run started, with a monotonic reading
+	last  time.Duration // when the latest iteration ended, after start
+}
+
+// at returns the instant d after the start.
+func (c *iterClock) at(d time.Duration) time.Time { return c.start.Add(d) }
+
+// lap ends an iteration: it returns the time and the duration since the
+// previous lap.
+func (c *iterClock) lap() (time.Time, time.Duration) {
+	now := time.Since(c.start)
+	dur := now - c.last
+	c.last = now
+	return c.at(now), dur
 }
 
 // iterationEnd is how an iteration went, as the engine counts, reports and

@@ -15,8 +15,9 @@ import (
 // yields an outcome with Err set and the others go on. execute returns when
 // every task has returned or been abandoned.
 //
-// A single task without a timeout under a context that cannot be cancelled
-// runs in the caller's goroutine: there is nothing to wait for concurrently.
+// A single task without a timeout of its own runs on the loop's goroutine:
+// there is nothing to wait for concurrently (see workReleased for how it is
+// still abandoned when the loop's context ends).
 func (r *run[S]) execute(ctx context.Context, tasks []Task) []Outcome[S] {
 	if cap(r.outs) < len(tasks) {
 		r.outs = make([]Outcome[S], len(tasks))
@@ -124,7 +125,8 @@ func (r *run[S]) endStage(ctx context.Context, state S, stage int, outs []Outcom
 // task's context ends and Work does not return within the grace period, the
 // task is abandoned: its outcome reports ErrAbandoned and its goroutine is
 // left to finish on its own. lone is set for the only task of an iteration,
-// run from the loop's goroutine.
+// run from the loop's goroutine: under the loop's own context it runs right
+// there (see workReleased), under a timeout of its own on a goroutine.
 func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S], lone bool) {
 	tctx := ctx
 	if t.Timeout > 0 {
@@ -142,8 +144,8 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 	case replayed:
 	case tctx.Done() == nil:
 		r.work(tctx, state, t, out)
-	case lone:
-		r.workOnRunner(tctx, state, t, out)
+	case lone && r.handoff != nil && tctx == r.handoff.ctx:
+		r.workReleased(tctx, state, t, out, start)
 	default:
 		r.workCancellable(tctx, state, t, out)
 	}
@@ -195,55 +197,6 @@ func (r *run[S]) await(ctx context.Context, t *Task, done <-chan Outcome[S], out
 // abandoned is the outcome of a task abandoned after the grace period.
 func (r *run[S]) abandoned(ctx context.Context, t *Task) Outcome[S] {
 	return Outcome[S]{Err: fmt.Errorf("task %s: %w after %v (%v)", t.ID(), ErrAbandoned, r.cfg.grace, context.Cause(ctx))}
-}
-
-// runner runs the lone tasks of a run's iterations under a context that can
-// end, one at a time, in a goroutine that serves the whole run: the loop
-// must be free to abandon a task that ignores the end of its context (see
-// runTask), but need not start a goroutine per iteration for it. A runner
-// whose task is abandoned stays with that task; the next lone task gets a
-// new runner.
-type runner[S any] struct {
-	jobs chan job[S]
-	// outs is buffered, so that an abandoned task's late outcome is left
-	// there, never waited for.
-	outs chan Outcome[S]
-}
-
-// job is a task for a runner, with copies of what the task reads.
-type job[S any] struct {
-	ctx   context.Context
-	state S
-	task  Task
-}
-
-// workOnRunner runs t on the run's runner, as workCancellable would.
-func (r *run[S]) workOnRunner(ctx context.Context, state S, t *Task, out *Outcome[S]) {
-	rn := r.runner
-	if rn == nil {
-		rn = &runner[S]{jobs: make(chan job[S]), outs: make(chan Outcome[S], 1)}
-		go func() {
-			o := new(Outcome[S]) // one for every task: a Func step's round points into it
-			for j := range rn.jobs {
-				r.work(j.ctx, j.state, &j.task, o)
-				rn.outs <- *o
-			}
-		}()
-		r.runner = rn
-	}
-	rn.jobs <- job[S]{ctx: ctx, state: state, task: *t}
-	if !r.await(ctx, t, rn.outs, out) {
-		*out = r.abandoned(ctx, t)
-		r.stopRunner() // it ends once the task returns
-	}
-}
-
-// stopRunner lets the run's runner, if any, end.
-func (r *run[S]) stopRunner() {
-	if r.runner != nil {
-		close(r.runner.jobs)
-		r.runner = nil
-	}
 }
 
 // work calls the worker into out, turning a panic into a *PanicError.
