@@ -79,12 +79,13 @@ type run[S any] struct {
 	cfg *config
 	log *zap.Logger
 
-	state      S
-	hist       converge.History
-	budget     *budget.Budget
-	sit        Situation
-	cur        Plan // the plan of the iteration under way
-	last       Plan
+	state  S
+	hist   converge.History
+	budget *budget.Budget
+	sit    Situation
+	// plans are the plans of the iteration under way and the one before,
+	// alternating as taskBufs do: plans[n%2] is iteration n's.
+	plans      [2]Plan
 	hasLast    bool
 	decision   converge.Decision
 	data       engineData
@@ -340,8 +341,8 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 			}
 		}
 
-		r.cur, err = r.plan(ctx, n, d)
-		plan := &r.cur // not a local: the tasks may outlive this goroutine (see drive)
+		plan := &r.plans[n%2] // not a local: the tasks may outlive this goroutine (see drive)
+		*plan, err = r.plan(ctx, n, d)
 		if err != nil {
 			reservation.Release()
 			return r.fail(ctx, "planning failed", err)
@@ -472,7 +473,7 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 		r.lastErr = iterErr
 	}
 
-	end, dur := r.clock.lap()
+	dur := r.clock.lap()
 	usage.Iterations++
 	usage.Wall += dur
 	r.settle(reservation, usage)
@@ -481,7 +482,6 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	if r.cfg.persist&Journal != 0 {
 		r.journal.forget()
 	}
-	r.data.LastIterationAt = end
 	r.data.Elapsed += dur
 	r.pushDuration(dur)
 
@@ -494,33 +494,36 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	}
 	r.sit.Unresolved = r.data.Unresolved
 	r.data.Answer = ""
-	r.last, r.hasLast = *plan, true
+	r.hasLast = true
 	r.ended(iterationEnd{n: n, action: plan.Action, tasks: len(outs), failedTasks: failedTasks,
-		failed: failed, err: iterErr, end: end, dur: dur, usage: usage})
+		failed: failed, err: iterErr, dur: dur, usage: usage})
 	return nil
 }
 
-// iterClock times a run's iterations with one reading of the monotonic clock
-// each: an iteration lasts from the end of the one before (or the start of
-// the run) to the integration of its tasks, its assessment, analysis,
-// decision, planning and the previous iteration's checkpoint included, so
-// that the iterations' durations add up to the run's time.
+// iterClock times a run's iterations with one reading of the monotonic
+// clock each: an iteration lasts from the end of the one before (or the
+// start of the run) to the integration of its tasks, its assessment,
+// analysis, decision, planning and the previous iteration's checkpoint
+// included, so that the iterations' durations add up to the run's time.
 type iterClock struct {
-	start time.Time     // when the run started, with a monotonic reading
-	last  time.Duration // when the latest iteration ended, after start
+	start  time.Time     // when the run started, with a monotonic reading
+	last   time.Duration // when the latest iteration ended, after start
+	lapped bool          // an iteration ended in this run
 }
 
 // at returns the instant d after the start.
 func (c *iterClock) at(d time.Duration) time.Time { return c.start.Add(d) }
 
-// lap ends an iteration: it returns the time and the duration since the
-// previous lap.
-func (c *iterClock) lap() (time.Time, time.Duration) {
+// lap ends an iteration and returns its duration.
+func (c *iterClock) lap() time.Duration {
 	now := time.Since(c.start)
 	dur := now - c.last
-	c.last = now
-	return c.at(now), dur
+	c.last, c.lapped = now, true
+	return dur
 }
+
+// lastEnd returns when the latest iteration of the run ended.
+func (c *iterClock) lastEnd() time.Time { return c.at(c.last) }
 
 // iterationEnd is how an iteration went, as the engine counts, reports and
 // logs it.
@@ -529,7 +532,6 @@ type iterationEnd struct {
 	action                Action
 	failed                bool
 	err                   error
-	end                   time.Time
 	dur                   time.Duration
 	usage                 budget.Usage
 }
@@ -543,7 +545,7 @@ func (r *run[S]) ended(e iterationEnd) {
 	r.data.Totals.Duration += e.dur
 
 	if r.observing {
-		r.emit(IterationEnded{it: it{e.n}, Time: e.end, Duration: e.dur, Failed: e.failed, Err: e.err,
+		r.emit(IterationEnded{it: it{e.n}, Time: r.clock.lastEnd(), Duration: e.dur, Failed: e.failed, Err: e.err,
 			Tasks: e.tasks, FailedTasks: e.failedTasks, ConsecutiveFailures: r.hist.ConsecutiveFailures,
 			Usage: e.usage})
 	}
@@ -563,6 +565,9 @@ func (r *run[S]) pushDuration(d time.Duration) {
 }
 
 func (r *run[S]) assess(ctx context.Context) (a gap.Assessment, err error) {
+	if fw := r.e.funcWorker; fw != nil && fw.AssessFunc == nil {
+		return gap.Assessment{Complete: r.data.Complete}, nil // what its Assess returns, without the call
+	}
 	defer recoverInto(&err, "assess")
 	a, err = r.e.w.Assess(ctx, r.state)
 	if r.data.Complete {
@@ -639,7 +644,7 @@ func (r *run[S]) fillSituation(n int, d converge.Decision) {
 	}
 	s.Last = nil
 	if r.hasLast {
-		s.Last = &r.last
+		s.Last = &r.plans[(n-1)%2]
 	}
 	s.tasks = r.taskBufs[n%2][:0]
 	s.Answer = r.data.Answer

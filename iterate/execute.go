@@ -22,9 +22,9 @@ func (r *run[S]) execute(ctx context.Context, tasks []Task) []Outcome[S] {
 	if cap(r.outs) < len(tasks) {
 		r.outs = make([]Outcome[S], len(tasks))
 	}
-	outs := r.outs[:len(tasks)]
-	clear(outs)
-	state := r.state // tasks read this copy: an abandoned task must not race the loop
+	// runTask sets each outcome whole; tasks read a copy of the state: an
+	// abandoned task must not race the loop.
+	outs, state := r.outs[:len(tasks)], r.state
 	if len(tasks) == 0 {
 		return outs
 	}

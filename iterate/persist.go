@@ -227,6 +227,9 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 	d.Gaps = r.hist.Gaps
 	d.Journal = journal
 	d.Decision = r.decision
+	if r.clock.lapped {
+		d.LastIterationAt = r.clock.lastEnd()
+	}
 	if r.saver == nil {
 		r.saver = new(saver)
 	}
