@@ -58,7 +58,7 @@ type loopExit[S any] struct {
 // file). A panic or runtime.Goexit on the loop's goroutine is repeated on
 // the caller's.
 func (r *run[S]) drive(ctx context.Context) (*Result[S], error) {
-	ctx = context.WithValue(ctx, warnKey{}, r.hostWarn)
+	ctx = context.WithValue(ctx, warnKey{}, warner(r))
 	if ctx.Done() == nil {
 		return r.loop(ctx)
 	}

@@ -238,7 +238,12 @@ func (r Round) Charge(u budget.Usage) {
 	}
 }
 
+// warnKey is the context key of the loop's warner: the run itself, so that
+// putting it in the context allocates nothing but the context.
 type warnKey struct{}
+
+// warner is what [Warn] finds under warnKey.
+type warner interface{ hostWarn(msg string) }
 
 // Warn reports a warning from inside a Worker's Work, Assess or Integrate
 // under a loop's context: the engine emits it at once as a Warned event (from
@@ -246,9 +251,9 @@ type warnKey struct{}
 // loop took the warning; outside a loop it does nothing and returns false.
 // For a warning that should wait for the task's end, use Outcome.Warnings.
 func Warn(ctx context.Context, msg string) bool {
-	fn, ok := ctx.Value(warnKey{}).(func(string))
+	w, ok := ctx.Value(warnKey{}).(warner)
 	if ok {
-		fn(msg)
+		w.hostWarn(msg)
 	}
 	return ok
 }

@@ -420,6 +420,10 @@ func AllowSettingsChange() ResumeOption {
 // nopLogger is the default logger, shared: a Logger is immutable.
 var nopLogger = zap.NewNop()
 
+// defaultStrategy is the strategy of loops configured with none: an
+// Adaptive with its defaults, which keeps nothing between plans, shared.
+var defaultStrategy Strategy = &Adaptive{}
+
 // finish fills defaults and validates what needs the whole configuration.
 func (c *config) finish() error {
 	if c.logger == nil {
@@ -429,7 +433,7 @@ func (c *config) finish() error {
 		c.analyzer = gap.Default()
 	}
 	if c.strategy == nil {
-		c.strategy = &Adaptive{}
+		c.strategy = defaultStrategy
 	}
 	if c.policy == nil {
 		c.policy = converge.Default()
