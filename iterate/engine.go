@@ -111,16 +111,20 @@ type run[S any] struct {
 	// handoff is set when the loop runs on a goroutine of its own, under a
 	// context that can end (see drive).
 	handoff *handoff
+	loopCtx loopContext
 }
 
 func (e *engine[S]) newRun() (*run[S], error) {
-	b, err := budget.New(e.cfg.limits)
-	if err != nil {
-		return nil, &ConfigError{Option: "WithBudget", Reason: "invalid limits", Err: err}
-	}
-	r := &run[S]{e: e, cfg: &e.cfg, log: e.cfg.logger, budget: b, observing: len(e.cfg.observers) > 0,
+	r := &run[S]{e: e, cfg: &e.cfg, log: e.cfg.logger, observing: len(e.cfg.observers) > 0,
 		durations: newWindow[time.Duration](durationsWindow),
 		limited:   e.cfg.limits != (budget.Limits{})}
+	if r.limited { // without limits, what is spent is a plain sum (r.spent)
+		b, err := budget.New(e.cfg.limits)
+		if err != nil {
+			return nil, &ConfigError{Option: "WithBudget", Reason: "invalid limits", Err: err}
+		}
+		r.budget = b
+	}
 	r.outs = r.lone[:] // an iteration of one task, the usual, needs no allocation
 	r.configureHistory()
 	return r, nil

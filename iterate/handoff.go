@@ -58,7 +58,8 @@ type loopExit[S any] struct {
 // file). A panic or runtime.Goexit on the loop's goroutine is repeated on
 // the caller's.
 func (r *run[S]) drive(ctx context.Context) (*Result[S], error) {
-	ctx = context.WithValue(ctx, warnKey{}, warner(r))
+	r.loopCtx = loopContext{Context: ctx, w: r}
+	ctx = &r.loopCtx
 	if ctx.Done() == nil {
 		return r.loop(ctx)
 	}
@@ -163,4 +164,19 @@ func (r *run[S]) abandonTask(ctx context.Context, t Task, start time.Time) (*Res
 		}
 	}
 	return r.interrupt(loopCtx)
+}
+
+// loopContext is the loop's context: the host's, carrying the run for
+// [Warn]. It lives in the run, so that it costs no allocation.
+type loopContext struct {
+	context.Context
+	w warner
+}
+
+// Value returns the run for warnKey, the host context's value otherwise.
+func (c *loopContext) Value(key any) any {
+	if key == (warnKey{}) {
+		return c.w
+	}
+	return c.Context.Value(key)
 }

@@ -48,10 +48,14 @@ type engineData struct {
 // recordVersion is the version of engineData that this engine writes.
 const recordVersion = 1
 
+// noRelease releases no lock. (A func literal in lock, a generic method,
+// would be allocated at every call.)
+func noRelease() {}
+
 func (r *run[S]) lock(ctx context.Context) (func(), error) {
 	l, ok := r.cfg.checkpointer.(Locker)
 	if !ok {
-		return func() {}, nil
+		return noRelease, nil
 	}
 	token, release, err := l.Lock(ctx, r.cfg.session)
 	if err != nil {
@@ -123,7 +127,9 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 	r.data.History = nil
 	r.hist.Gaps = r.data.Gaps // not part of the saved history: the record has them
 	r.configureHistory()
-	r.budget.Restore(r.data.Usage)
+	if r.budget != nil {
+		r.budget.Restore(r.data.Usage)
+	}
 	r.spent = r.data.Usage
 	r.generation = c.Generation
 	r.durations.set(r.data.Durations)
