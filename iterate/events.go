@@ -68,7 +68,9 @@ type LoopStopped struct {
 	SaveErr error
 }
 
-// IterationStarted is sent before an iteration's work.
+// IterationStarted is sent before an iteration's tasks start. Time is when
+// the iteration started: when the one before ended, or the run started
+// (see IterationEnded.Duration).
 type IterationStarted struct {
 	it
 	Time time.Time
@@ -114,7 +116,11 @@ type TaskEnded struct {
 // IterationEnded is sent after an iteration's results are integrated.
 type IterationEnded struct {
 	it
-	// Time is when the iteration ended.
+	// Time is when the iteration ended, and Duration how long it took from
+	// the end of the one before (or the start of the run, or of the resumed
+	// run): its assessment, gap analysis, decision, plan, tasks and
+	// integration, and the checkpoint saved after the one before. The
+	// durations of a run's iterations add up to the run's time.
 	Time     time.Time
 	Duration time.Duration
 	// Failed is true when the iteration counted as a failure (every task

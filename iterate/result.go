@@ -107,7 +107,9 @@ type Result[S any] struct {
 	Err error
 }
 
-// Totals are cumulative metrics.
+// Totals are cumulative metrics of a session, across resumes: its completed
+// iterations, their tasks and failed tasks, and their durations added up
+// (see IterationEnded.Duration).
 type Totals struct {
 	Iterations  int
 	Tasks       int
