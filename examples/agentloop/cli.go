@@ -125,7 +125,7 @@ func parseArgs(args []string, cwd string, stdout io.Writer) (*invocation, error)
 	fs.BoolVar(&inv.fresh, "fresh", false, "discard an interrupted state of the procedure and start over")
 	fs.StringVar(&inv.logFile, "log", "", "append structured JSON logs (iteration, phase, duration, outcome) to `file`")
 	fs.BoolVar(&inv.verbose, "verbose", false, "write structured logs to stderr")
-	fs.BoolVar(&inv.json, "json", false, "write the final result as JSON to stdout (status, reason, iterations, usage, exit_code); the progress lines go to stderr")
+	fs.BoolVar(&inv.json, "json", false, "write the final result as JSON to stdout (status, reason, iterations, usage, exit_code), or with --dry-run what would run; the progress lines go to stderr")
 	fs.BoolVar(&inv.version, "version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), synopsis)

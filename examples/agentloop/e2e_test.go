@@ -1365,3 +1365,26 @@ func TestJSONResult(t *testing.T) {
 		})
 	}
 }
+
+// TestDryRunJSON: --dry-run with --json writes what it would run as one
+// line of JSON, and runs nothing.
+func TestDryRunJSON(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	got := f.run(map[string]string{"AGENTLOOP_AI_CMD": "claude -p"}, "build", "--dry-run", "--json", "--token-budget", "50", "--gate", "go test ./...")
+	if got.code != exitOK || strings.Count(got.stdout, "\n") != 1 {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and one line", got.code, got.stdout, got.stderr)
+	}
+	var r map[string]any
+	if err := json.Unmarshal([]byte(got.stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"dry_run": true, "procedure": "build", "ai_cmd": "claude -p", "gates": []any{"go test ./..."},
+		"tokens": float64(budget.EstimateTokens(wantPrompt)), "token_budget": 50.0, "over_budget": true, "prompt": wantPrompt}
+	if diff := cmp.Diff(want, r); diff != "" {
+		t.Errorf("result (-want +got):\n%s", diff)
+	}
+	if calls := f.calls(); calls != nil {
+		t.Errorf("the AI CLI ran: %q", calls)
+	}
+}

@@ -33,6 +33,11 @@ func dryRun(set *settings, stdout, stderr io.Writer) int {
 		ai = "(no AI CLI configured)"
 	}
 	tokens := budget.EstimateTokens(prompt)
+	if set.JSON {
+		return writeDryRun(stdout, dryRunResult{DryRun: true, Procedure: set.Procedure, AICmd: set.AICmd,
+			Gates: set.Gates, Tokens: tokens, TokenBudget: set.TokenBudget, OverBudget: tokens > set.TokenBudget,
+			Prompt: prompt})
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "[DRY RUN] Procedure: %s\n", set.Procedure)
 	fmt.Fprintf(&b, "[DRY RUN] Would execute with: %s\n", ai)
@@ -46,6 +51,29 @@ func dryRun(set *settings, stdout, stderr io.Writer) int {
 	b.WriteString("\n")
 	b.WriteString(prompt)
 	io.WriteString(stdout, b.String())
+	return exitOK
+}
+
+// dryRunResult is what --dry-run writes with --json.
+type dryRunResult struct {
+	DryRun    bool   `json:"dry_run"`
+	Procedure string `json:"procedure"`
+	// AICmd is the AI CLI that would run, empty when none is configured.
+	AICmd       string   `json:"ai_cmd"`
+	Gates       []string `json:"gates"`
+	Tokens      int      `json:"tokens"`
+	TokenBudget int      `json:"token_budget"`
+	OverBudget  bool     `json:"over_budget"`
+	Prompt      string   `json:"prompt"`
+}
+
+// writeDryRun writes r as one line of JSON.
+func writeDryRun(w io.Writer, r dryRunResult) int {
+	if r.Gates == nil {
+		r.Gates = []string{}
+	}
+	data, _ := json.Marshal(r) // plain fields: cannot fail
+	fmt.Fprintf(w, "%s\n", data)
 	return exitOK
 }
 
