@@ -239,4 +239,3 @@ func procStatus(field string) (int64, bool) {
 	}
 	return 0, false
 }
-

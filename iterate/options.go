@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -46,12 +47,32 @@ type Codec interface {
 	Unmarshal(data []byte, v any) error
 }
 
+// StreamCodec is a [Codec] that can also write a state's encoding to a
+// writer. When the checkpointer is a [StreamSaver] too, the engine saves the
+// state with Encode, straight into the store (a [checkpoint.Dir]'s file),
+// instead of holding the slice Marshal returns: for a large state, that is
+// the memory of a whole copy of its encoding saved, or more. [JSON] is one.
+//
+// Encode writes the encoding of v to w and returns the first error, of the
+// encoding or of w. What it writes must decode with Unmarshal as Marshal's
+// output does. It may be called again for the same value, when a save is
+// retried, and must not keep w.
+type StreamCodec interface {
+	Codec
+	Encode(w io.Writer, v any) error
+}
+
 type jsonCodec struct{}
 
 func (jsonCodec) Marshal(v any) ([]byte, error)      { return json.Marshal(v) }
 func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
 
-// JSON is the default [Codec].
+// Encode writes what Marshal returns followed by a newline, as a
+// json.Encoder does (escaping HTML as Marshal does); json.Unmarshal ignores
+// the newline, so checkpoints saved either way read alike.
+func (jsonCodec) Encode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
+// JSON is the default [Codec]: encoding/json. It is a [StreamCodec].
 var JSON Codec = jsonCodec{}
 
 type config struct {
