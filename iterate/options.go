@@ -1,6 +1,7 @@
 package iterate
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,7 +71,35 @@ func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(dat
 // Encode writes what Marshal returns followed by a newline, as a
 // json.Encoder does (escaping HTML as Marshal does); json.Unmarshal ignores
 // the newline, so checkpoints saved either way read alike.
-func (jsonCodec) Encode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+//
+// A json.Encoder holds the whole encoding in memory before writing it (and
+// a []byte's base64 twice), so a state of type []byte, which JSON encodes as
+// a base64 string and nothing else, is encoded here piece by piece instead.
+func (jsonCodec) Encode(w io.Writer, v any) error {
+	if b, ok := v.([]byte); ok && b != nil {
+		return encodeBase64(w, b)
+	}
+	return json.NewEncoder(w).Encode(v)
+}
+
+// encodeBase64 writes b as encoding/json encodes a non-nil []byte, a
+// string of its standard base64, and a newline, in pieces of 64 KiB.
+func encodeBase64(w io.Writer, b []byte) error {
+	const piece = 3 << 14 // bytes of b a piece encodes; a multiple of 3, so only the last is padded
+	buf := make([]byte, 0, 1+base64.StdEncoding.EncodedLen(piece))
+	buf = append(buf, '"')
+	for len(b) > 0 {
+		n := min(len(b), piece)
+		buf = base64.StdEncoding.AppendEncode(buf, b[:n])
+		b = b[n:]
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		buf = buf[:0]
+	}
+	_, err := w.Write(append(buf, '"', '\n'))
+	return err
+}
 
 // JSON is the default [Codec]: encoding/json. It is a [StreamCodec].
 var JSON Codec = jsonCodec{}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -209,6 +210,7 @@ func TestJSONEncodeMatchesMarshal(t *testing.T) {
 	for _, v := range []any{
 		nil, []byte(nil), []byte{}, []byte("\x00\xff<>"), "<a href=\"x\">&\u2028\u2029</a>\x00\xff",
 		bigNotes{N: 3, Text: "<&>", Blob: []byte{1, 2, 3}}, map[string]any{"z": 1.5, "a": []int{1}},
+		randomState(3 << 14), randomState(3<<14 + 1), randomState(3<<15 + 2), randomState(1<<20 + 7),
 	} {
 		want, err := iterate.JSON.Marshal(v)
 		if err != nil {
@@ -219,11 +221,24 @@ func TestJSONEncodeMatchesMarshal(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got := buf.String(); got != string(want)+"\n" {
-			t.Errorf("Encode(%#v) = %q, want %q and a newline", v, got, want)
+			t.Errorf("Encode(%.40q…) = %.80q…, want %.80q… and a newline (%d bytes, want %d)", fmt.Sprint(v), got, want, len(got), len(want)+1)
 		}
 	}
 	var buf bytes.Buffer
 	if err := codec.Encode(&buf, func() {}); err == nil {
 		t.Errorf("Encode of a func: no error")
 	}
+}
+
+// randomState returns n bytes of a fixed pseudo-random sequence.
+func randomState(n int) []byte {
+	b := make([]byte, n)
+	x := uint32(n) | 1
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+	return b
 }
