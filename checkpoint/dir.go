@@ -47,7 +47,8 @@ import (
 // checkpoint of this format. A file it cannot read (a newer format version,
 // a permission error, a directory in its place) is left where it is, and so
 // is every quarantined file. On any error the temporary file is removed and
-// the earlier generations are untouched.
+// the earlier generations are untouched. [Dir.SaveFrom] saves the same way,
+// writing the same file, with the state streamed into it.
 //
 // A save is written as generation max(c.Generation, newest+1), where newest
 // is the highest generation of the session this Dir has seen on disk
