@@ -176,8 +176,9 @@ func (r *run[S]) save(ctx context.Context, status Status, reason string) error {
 // (stores copy what they keep). Saves never overlap: the loop's run while
 // no task does, and the journal's, from tasks, hold the journal's lock.
 type saver struct {
-	enc recordEncoder
-	c   checkpoint.Checkpoint
+	enc   recordEncoder
+	c     checkpoint.Checkpoint
+	state stateEncoder
 }
 
 // Strict saves are retried this many times in all, waiting saveBackoff,
@@ -257,11 +258,13 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 		c.Question = r.data.Escalation.Question
 	}
 	if streams && encodes {
-		enc := &stateEncoder{codec: codec, v: r.state}
+		enc := &r.saver.state
+		*enc = stateEncoder{codec: codec, v: r.state}
 		err = store.SaveFrom(ctx, c, enc)
 		if enc.err != nil {
 			err = fmt.Errorf("encoding state: %w", enc.err)
 		}
+		*enc = stateEncoder{} // keeps neither the state nor the store's writer
 	} else {
 		err = r.cfg.checkpointer.Save(ctx, c)
 		c.State = nil // the saver keeps no state until the next save
@@ -299,15 +302,16 @@ type stateEncoder struct {
 	codec StreamCodec
 	v     any
 	err   error // the codec's error, not the writer's
+	cw    countingWriter
 }
 
 func (e *stateEncoder) WriteTo(w io.Writer) (int64, error) {
-	cw := &countingWriter{w: w}
-	err := e.codec.Encode(cw, e.v)
-	if err != nil && cw.err == nil {
+	e.cw = countingWriter{w: w}
+	err := e.codec.Encode(&e.cw, e.v)
+	if err != nil && e.cw.err == nil {
 		e.err = err
 	}
-	return cw.n, err
+	return e.cw.n, err
 }
 
 // countingWriter counts the bytes written to w and keeps its first error.
