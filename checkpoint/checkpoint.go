@@ -20,9 +20,11 @@
 // writing each generation atomically, keeping the last few generations and
 // falling back to the newest good one when newer ones are damaged (Load
 // reports the generations it skipped in [Checkpoint.Skipped]). Both have the
-// same five methods: Save, Load, Lock, Remove and Sessions, which lists the
+// same six methods: Save, Load, Lock, Remove, Sessions, which lists the
 // sessions with their envelopes, read-only and without decoding states, for
-// tools that watch loops ([Dir.Sessions]).
+// tools that watch loops ([Dir.Sessions]), and SaveFrom, a Save whose state
+// is written by an io.WriterTo, so that a large state is encoded straight
+// into the store without a copy of its own ([Dir.SaveFrom]).
 //
 // # Locks and fencing
 //

@@ -47,7 +47,8 @@ import (
 // checkpoint of this format. A file it cannot read (a newer format version,
 // a permission error, a directory in its place) is left where it is, and so
 // is every quarantined file. On any error the temporary file is removed and
-// the earlier generations are untouched.
+// the earlier generations are untouched. [Dir.SaveFrom] saves the same way,
+// writing the same file, with the state streamed into it.
 //
 // A save is written as generation max(c.Generation, newest+1), where newest
 // is the highest generation of the session this Dir has seen on disk
@@ -176,6 +177,32 @@ func (d *Dir) fail(stage string) error {
 
 // Save writes c as a new generation and prunes generations beyond Keep.
 func (d *Dir) Save(ctx context.Context, c *Checkpoint) error {
+	return d.save(ctx, c, nil)
+}
+
+// SaveFrom is Save with the state written by state.WriteTo, which encodes
+// it straight into the generation's temporary file, instead of taken from
+// c.State, which must be empty. The file written is the one Save writes for
+// a c.State holding the same bytes: the state's length and the checksum are
+// filled in once the stream ends.
+//
+// state.WriteTo is called once, before the file is published, and must not
+// keep the writer. The checkpoint is refused, and nothing published, when
+// the stream fails (its error is returned), or takes the checkpoint above
+// 1 GiB (refused at the write that would, before it reaches the file); the
+// temporary file is removed, as on any failed save, and the earlier
+// generations are untouched. Should another writer take the generation
+// chosen while the file is written, the file is not written again: its
+// generation and checksum are rewritten in place.
+func (d *Dir) SaveFrom(ctx context.Context, c *Checkpoint, state io.WriterTo) error {
+	if err := checkStream(c, state); err != nil {
+		return err
+	}
+	return d.save(ctx, c, state)
+}
+
+// save is Save, with the state from state unless it is nil.
+func (d *Dir) save(ctx context.Context, c *Checkpoint, state io.WriterTo) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -185,7 +212,7 @@ func (d *Dir) Save(ctx context.Context, c *Checkpoint) error {
 	if err := ValidateSession(c.Session); err != nil {
 		return err
 	}
-	if _, err := encodedSize(c); err != nil {
+	if _, err := encodedSize(c, int64(len(c.State))); err != nil {
 		return err
 	}
 	s := d.session(c.Session)
@@ -199,11 +226,15 @@ func (d *Dir) Save(ctx context.Context, c *Checkpoint) error {
 			return err
 		}
 	}
-	gen, err := d.write(c, s)
+	gen, err := d.write(c, s, state)
 	if err != nil {
 		var fe *FencedError
 		if errors.As(err, &fe) {
 			return fe
+		}
+		var se *streamSizeError
+		if errors.As(err, &se) {
+			return se
 		}
 		return fmt.Errorf("checkpoint: saving session %s: %w", quoteSession(c.Session), err)
 	}
@@ -236,9 +267,10 @@ func (d *Dir) fence(c *Checkpoint, s *dirSession) error {
 	return &FencedError{Session: c.Session, Token: c.Token, Current: current}
 }
 
-// write writes c to a temporary file and publishes it as a new generation,
-// which it returns. On error the temporary file is gone.
-func (d *Dir) write(c *Checkpoint, s *dirSession) (gen uint64, err error) {
+// write writes c, with its state from state unless it is nil, to a
+// temporary file and publishes it as a new generation, which it returns. On
+// error, or should the stream panic, the temporary file is gone.
+func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64, err error) {
 	f, err := d.createTemp(c.Session, c.Token == 0)
 	if err != nil {
 		if c.Token != 0 && errors.Is(err, fs.ErrNotExist) {
@@ -247,24 +279,39 @@ func (d *Dir) write(c *Checkpoint, s *dirSession) (gen uint64, err error) {
 		return 0, err
 	}
 	tmp := f.Name()
+	published := false
 	defer func() {
 		if f != nil {
 			f.Close()
 		}
-		if err != nil {
+		if !published {
 			os.Remove(tmp)
 		}
 	}()
 	gen = max(c.Generation, s.newest+1)
+	var st streamedState
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			// The generation was taken behind our back: rewrite the file
-			// with the next one.
-			if f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_TRUNC, 0); err != nil {
+			// with the next one; a streamed one in place, as its stream
+			// cannot run again.
+			flags := os.O_WRONLY | os.O_TRUNC
+			if state != nil {
+				flags = os.O_WRONLY
+			}
+			if f, err = os.OpenFile(tmp, flags, 0); err != nil {
 				return 0, err
 			}
 		}
-		if err = c.writeTo(f, gen); err != nil {
+		switch {
+		case state == nil:
+			err = c.writeTo(f, gen)
+		case attempt == 0:
+			st, err = writeStream(f, c, gen, state)
+		default:
+			err = st.regenerate(f, c, gen)
+		}
+		if err != nil {
 			return 0, err
 		}
 		if err = d.fail("write"); err != nil {
@@ -291,6 +338,7 @@ func (d *Dir) write(c *Checkpoint, s *dirSession) (gen uint64, err error) {
 		}
 		err = publish(tmp, filepath.Join(d.dir(), genName(c.Session, gen)))
 		if err == nil {
+			published = true
 			return gen, nil
 		}
 		if !errors.Is(err, fs.ErrExist) || attempt == 2 {

@@ -89,15 +89,15 @@ func recordStrings(c *Checkpoint) [5]string {
 	return [5]string{c.Session, c.Status, c.Reason, c.Question, c.Fingerprint}
 }
 
-// encodedSize returns the size of c encoded, or an error if it is above
-// maxEncoded. Stores call it before saving, so that what one store accepts
-// every store accepts.
-func encodedSize(c *Checkpoint) (int64, error) {
+// encodedSize returns the size of c encoded with a state of stateLen bytes,
+// or an error if it is above maxEncoded. Stores call it before saving, so
+// that what one store accepts every store accepts.
+func encodedSize(c *Checkpoint, stateLen int64) (int64, error) {
 	n := int64(headerSize + recordFixed + crcSize + 6*4)
 	for _, s := range recordStrings(c) {
 		n += int64(len(s))
 	}
-	n += int64(len(c.Engine)) + int64(len(c.State))
+	n += int64(len(c.Engine)) + stateLen
 	if n > maxEncoded {
 		return n, fmt.Errorf("checkpoint: session %s encodes to %d bytes, above the limit of 1 GiB", quoteSession(c.Session), n)
 	}
@@ -105,10 +105,10 @@ func encodedSize(c *Checkpoint) (int64, error) {
 }
 
 // encodeHead writes the header and the record of c into buf, recording gen
-// as its generation (c itself is not modified), and returns the CRC-32C of
-// what it wrote.
-func encodeHead(buf *bytes.Buffer, c *Checkpoint, gen uint64) (uint32, error) {
-	if _, err := encodedSize(c); err != nil {
+// as its generation and stateLen as the length of its state (c itself is
+// not modified), and returns the CRC-32C of what it wrote.
+func encodeHead(buf *bytes.Buffer, c *Checkpoint, gen uint64, stateLen int64) (uint32, error) {
+	if _, err := encodedSize(c, stateLen); err != nil {
 		return 0, err
 	}
 	var fixed [headerSize + recordFixed]byte
@@ -125,7 +125,7 @@ func encodeHead(buf *bytes.Buffer, c *Checkpoint, gen uint64) (uint32, error) {
 	le := binary.LittleEndian
 	le.PutUint32(b[4:8], Version)
 	le.PutUint32(b[8:12], uint32(len(b)-headerSize))
-	le.PutUint64(b[12:20], uint64(len(c.State)))
+	le.PutUint64(b[12:20], uint64(stateLen))
 	r := b[headerSize:]
 	le.PutUint64(r[0:8], gen)
 	le.PutUint64(r[8:16], c.Token)
@@ -141,7 +141,7 @@ func encodeHead(buf *bytes.Buffer, c *Checkpoint, gen uint64) (uint32, error) {
 func (c *Checkpoint) writeTo(w io.Writer, gen uint64) error {
 	buf := getBuf()
 	defer putBuf(buf)
-	crc, err := encodeHead(buf, c, gen)
+	crc, err := encodeHead(buf, c, gen, int64(len(c.State)))
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func Marshal(c *Checkpoint) ([]byte, error) {
 	}
 	buf := getBuf()
 	defer putBuf(buf)
-	crc, err := encodeHead(buf, c, c.Generation)
+	crc, err := encodeHead(buf, c, c.Generation, int64(len(c.State)))
 	if err != nil {
 		return nil, err
 	}

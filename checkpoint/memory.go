@@ -1,8 +1,10 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"sync"
 )
 
@@ -35,6 +37,7 @@ type memSession struct {
 	newest uint64        // highest generation given; never decreases
 	token  uint64        // newest fencing token issued; never decreases
 	held   uint64        // token of the current holder of the lock, 0 if none
+	spare  []byte        // storage of an evicted state, for the next SaveFrom
 }
 
 func (m *Memory) keep() int {
@@ -60,6 +63,52 @@ func (m *Memory) session(name string) *memSession {
 // Save stores a copy of c. A c with a non-zero Token is refused with a
 // *FencedError unless Token is that of the session's lock, held.
 func (m *Memory) Save(ctx context.Context, c *Checkpoint) error {
+	if err := m.check(ctx, c); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.store(c, nil, false)
+}
+
+// SaveFrom is Save with the state written by state.WriteTo, into memory of
+// the Memory's own, instead of taken from c.State, which must be empty. It
+// refuses what Save refuses, a stream that fails (returning its error) and
+// one that takes the checkpoint above 1 GiB (at the write that would, before
+// it is kept), and then keeps nothing. state.WriteTo is called once, without
+// the Memory's lock held, and must not keep the writer.
+func (m *Memory) SaveFrom(ctx context.Context, c *Checkpoint, state io.WriterTo) error {
+	if err := checkStream(c, state); err != nil {
+		return err
+	}
+	if err := m.check(ctx, c); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	s := m.session(c.Session)
+	if err := s.fence(c); err != nil {
+		m.mu.Unlock()
+		return err
+	}
+	spare := s.spare
+	s.spare = nil
+	m.mu.Unlock()
+
+	buf := bytes.NewBuffer(spare[:0])
+	if err := stream(state, newStateWriter(buf, c)); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var b []byte
+	if buf.Len() > 0 {
+		b = buf.Bytes()
+	}
+	return m.store(c, b, true)
+}
+
+// check checks what Save and SaveFrom check before taking the lock.
+func (m *Memory) check(ctx context.Context, c *Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -69,14 +118,24 @@ func (m *Memory) Save(ctx context.Context, c *Checkpoint) error {
 	if err := ValidateSession(c.Session); err != nil {
 		return err
 	}
-	if _, err := encodedSize(c); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	s := m.session(c.Session)
+	_, err := encodedSize(c, int64(len(c.State)))
+	return err
+}
+
+// fence refuses c unless its token is 0 or that of the lock held.
+func (s *memSession) fence(c *Checkpoint) error {
 	if c.Token != 0 && c.Token != s.held {
 		return &FencedError{Session: c.Session, Token: c.Token, Current: s.token}
+	}
+	return nil
+}
+
+// store keeps c as the session's newest generation, with a copy of c.State,
+// or with streamed, which it then owns, when fromStream. m.mu must be held.
+func (m *Memory) store(c *Checkpoint, streamed []byte, fromStream bool) error {
+	s := m.session(c.Session)
+	if err := s.fence(c); err != nil {
+		return err
 	}
 	// Recycle the generation about to be evicted: it was never handed out
 	// (Load returns copies), so its storage is free.
@@ -92,7 +151,14 @@ func (m *Memory) Save(ctx context.Context, c *Checkpoint) error {
 	engine, state := dst.Engine, dst.State
 	*dst = *c
 	dst.Engine = copyInto(engine, c.Engine)
-	dst.State = copyInto(state, c.State)
+	if fromStream {
+		dst.State = streamed
+		if s.spare == nil {
+			s.spare = state[:0]
+		}
+	} else {
+		dst.State = copyInto(state, c.State)
+	}
 	dst.Skipped = nil
 	dst.Generation = max(c.Generation, s.newest+1)
 	s.newest = dst.Generation
@@ -179,6 +245,7 @@ func (m *Memory) Remove(ctx context.Context, session string) error {
 	if s := m.sessions[session]; s != nil {
 		clear(s.gens)
 		s.gens = s.gens[:0]
+		s.spare = nil
 	}
 	return nil
 }

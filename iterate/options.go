@@ -1,9 +1,11 @@
 package iterate
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
@@ -46,12 +48,60 @@ type Codec interface {
 	Unmarshal(data []byte, v any) error
 }
 
+// StreamCodec is a [Codec] that can also write a state's encoding to a
+// writer. When the checkpointer is a [StreamSaver] too, the engine saves the
+// state with Encode, straight into the store (a [checkpoint.Dir]'s file),
+// instead of holding the slice Marshal returns: for a large state, that is
+// the memory of a whole copy of its encoding saved, or more. [JSON] is one.
+//
+// Encode writes the encoding of v to w and returns the first error, of the
+// encoding or of w. What it writes must decode with Unmarshal as Marshal's
+// output does. It may be called again for the same value, when a save is
+// retried, and must not keep w.
+type StreamCodec interface {
+	Codec
+	Encode(w io.Writer, v any) error
+}
+
 type jsonCodec struct{}
 
 func (jsonCodec) Marshal(v any) ([]byte, error)      { return json.Marshal(v) }
 func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
 
-// JSON is the default [Codec].
+// Encode writes what Marshal returns followed by a newline, as a
+// json.Encoder does (escaping HTML as Marshal does); json.Unmarshal ignores
+// the newline, so checkpoints saved either way read alike.
+//
+// A json.Encoder holds the whole encoding in memory before writing it (and
+// a []byte's base64 twice), so a state of type []byte, which JSON encodes as
+// a base64 string and nothing else, is encoded here piece by piece instead.
+func (jsonCodec) Encode(w io.Writer, v any) error {
+	if b, ok := v.([]byte); ok && b != nil {
+		return encodeBase64(w, b)
+	}
+	return json.NewEncoder(w).Encode(v)
+}
+
+// encodeBase64 writes b as encoding/json encodes a non-nil []byte, a
+// string of its standard base64, and a newline, in pieces of 64 KiB.
+func encodeBase64(w io.Writer, b []byte) error {
+	const piece = 3 << 14 // bytes of b a piece encodes; a multiple of 3, so only the last is padded
+	buf := make([]byte, 0, 1+base64.StdEncoding.EncodedLen(piece))
+	buf = append(buf, '"')
+	for len(b) > 0 {
+		n := min(len(b), piece)
+		buf = base64.StdEncoding.AppendEncode(buf, b[:n])
+		b = b[n:]
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+		buf = buf[:0]
+	}
+	_, err := w.Write(append(buf, '"', '\n'))
+	return err
+}
+
+// JSON is the default [Codec]: encoding/json. It is a [StreamCodec].
 var JSON Codec = jsonCodec{}
 
 type config struct {

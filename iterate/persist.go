@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -181,8 +182,9 @@ func (r *run[S]) save(ctx context.Context, status Status, reason string) error {
 // (stores copy what they keep). Saves never overlap: the loop's run while
 // no task does, and the journal's, from tasks, hold the journal's lock.
 type saver struct {
-	enc recordEncoder
-	c   checkpoint.Checkpoint
+	enc   recordEncoder
+	c     checkpoint.Checkpoint
+	state stateEncoder
 }
 
 // Strict saves are retried this many times in all, waiting saveBackoff,
@@ -220,9 +222,14 @@ func (r *run[S]) fatalSave(err error) bool {
 }
 
 func (r *run[S]) trySave(ctx context.Context, status Status, reason string, journal []entry) error {
-	state, err := r.cfg.codec.Marshal(r.state)
-	if err != nil {
-		return fmt.Errorf("encoding state: %w", err)
+	store, streams := r.cfg.checkpointer.(StreamSaver)
+	codec, encodes := r.cfg.codec.(StreamCodec)
+	var state []byte
+	if !streams || !encodes {
+		var err error
+		if state, err = r.cfg.codec.Marshal(r.state); err != nil {
+			return fmt.Errorf("encoding state: %w", err)
+		}
 	}
 	d := r.data // a shallow copy: the saved-only fields are set on it
 	d.Version = recordVersion
@@ -259,9 +266,75 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 	if status == Escalated && r.data.Escalation != nil {
 		c.Question = r.data.Escalation.Question
 	}
-	if err := r.cfg.checkpointer.Save(ctx, c); err != nil {
+	if streams && encodes {
+		enc := &r.saver.state
+		*enc = stateEncoder{codec: codec, v: r.state}
+		err = store.SaveFrom(ctx, c, enc)
+		if enc.err != nil {
+			err = fmt.Errorf("encoding state: %w", enc.err)
+		}
+		*enc = stateEncoder{} // keeps neither the state nor the store's writer
+	} else {
+		err = r.cfg.checkpointer.Save(ctx, c)
+		c.State = nil // the saver keeps no state until the next save
+	}
+	if err != nil {
 		return err
 	}
 	r.generation = c.Generation
 	return nil
+}
+
+// StreamSaver is implemented by a [Checkpointer] that can take a
+// checkpoint's state as a stream, as [checkpoint.Dir] (straight into its
+// file) and [checkpoint.Memory] do. SaveFrom saves c as Save would with
+// c.State holding the bytes state.WriteTo writes; c.State is empty. It
+// returns an error, and saves nothing, if the stream fails.
+//
+// With a [StreamCodec] (such as the default [JSON]) the engine saves through
+// SaveFrom, encoding the state into the store; otherwise it calls Save with
+// the bytes of the codec's Marshal.
+type StreamSaver interface {
+	SaveFrom(ctx context.Context, c *checkpoint.Checkpoint, state io.WriterTo) error
+}
+
+var (
+	_ StreamSaver = (*checkpoint.Memory)(nil)
+	_ StreamSaver = (*checkpoint.Dir)(nil)
+	_ StreamCodec = jsonCodec{}
+)
+
+// stateEncoder is the state stream of a save: it encodes v with codec, and
+// keeps the codec's own error, as opposed to one of the store's writer, so
+// that a save that fails encoding says so.
+type stateEncoder struct {
+	codec StreamCodec
+	v     any
+	err   error // the codec's error, not the writer's
+	cw    countingWriter
+}
+
+func (e *stateEncoder) WriteTo(w io.Writer) (int64, error) {
+	e.cw = countingWriter{w: w}
+	err := e.codec.Encode(&e.cw, e.v)
+	if err != nil && e.cw.err == nil {
+		e.err = err
+	}
+	return e.cw.n, err
+}
+
+// countingWriter counts the bytes written to w and keeps its first error.
+type countingWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
 }

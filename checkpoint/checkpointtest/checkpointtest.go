@@ -15,9 +15,9 @@
 // test can also assert that a broken store fails the suite.
 //
 // The suite checks the methods every store has ([Store]) and, when the store
-// also has them, the methods Lock, Remove and Sessions with the signatures
-// of [checkpoint.Dir]'s: locking with fencing tokens, removal, and the
-// listing of sessions. [Faulty]
+// also has them, the methods Lock, Remove, Sessions and SaveFrom with the
+// signatures of [checkpoint.Dir]'s: locking with fencing tokens, removal,
+// the listing of sessions, and saves of a state streamed. [Faulty]
 // injects failures at the save and load boundaries of any store.
 //
 // This package imports only package checkpoint, the standard library and
@@ -166,7 +166,11 @@ func Test(newStore func() (Store, error)) error {
 // checkpoints of (not a removed one), once, in the order of the names, each
 // as its Load would return it but with Engine and State nil, in memory the
 // caller may change; and under a cancelled context yield once, a nil
-// checkpoint and an error matching context.Canceled.
+// checkpoint and an error matching context.Canceled. A store with SaveFrom
+// must load a streamed save as a save of the same bytes, and refuse, saving
+// nothing, a stream that fails (with an error matching the stream's) or that
+// takes the checkpoint above 1 GiB (with an error saying so, refusing the
+// write before keeping it).
 func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Helper()
 	for _, ch := range checks {

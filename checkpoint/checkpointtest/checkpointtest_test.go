@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"slices"
 	"strings"
@@ -146,6 +147,26 @@ func (s listsWhole) Sessions(ctx context.Context) iter.Seq2[*checkpoint.Checkpoi
 	}
 }
 
+// keepsFailedStreams saves what a failed stream wrote, dropping its error,
+// and keeps at most the first 2 MiB of a stream, saying nothing.
+type keepsFailedStreams struct{ *checkpoint.Memory }
+
+func (s keepsFailedStreams) SaveFrom(ctx context.Context, c *checkpoint.Checkpoint, state io.WriterTo) error {
+	var w capped
+	state.WriteTo(&w)
+	d := c.Clone()
+	d.State = w.buf
+	return s.Memory.Save(ctx, d)
+}
+
+// capped keeps the first 2 MiB written to it and drops the rest.
+type capped struct{ buf []byte }
+
+func (w *capped) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p[:min(len(p), 2<<20-len(w.buf))]...)
+	return len(p), nil
+}
+
 // TestTestCatchesBrokenStores: Test returns an error naming the check that
 // a deliberately broken store fails, without re-running the test binary.
 func TestTestCatchesBrokenStores(t *testing.T) {
@@ -168,6 +189,9 @@ func TestTestCatchesBrokenStores(t *testing.T) {
 			[]string{"save_copies: changing a checkpoint after Save changed the store", "load_returns_copy: "}},
 		{"lists_whole_checkpoints_unsorted", func() checkpointtest.Store { return listsWhole{new(checkpoint.Memory)} },
 			[]string{`sessions: Sessions listed ["b" "a"], want ["a" "b"]`, `session "b" has 15 bytes of Engine and 30 of State, want nil`, "sessions: Sessions under a cancelled context yielded 0 times, want once"}},
+		{"keeps_failed_streams", func() checkpointtest.Store { return keepsFailedStreams{new(checkpoint.Memory)} },
+			[]string{"stream: SaveFrom of a stream that fails: got error <nil>", "stream: after SaveFrom of a stream that fails: Load(\"stream\") mismatch",
+				"stream: SaveFrom of a stream above 1 GiB: got error <nil>"}},
 		{"panics", func() checkpointtest.Store { return panics{new(checkpoint.Memory)} },
 			[]string{"not_found: panic: store exploded", "round_trip: panic: store exploded"}},
 	}

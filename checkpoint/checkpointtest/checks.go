@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ var checks = []check{
 	{"fencing", checkFencing},
 	{"remove", checkRemove},
 	{"sessions", checkSessions},
+	{"stream", checkStream},
 }
 
 // save saves c, reporting a failure; it returns whether the save succeeded.
@@ -571,4 +573,82 @@ func pattern(n int) []byte {
 		b[i] = byte(x)
 	}
 	return b
+}
+
+// streamSaver is implemented by stores that can take a checkpoint's state
+// as a stream, as checkpoint.Dir and checkpoint.Memory do.
+type streamSaver interface {
+	SaveFrom(ctx context.Context, c *checkpoint.Checkpoint, state io.WriterTo) error
+}
+
+// writes is a state stream that writes its pieces in turn and then returns
+// err.
+type writes struct {
+	pieces [][]byte
+	err    error
+}
+
+func (s writes) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for _, p := range s.pieces {
+		m, err := w.Write(p)
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, s.err
+}
+
+// checkStream: a streamed save loads as a save of the same bytes would, for
+// states of 0 bytes to 1 MiB written in pieces, the store keeping its own
+// copy; a stream that fails, or that takes the checkpoint above 1 GiB, saves
+// nothing and leaves the latest checkpoint as it was.
+func checkStream(ctx context.Context, s Store, r *report) {
+	ss, ok := s.(streamSaver)
+	if !ok {
+		r.skip = "the store has no SaveFrom"
+		return
+	}
+	for i, size := range []int{0, 1, 1000, 1 << 20} {
+		gen := uint64(i + 1)
+		state := pattern(size)
+		var pieces [][]byte
+		for rest := state; len(rest) > 0; {
+			n := min(len(rest), 1+len(pieces)*len(pieces)*997)
+			pieces = append(pieces, rest[:n])
+			rest = rest[n:]
+		}
+		in := Checkpoint("stream", gen)
+		in.State = nil
+		if err := ss.SaveFrom(ctx, in, writes{pieces: pieces}); err != nil {
+			r.errorf("SaveFrom(generation %d, a %d-byte state): %v", gen, size, err)
+			return
+		}
+		clear(state)
+		want := Checkpoint("stream", gen)
+		want.State = pattern(size)
+		expect(ctx, r, s, want, fmt.Sprintf("after a streamed save of %d bytes", size))
+	}
+	latest := Checkpoint("stream", 4)
+	latest.State = pattern(1 << 20)
+	errStream := errors.New("the stream failed")
+	huge := make([]byte, 1<<30) // never written to, so never touched
+	for _, tc := range []struct {
+		name   string
+		stream writes
+		want   func(error) bool
+	}{
+		{"a stream that fails", writes{pieces: [][]byte{pattern(5000)}, err: errStream},
+			func(err error) bool { return errors.Is(err, errStream) }},
+		{"a stream above 1 GiB", writes{pieces: [][]byte{pattern(5000), huge}},
+			func(err error) bool { return err != nil && strings.Contains(err.Error(), "1 GiB") }},
+	} {
+		in := Checkpoint("stream", 5)
+		in.State = nil
+		if err := ss.SaveFrom(ctx, in, tc.stream); !tc.want(err) {
+			r.errorf("SaveFrom of %s: got error %v", tc.name, err)
+		}
+		expect(ctx, r, s, latest, "after SaveFrom of "+tc.name)
+	}
 }

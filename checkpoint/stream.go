@@ -1,0 +1,251 @@
+package checkpoint
+
+// This file holds the streamed save: a checkpoint whose state is written by
+// an io.WriterTo, encoded straight into the store, rather than handed over
+// as a slice.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"sync"
+)
+
+// errStateSet is returned by SaveFrom when the checkpoint already has a
+// state: the state comes from the stream or from State, never both.
+var errStateSet = errors.New("checkpoint: SaveFrom of a checkpoint with a State: the state comes from the stream")
+
+// errNilStream is returned by SaveFrom when its stream is nil.
+var errNilStream = errors.New("checkpoint: SaveFrom with a nil state stream")
+
+// checkStream checks the arguments of a SaveFrom that Save does not have.
+func checkStream(c *Checkpoint, state io.WriterTo) error {
+	if state == nil {
+		return errNilStream
+	}
+	if c != nil && len(c.State) != 0 {
+		return errStateSet
+	}
+	return nil
+}
+
+// stateWriter is the writer a state stream writes to: it counts the bytes
+// and checksums them on their way to w, and refuses a write that would take
+// the checkpoint above maxEncoded before any of it reaches w. Its first
+// error is kept and returned by every later write, so that a stream that
+// ignores an error (a codec that drops it) still fails the save.
+type stateWriter struct {
+	w       io.Writer
+	session string
+	room    int64  // the most bytes the state may have
+	n       int64  // bytes written
+	crc     uint32 // CRC-32C of the bytes written
+	err     error
+}
+
+func (s *stateWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	if int64(len(p)) > s.room-s.n {
+		s.err = &streamSizeError{session: s.session, room: s.room}
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.crc = crc32.Update(s.crc, castagnoli, p[:n])
+	s.n += int64(n)
+	if err != nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// streamSizeError refuses a state stream that takes its checkpoint above
+// the size limit.
+type streamSizeError struct {
+	session string
+	room    int64 // the most bytes the state could have
+}
+
+func (e *streamSizeError) Error() string {
+	return fmt.Sprintf("checkpoint: session %s: the state streamed goes beyond %d bytes, which puts the checkpoint above the limit of 1 GiB",
+		quoteSession(e.session), e.room)
+}
+
+// newStateWriter returns the stateWriter of c's state, written to w.
+func newStateWriter(w io.Writer, c *Checkpoint) *stateWriter {
+	fixed, _ := encodedSize(c, 0) // checked by the caller
+	return &stateWriter{w: w, session: c.Session, room: maxEncoded - fixed}
+}
+
+// stream runs state.WriteTo(sw) and returns the first error of the stream
+// or of its writer; the writer's wins, since a stream may wrap it or drop
+// it.
+func stream(state io.WriterTo, sw *stateWriter) error {
+	_, err := state.WriteTo(sw)
+	if sw.err != nil {
+		return sw.err
+	}
+	return err
+}
+
+// streamedState is what a streamed save wrote of its state.
+type streamedState struct {
+	n   int64  // its length
+	crc uint32 // its CRC-32C
+}
+
+// bufioPool holds the buffered writers of streamed saves to files, so that
+// many small writes of a stream become few system calls.
+var bufioPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+
+// writeStream writes c in the checkpoint format to f, at its start,
+// recording gen as its generation, with the state written by state. The
+// header and the record are written first, with a state length of 0, then
+// the state, checksummed on the way, and the checksum of the whole; the
+// state's length is written last, into the header, in place. The CRC-32C
+// of the whole is that of the header and record as finally written,
+// combined with that of the state (crc32Combine): nothing is read back.
+func writeStream(f *os.File, c *Checkpoint, gen uint64, state io.WriterTo) (streamedState, error) {
+	buf := getBuf()
+	defer putBuf(buf)
+	if _, err := encodeHead(buf, c, gen, 0); err != nil {
+		return streamedState{}, err
+	}
+	bw := bufioPool.Get().(*bufio.Writer)
+	bw.Reset(f)
+	defer func() {
+		bw.Reset(nil)
+		bufioPool.Put(bw)
+	}()
+	bw.Write(buf.Bytes()) // an error stays in bw, returned by its Flush
+	sw := newStateWriter(bw, c)
+	if err := stream(state, sw); err != nil {
+		return streamedState{}, err
+	}
+	st := streamedState{n: sw.n, crc: sw.crc}
+	buf.Reset()
+	head, err := st.head(buf, c, gen)
+	if err != nil {
+		return streamedState{}, err
+	}
+	bw.Write(st.trailer(head))
+	if err := bw.Flush(); err != nil {
+		return streamedState{}, err
+	}
+	if _, err := f.WriteAt(head[12:headerSize], 12); err != nil {
+		return streamedState{}, err
+	}
+	return st, nil
+}
+
+// head encodes the header and record of c into buf, with gen as its
+// generation and the state's length, and returns them.
+func (st streamedState) head(buf *bytes.Buffer, c *Checkpoint, gen uint64) ([]byte, error) {
+	if _, err := encodeHead(buf, c, gen, st.n); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// trailer returns the checksum of a checkpoint of header and record head
+// and this state.
+func (st streamedState) trailer(head []byte) []byte {
+	crc := crc32Combine(crc32.Checksum(head, castagnoli), st.crc, st.n)
+	return binary.LittleEndian.AppendUint32(nil, crc)
+}
+
+// regenerate rewrites, in the file f written by writeStream, the generation
+// recorded and the checksum, in place: a state stream cannot be run again.
+func (st streamedState) regenerate(f *os.File, c *Checkpoint, gen uint64) error {
+	buf := getBuf()
+	defer putBuf(buf)
+	head, err := st.head(buf, c, gen)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(head[headerSize:headerSize+8], headerSize); err != nil {
+		return err
+	}
+	_, err = f.WriteAt(st.trailer(head), int64(len(head))+st.n)
+	return err
+}
+
+// crc32Combine returns the CRC-32C of the concatenation of a and b, given
+// crcA, the CRC-32C of a, and crcB and lenB, the CRC-32C and length of b.
+//
+// It is the method of zlib's crc32_combine (Mark Adler): appending lenB
+// zero bits to a message multiplies its CRC register by a 32×32 matrix
+// over GF(2); the matrix for lenB bytes is built by repeated squaring of
+// the matrix of one zero bit, so the cost is O(log lenB) matrix products,
+// whatever the size. The CRC of a followed by lenB zero bytes, xored with
+// crcB, is the CRC of a followed by b (the pre- and post-conditioning of
+// the CRC cancel out in the xor).
+func crc32Combine(crcA, crcB uint32, lenB int64) uint32 {
+	return crcCombine(crc32.Castagnoli, crcA, crcB, lenB)
+}
+
+// crcCombine is crc32Combine for any reversed polynomial poly (as in
+// hash/crc32), so that it can be tested with IEEE too.
+func crcCombine(poly, crcA, crcB uint32, lenB int64) uint32 {
+	if lenB <= 0 {
+		return crcA
+	}
+	var even, odd gf2Matrix
+	// odd: the operator of one zero bit.
+	odd[0] = poly
+	row := uint32(1)
+	for i := 1; i < 32; i++ {
+		odd[i] = row
+		row <<= 1
+	}
+	even.square(&odd) // two zero bits
+	odd.square(&even) // four zero bits
+	// Apply lenB zero bytes to crcA, one bit of lenB at a time: the first
+	// square gives the operator of one zero byte.
+	for {
+		even.square(&odd)
+		if lenB&1 != 0 {
+			crcA = even.times(crcA)
+		}
+		lenB >>= 1
+		if lenB == 0 {
+			break
+		}
+		odd.square(&even)
+		if lenB&1 != 0 {
+			crcA = odd.times(crcA)
+		}
+		lenB >>= 1
+		if lenB == 0 {
+			break
+		}
+	}
+	return crcA ^ crcB
+}
+
+// gf2Matrix is a 32×32 matrix over GF(2), one column per element.
+type gf2Matrix [32]uint32
+
+// times returns m times the vector v.
+func (m *gf2Matrix) times(v uint32) uint32 {
+	var sum uint32
+	for i := 0; v != 0; i, v = i+1, v>>1 {
+		if v&1 != 0 {
+			sum ^= m[i]
+		}
+	}
+	return sum
+}
+
+// square sets m to a times a.
+func (m *gf2Matrix) square(a *gf2Matrix) {
+	for i := range m {
+		m[i] = a.times(a[i])
+	}
+}
