@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -94,17 +93,39 @@ func (m *Memory) SaveFrom(ctx context.Context, c *Checkpoint, state io.WriterTo)
 	s.spare = nil
 	m.mu.Unlock()
 
-	buf := bytes.NewBuffer(spare[:0])
-	if err := stream(state, newStateWriter(buf, c)); err != nil {
+	ms := memStreams.Get().(*memStream)
+	ms.buf.b = spare[:0]
+	ms.sw = stateWriterOf(&ms.buf, c)
+	err := stream(state, &ms.sw)
+	b := ms.buf.b
+	*ms = memStream{}
+	memStreams.Put(ms)
+	if err != nil {
 		return err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var b []byte
-	if buf.Len() > 0 {
-		b = buf.Bytes()
+	if len(b) == 0 {
+		b = nil
 	}
 	return m.store(c, b, true)
+}
+
+// memStream is the writers of a SaveFrom, pooled so that a save allocates
+// only what the state needs.
+type memStream struct {
+	sw  stateWriter
+	buf appender
+}
+
+var memStreams = sync.Pool{New: func() any { return new(memStream) }}
+
+// appender appends what is written to b.
+type appender struct{ b []byte }
+
+func (a *appender) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
 }
 
 // check checks what Save and SaveFrom check before taking the lock.

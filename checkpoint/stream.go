@@ -79,8 +79,14 @@ func (e *streamSizeError) Error() string {
 
 // newStateWriter returns the stateWriter of c's state, written to w.
 func newStateWriter(w io.Writer, c *Checkpoint) *stateWriter {
+	sw := stateWriterOf(w, c)
+	return &sw
+}
+
+// stateWriterOf returns the stateWriter of c's state, written to w.
+func stateWriterOf(w io.Writer, c *Checkpoint) stateWriter {
 	fixed, _ := encodedSize(c, 0) // checked by the caller
-	return &stateWriter{w: w, session: c.Session, room: maxEncoded - fixed}
+	return stateWriter{w: w, session: c.Session, room: maxEncoded - fixed}
 }
 
 // stream runs state.WriteTo(sw) and returns the first error of the stream

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -79,8 +80,30 @@ func (jsonCodec) Encode(w io.Writer, v any) error {
 	if b, ok := v.([]byte); ok && b != nil {
 		return encodeBase64(w, b)
 	}
-	return json.NewEncoder(w).Encode(v)
+	e := jsonEncoders.Get().(*jsonEncoder)
+	e.w = w
+	err := e.enc.Encode(v)
+	e.w = nil
+	if err == nil { // an Encoder whose writer failed keeps failing
+		jsonEncoders.Put(e)
+	}
+	return err
 }
+
+// jsonEncoder is a json.Encoder whose writer can change, so that encoders
+// are pooled and a save allocates none.
+type jsonEncoder struct {
+	enc *json.Encoder
+	w   io.Writer
+}
+
+func (e *jsonEncoder) Write(p []byte) (int, error) { return e.w.Write(p) }
+
+var jsonEncoders = sync.Pool{New: func() any {
+	e := new(jsonEncoder)
+	e.enc = json.NewEncoder(e)
+	return e
+}}
 
 // encodeBase64 writes b as encoding/json encodes a non-nil []byte, a
 // string of its standard base64, and a newline, in pieces of 64 KiB.
