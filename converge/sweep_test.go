@@ -1,0 +1,143 @@
+package converge
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/refine-go/refine/gap"
+)
+
+// pick returns one of vs at random.
+func pick[T any](r *rand.Rand, vs ...T) T { return vs[r.IntN(len(vs))] }
+
+// randomThresholds returns thresholds with fields at their default (zero),
+// disabled (negative), tiny, ordinary or at the edge.
+func randomThresholds(r *rand.Rand) gap.Thresholds {
+	ratio := func() float64 { return pick(r, 0, 0, 0, -1, 1e-10, 0.3, 0.6, 0.7, 0.85, 0.9, 1) }
+	return gap.Thresholds{
+		MinCoverage:         ratio(),
+		MinConfidence:       ratio(),
+		MaxConflicts:        pick(r, 0, 0, -1, 1, 2, 5),
+		AllowUnanswered:     r.IntN(4) == 0,
+		EarlyCoverage:       ratio(),
+		EarlyConfidence:     ratio(),
+		MinCompleteness:     ratio(),
+		MinQuality:          ratio(),
+		MinSignalConfidence: ratio(),
+	}
+}
+
+// randomAssessment returns an assessment that measured nothing about half
+// of the time, and otherwise some of coverage, confidence, findings,
+// conflicts, questions, signals and completion.
+func randomAssessment(r *rand.Rand) gap.Assessment {
+	var a gap.Assessment
+	if r.IntN(2) == 0 {
+		if r.IntN(4) == 0 {
+			a.Score = r.Float64()
+		}
+		return a
+	}
+	ratio := func() float64 { return pick(r, 0, 0, 1e-10, 0.4, 0.69, 0.7, 0.8, 0.85, 0.9, 0.95, 1) }
+	if r.IntN(2) == 0 {
+		a.Coverage = ratio()
+	}
+	if r.IntN(3) == 0 {
+		a.EstimatedFiles = pick(r, 0, 1, 10, 100)
+		a.FilesAnalyzed = pick(r, 0, 1, 9, 50, 100, 200)
+	}
+	if r.IntN(2) == 0 {
+		a.Confidence = ratio()
+	}
+	for range pick(r, 0, 0, 1, 3) {
+		a.Findings = append(a.Findings, gap.Finding{ID: "f", Confidence: ratio()})
+	}
+	for range pick(r, 0, 0, 1, 3, 4) {
+		a.Conflicts = append(a.Conflicts, gap.Conflict{ID: "c", Similarity: pick(r, 0, 0.5, 0.9), Resolved: r.IntN(3) == 0})
+	}
+	for range pick(r, 0, 0, 1, 2) {
+		a.Questions = append(a.Questions, gap.Question{Text: "q", Critical: r.IntN(2) == 0, Answered: r.IntN(2) == 0, Partial: r.IntN(4) == 0})
+	}
+	switch r.IntN(6) {
+	case 0:
+		a.Signals.Tests = &gap.TestResult{Passed: r.IntN(2) == 0}
+	case 1:
+		a.Signals.Review = &gap.Review{Status: pick(r, gap.ReviewApprove, gap.ReviewReject, gap.ReviewPending)}
+	case 2:
+		a.Signals.Tests = &gap.TestResult{Passed: r.IntN(2) == 0}
+		a.Signals.Review = &gap.Review{Status: pick(r, gap.ReviewApprove, gap.ReviewReject)}
+	}
+	a.Complete = r.IntN(8) == 0
+	return a
+}
+
+// randomHistory returns a history with random counters, limit, thresholds
+// and latest assessment.
+func randomHistory(r *rand.Rand) *History {
+	h := &History{
+		MaxIterations:    pick(r, 0, 1, 3, 10),
+		Thresholds:       randomThresholds(r),
+		FailureThreshold: pick(r, 0, 0, -1, 1, 2, 5),
+	}
+	steps := pick(r, 1, 2, 4, 11)
+	for i := 0; i < steps; i++ {
+		if i > 0 {
+			h.Complete(Attempt{Failed: r.IntN(3) == 0})
+		}
+		a := randomAssessment(r)
+		if r.IntN(2) == 0 {
+			a.WorkRemaining = []string{pick(r, "x", "y")}
+		}
+		h.Observe(a, nil)
+	}
+	return h
+}
+
+// TestDefaultEqualsAnySweep compares Default, whose Decide asks the policies'
+// predicates before building their decisions, with the Any of its policies
+// over many generated histories, so that the two cannot drift apart.
+func TestDefaultEqualsAnySweep(t *testing.T) {
+	anyOfThem := Any(Done{}, Passing{}, HighConfidence{}, ThresholdsMet{}, Failures{}, NoProgress{}, IterationLimit{})
+	r := rand.New(rand.NewPCG(1, 2))
+	verdicts := map[Verdict]int{}
+	for i := range 20000 {
+		h := randomHistory(r)
+		want, got := anyOfThem.Decide(h), Default().Decide(h)
+		verdicts[got.Verdict]++
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("history %d: Default differs from Any (-any +default):\n%s\nhistory: %+v", i, diff, h)
+		}
+	}
+	t.Logf("verdicts: %v", verdicts)
+	// The sweep must reach every verdict the policies give.
+	for v := Continue; v <= Aborted; v++ {
+		if verdicts[v] == 0 && v != Plateau {
+			t.Errorf("no history decided %v: %v", v, verdicts)
+		}
+	}
+}
+
+// TestThresholdLevels: limits and earlyLevels read the fields of
+// gap.Thresholds.Effective without copying them.
+func TestThresholdLevels(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 2000 {
+		th := randomThresholds(r)
+		eff := th.Effective()
+		minCov, minConf, maxConflicts := limits(&th)
+		if want := max(eff.MinCoverage, 0); minCov != want {
+			t.Errorf("limits(%+v) coverage = %v, want %v", th, minCov, want)
+		}
+		if want := max(eff.MinConfidence, 0); minConf != want {
+			t.Errorf("limits(%+v) confidence = %v, want %v", th, minConf, want)
+		}
+		if want := max(eff.MaxConflicts, 0); maxConflicts != want {
+			t.Errorf("limits(%+v) conflicts = %v, want %v", th, maxConflicts, want)
+		}
+		if c, f := earlyLevels(&th); c != eff.EarlyCoverage || f != eff.EarlyConfidence {
+			t.Errorf("earlyLevels(%+v) = %v, %v, want %v, %v", th, c, f, eff.EarlyCoverage, eff.EarlyConfidence)
+		}
+	}
+}
