@@ -2,6 +2,7 @@ package converge
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -140,4 +141,47 @@ func TestThresholdLevels(t *testing.T) {
 			t.Errorf("earlyLevels(%+v) = %v, %v, want %v, %v", th, c, f, eff.EarlyCoverage, eff.EarlyConfidence)
 		}
 	}
+}
+
+// TestRecordRelease: release drops every reference a Record holds, so that
+// a record dropped from the window keeps nothing alive (as clear would).
+func TestRecordRelease(t *testing.T) {
+	r := Record{Iteration: 1, Scores: map[string]float64{"a": 1}, Summary: "s", Attempt: Attempt{Action: "retry"}}
+	r.release()
+	var check func(path string, v reflect.Value)
+	check = func(path string, v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Struct:
+			for i := range v.NumField() {
+				check(path+"."+v.Type().Field(i).Name, v.Field(i))
+			}
+		case reflect.Map, reflect.String, reflect.Slice, reflect.Pointer, reflect.Interface, reflect.Chan, reflect.Func, reflect.UnsafePointer:
+			if !v.IsZero() {
+				t.Errorf("release kept %s", path)
+			}
+		}
+	}
+	// Set every reference field, so that a field added later and not
+	// released fails here.
+	full := reflect.ValueOf(&r).Elem()
+	var fill func(v reflect.Value)
+	fill = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Struct:
+			for i := range v.NumField() {
+				fill(v.Field(i))
+			}
+		case reflect.Map:
+			v.Set(reflect.MakeMap(v.Type()))
+		case reflect.String:
+			v.SetString("x")
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		case reflect.Pointer:
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+	}
+	fill(full)
+	r.release()
+	check("Record", full)
 }
