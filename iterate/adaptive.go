@@ -26,30 +26,48 @@ type Role struct {
 // Roles maps gap kinds to worker roles.
 type Roles map[gap.Kind]Role
 
-// defaultRoles names the worker of each kind of gap after seed 000's agents,
-// with the implementer for the quality triggers of seeds 001 and 002:
-// "explore" (files, flows, context, questions), "citation" (evidence for a
-// finding), "pattern", "verify" (conflicts), "security", "performance" and
-// "implement". The citation, pattern and implement roles are grouped: one
-// task takes every such gap of the iteration, so that twenty weak findings
-// do not need seven iterations of three tasks each. Prompts, agents and
-// models are the host's (see examples/research for seed 000's).
-var defaultRoles = func() Roles {
-	explore, citation, implement := Role{Name: "explore"}, Role{Name: "citation", Group: true}, Role{Name: "implement", Group: true}
-	roles := Roles{
-		gap.Coverage: explore, gap.MissingContext: explore, gap.UnansweredQuestion: explore,
-		gap.Confidence: citation, gap.Evidence: citation,
-		gap.Pattern:             {Name: "pattern", Group: true},
-		gap.ConflictingFindings: {Name: "verify"},
-		gap.Security:            {Name: "security"},
-		gap.Performance:         {Name: "performance"},
+// The default roles name the worker of each kind of gap after seed 000's
+// agents, with the implementer for the quality triggers of seeds 001 and
+// 002: "explore" (files, flows, context, questions), "citation" (evidence
+// for a finding), "pattern", "verify" (conflicts), "security",
+// "performance" and "implement". The citation, pattern and implement roles
+// are grouped: one task takes every such gap of the iteration, so that
+// twenty weak findings do not need seven iterations of three tasks each.
+// Prompts, agents and models are the host's (see examples/research for seed
+// 000's).
+var (
+	exploreRole     = Role{Name: "explore"}
+	citationRole    = Role{Name: "citation", Group: true}
+	patternRole     = Role{Name: "pattern", Group: true}
+	verifyRole      = Role{Name: "verify"}
+	securityRole    = Role{Name: "security"}
+	performanceRole = Role{Name: "performance"}
+	implementRole   = Role{Name: "implement", Group: true}
+)
+
+// defaultRole returns the default role of a kind of gap, and false for a
+// kind with none (the host's kinds and ""). A switch rather than a map: the
+// role is looked up for every task of every iteration.
+func defaultRole(k gap.Kind) (Role, bool) {
+	switch k {
+	case gap.Coverage, gap.MissingContext, gap.UnansweredQuestion:
+		return exploreRole, true
+	case gap.Confidence, gap.Evidence:
+		return citationRole, true
+	case gap.Pattern:
+		return patternRole, true
+	case gap.ConflictingFindings:
+		return verifyRole, true
+	case gap.Security:
+		return securityRole, true
+	case gap.Performance:
+		return performanceRole, true
+	case gap.ValidationFailure, gap.LowConfidence, gap.IncompleteOutput, gap.ExplicitFeedback,
+		gap.Hallucination, gap.RequirementUnmet, gap.QualityThreshold, gap.UserRejection, gap.TestFailure, gap.ReviewRejected:
+		return implementRole, true
 	}
-	for _, k := range []gap.Kind{gap.ValidationFailure, gap.LowConfidence, gap.IncompleteOutput, gap.ExplicitFeedback,
-		gap.Hallucination, gap.RequirementUnmet, gap.QualityThreshold, gap.UserRejection, gap.TestFailure, gap.ReviewRejected} {
-		roles[k] = implement
-	}
-	return roles
-}()
+	return Role{}, false
+}
 
 // broadRole is used when a gap's kind has no role, and for the broad task of
 // an iteration without actionable gaps.
@@ -142,14 +160,18 @@ func (s *Adaptive) stuckAfter() int {
 }
 
 func (s *Adaptive) role(k gap.Kind) Role {
-	if r, ok := s.Roles[k]; ok {
+	if len(s.Roles) > 0 {
+		if r, ok := s.Roles[k]; ok {
+			return r
+		}
+	}
+	if r, ok := defaultRole(k); ok {
 		return r
 	}
-	if r, ok := defaultRoles[k]; ok {
-		return r
-	}
-	if r, ok := s.Roles[""]; ok {
-		return r
+	if len(s.Roles) > 0 {
+		if r, ok := s.Roles[""]; ok {
+			return r
+		}
 	}
 	return broadRole
 }

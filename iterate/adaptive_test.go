@@ -195,3 +195,58 @@ func TestAdaptiveValidate(t *testing.T) {
 		t.Errorf("Run with an invalid strategy: %v", err)
 	}
 }
+
+// TestAdaptiveDefaultRoleTable: every kind with a default role gets it (two
+// gaps of a grouped role share one task, of another role take two), a kind
+// without one takes the host's role of "" or "explore", and a host's role
+// of a kind overrides the default.
+func TestAdaptiveDefaultRoleTable(t *testing.T) {
+	want := map[gap.Kind]iterate.Role{
+		gap.Coverage: {Name: "explore"}, gap.MissingContext: {Name: "explore"}, gap.UnansweredQuestion: {Name: "explore"},
+		gap.Confidence: {Name: "citation", Group: true}, gap.Evidence: {Name: "citation", Group: true},
+		gap.Pattern:             {Name: "pattern", Group: true},
+		gap.ConflictingFindings: {Name: "verify"},
+		gap.Security:            {Name: "security"},
+		gap.Performance:         {Name: "performance"},
+		"host_kind":             {Name: "explore"},
+		"":                      {Name: "explore"},
+	}
+	for _, k := range []gap.Kind{gap.ValidationFailure, gap.LowConfidence, gap.IncompleteOutput, gap.ExplicitFeedback,
+		gap.Hallucination, gap.RequirementUnmet, gap.QualityThreshold, gap.UserRejection, gap.TestFailure, gap.ReviewRejected} {
+		want[k] = iterate.Role{Name: "implement", Group: true}
+	}
+	roles := func(s *iterate.Adaptive, k gap.Kind) []string {
+		t.Helper()
+		gaps := []gap.Gap{{Kind: k, Target: "a", Priority: gap.P1}, {Kind: k, Target: "b", Priority: gap.P1}}
+		p, err := s.Plan(context.Background(), situation(9, nil, gaps))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tk := range p.Tasks {
+			got = append(got, tk.Role)
+		}
+		return got
+	}
+	for k, r := range want {
+		wantRoles := []string{r.Name, r.Name}
+		if r.Group {
+			wantRoles = wantRoles[:1]
+		}
+		if diff := cmp.Diff(wantRoles, roles(&iterate.Adaptive{}, k)); diff != "" {
+			t.Errorf("kind %q: roles (-want +got):\n%s", k, diff)
+		}
+		host := &iterate.Adaptive{Roles: iterate.Roles{"": {Name: "fallback"}}}
+		fallback := wantRoles
+		if k == "host_kind" || k == "" {
+			fallback = []string{"fallback", "fallback"}
+		}
+		if diff := cmp.Diff(fallback, roles(host, k)); diff != "" {
+			t.Errorf("kind %q with a role for \"\": roles (-want +got):\n%s", k, diff)
+		}
+		own := &iterate.Adaptive{Roles: iterate.Roles{k: {Name: "own", Group: true}}}
+		if diff := cmp.Diff([]string{"own"}, roles(own, k)); diff != "" {
+			t.Errorf("kind %q with a role of its own: roles (-want +got):\n%s", k, diff)
+		}
+	}
+}
