@@ -15,7 +15,9 @@ func pick[T any](r *rand.Rand, vs ...T) T { return vs[r.IntN(len(vs))] }
 // randomAssessment returns an assessment with some of every input of the
 // analyzers set, now and then out of range.
 func randomAssessment(r *rand.Rand) Assessment {
-	ratio := func() float64 { return pick(r, 0, 0, 1e-10, 0.3, 0.41, 0.6, 0.69, 0.7, 0.8, 0.95, 1, -0.1, 2, math.NaN()) }
+	ratio := func() float64 {
+		return pick(r, 0, 0, 1e-10, 0.3, 0.41, 0.6, 0.69, 0.7, 0.8, 0.95, 1, -0.1, 2, math.NaN())
+	}
 	opt := func() *float64 {
 		if r.IntN(3) == 0 {
 			return Float(ratio())
