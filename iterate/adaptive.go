@@ -234,12 +234,22 @@ func (s *Adaptive) tasks(dst []Task, selected, deferred []gap.Gap, action Action
 			overflow = append(overflow, *g)
 			continue
 		}
-		t := s.task(role, selected[i:i+1:i+1], action)
+		// Set the task in its slot rather than copy a Task built aside.
+		dst = append(dst, Task{})
+		t := &dst[len(dst)-1]
+		t.Action, t.Role, t.Gaps = action, role.Name, selected[i:i+1:i+1]
 		t.Feedback, t.Guidance = fb, guidance
-		dst = append(dst, t)
 	}
-	for i := range dst {
-		dst[i].Prompt = render(s.role(dst[i].Gap().Kind), dst[i].Gaps)
+	if len(s.Roles) == 0 {
+		// The default roles have no prompt template: every prompt is
+		// empty, without looking the roles up again.
+		for i := range dst {
+			dst[i].Prompt = ""
+		}
+	} else {
+		for i := range dst {
+			dst[i].Prompt = render(s.role(dst[i].Gap().Kind), dst[i].Gaps)
+		}
 	}
 	if len(overflow) > 0 {
 		deferred = append(overflow, deferred...)
@@ -271,11 +281,11 @@ func render(role Role, gaps []gap.Gap) string {
 		return p
 	}
 	g := gaps[0]
-	detail := detailOf(g)
+	detail := detailOf(&g)
 	if len(gaps) > 1 {
 		parts := make([]string, len(gaps))
 		for i := range gaps {
-			parts[i] = detailOf(gaps[i])
+			parts[i] = detailOf(&gaps[i])
 		}
 		detail = strings.Join(parts, "; ")
 	}
@@ -456,7 +466,7 @@ func buildEscalation(h *converge.History, reason string, feedbackLimit int) *Esc
 		}
 	}
 	if esc.Pattern == "" && len(h.Gaps) > 0 {
-		esc.Pattern = actionable(h.Gaps[0])
+		esc.Pattern = actionable(&h.Gaps[0])
 	}
 	esc.Feedback = synthesizeFeedback(h.Gaps, feedbackLimit).String()
 	var q strings.Builder

@@ -250,3 +250,53 @@ func TestAdaptiveDefaultRoleTable(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAdaptivePlan measures the default strategy's plan of the two
+// paths of BenchmarkLoop: no gaps (func) and one coverage gap (gap).
+func BenchmarkAdaptivePlan(b *testing.B) {
+	cov := gap.Gap{Kind: gap.Coverage, Priority: gap.P1, Severity: 0.41, Fixable: true, Target: "coverage",
+		Detail: "coverage 0.41 below 0.70 (41 of 100 files)", Source: "research"}
+	for _, bc := range []struct {
+		name string
+		gaps []gap.Gap
+	}{{"none", nil}, {"coverage", []gap.Gap{cov}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			prev := cov
+			prev.Detail = "coverage 0.40 below 0.70 (40 of 100 files)" // moved: not the same triggers
+			sit := situation(1000, []iterate.Action{iterate.Expand}, []gap.Gap{prev}, bc.gaps)
+			s := &iterate.Adaptive{}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Plan(ctx, sit); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestAdaptiveFeedbackSummaryKinds: the summary line of a plan's feedback
+// names the top gap's kind in words, as the kind with spaces for
+// underscores, except for failed tests, rejected reviews and validation.
+func TestAdaptiveFeedbackSummaryKinds(t *testing.T) {
+	special := map[gap.Kind]string{gap.TestFailure: "Test failed", gap.ReviewRejected: "Review rejected", gap.ValidationFailure: "Validation failed"}
+	kinds := []gap.Kind{gap.Coverage, gap.Confidence, gap.ConflictingFindings, gap.MissingContext, gap.UnansweredQuestion,
+		gap.Evidence, gap.Pattern, gap.Security, gap.Performance, gap.ValidationFailure, gap.LowConfidence, gap.IncompleteOutput,
+		gap.ExplicitFeedback, gap.Hallucination, gap.RequirementUnmet, gap.QualityThreshold, gap.UserRejection, gap.TestFailure,
+		gap.ReviewRejected, "host_kind_of_mine", "plain", ""}
+	for _, k := range kinds {
+		want, ok := special[k]
+		if !ok {
+			want = strings.ReplaceAll(string(k), "_", " ")
+		}
+		gaps := []gap.Gap{{Kind: k, Target: "t", Detail: "what went wrong", Severity: 0.5, Priority: gap.P1}}
+		p, err := (&iterate.Adaptive{}).Plan(context.Background(), situation(9, nil, gaps))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line, _, _ := strings.Cut(p.Feedback, "\n"); line != want+": what went wrong" {
+			t.Errorf("kind %q: summary %q, want %q", k, line, want+": what went wrong")
+		}
+	}
+}
