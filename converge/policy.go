@@ -116,18 +116,30 @@ func evaluate(a *gap.Assessment, t *gap.Thresholds) []Criterion {
 	conflicts := a.UnresolvedConflicts()
 	answered, total := a.CriticalQuestions()
 
-	crit := make([]Criterion, 0, 4)
-	if a.Coverage != 0 || a.EstimatedFiles > 0 {
+	covMeasured := a.Coverage != 0 || a.EstimatedFiles > 0
+	confMeasured := a.Confidence != 0 || len(a.Findings) > 0
+	n := 2
+	if covMeasured {
+		n++
+	}
+	if confMeasured {
+		n++
+	}
+	// Sized exactly and set in place: one allocation, no appends.
+	crit := make([]Criterion, n)
+	c := crit
+	if covMeasured {
 		cov := a.CoverageRatio()
-		crit = append(crit, Criterion{Name: CriterionCoverage, Value: cov, Threshold: minCov, Met: atLeast(cov, minCov)})
+		c[0] = Criterion{Name: CriterionCoverage, Value: cov, Threshold: minCov, Met: atLeast(cov, minCov)}
+		c = c[1:]
 	}
-	if a.Confidence != 0 || len(a.Findings) > 0 {
+	if confMeasured {
 		conf := a.AverageConfidence()
-		crit = append(crit, Criterion{Name: CriterionConfidence, Value: conf, Threshold: minConf, Met: atLeast(conf, minConf)})
+		c[0] = Criterion{Name: CriterionConfidence, Value: conf, Threshold: minConf, Met: atLeast(conf, minConf)}
+		c = c[1:]
 	}
-	crit = append(crit,
-		Criterion{Name: CriterionConflicts, Value: float64(conflicts), Threshold: float64(maxConflicts), Met: conflicts <= maxConflicts},
-		Criterion{Name: CriterionQuestions, Value: float64(answered), Threshold: float64(total), Met: t.AllowUnanswered || answered >= total})
+	c[0] = Criterion{Name: CriterionConflicts, Value: float64(conflicts), Threshold: float64(maxConflicts), Met: conflicts <= maxConflicts}
+	c[1] = Criterion{Name: CriterionQuestions, Value: float64(answered), Threshold: float64(total), Met: t.AllowUnanswered || answered >= total}
 	return crit
 }
 
