@@ -125,22 +125,26 @@ func evaluate(a *gap.Assessment, t *gap.Thresholds) []Criterion {
 	if confMeasured {
 		n++
 	}
-	// Sized exactly and set in place: one allocation, no appends.
+	// Sized exactly and set in place, field by field (the slice is new, so
+	// zero): one allocation, no appends, no Criterion copied in.
 	crit := make([]Criterion, n)
 	c := crit
 	if covMeasured {
-		cov := a.CoverageRatio()
-		c[0] = Criterion{Name: CriterionCoverage, Value: cov, Threshold: minCov, Met: atLeast(cov, minCov)}
+		c[0].set(CriterionCoverage, a.CoverageRatio(), minCov)
 		c = c[1:]
 	}
 	if confMeasured {
-		conf := a.AverageConfidence()
-		c[0] = Criterion{Name: CriterionConfidence, Value: conf, Threshold: minConf, Met: atLeast(conf, minConf)}
+		c[0].set(CriterionConfidence, a.AverageConfidence(), minConf)
 		c = c[1:]
 	}
-	c[0] = Criterion{Name: CriterionConflicts, Value: float64(conflicts), Threshold: float64(maxConflicts), Met: conflicts <= maxConflicts}
-	c[1] = Criterion{Name: CriterionQuestions, Value: float64(answered), Threshold: float64(total), Met: t.AllowUnanswered || answered >= total}
+	c[0].Name, c[0].Value, c[0].Threshold, c[0].Met = CriterionConflicts, float64(conflicts), float64(maxConflicts), conflicts <= maxConflicts
+	c[1].Name, c[1].Value, c[1].Threshold, c[1].Met = CriterionQuestions, float64(answered), float64(total), t.AllowUnanswered || answered >= total
 	return crit
+}
+
+// set makes the zero c the criterion name: ratio v at least min.
+func (c *Criterion) set(name string, v, min float64) {
+	c.Name, c.Value, c.Threshold, c.Met = name, v, min, atLeast(v, min)
 }
 
 // Decide returns Converged when every criterion is met by h.Current, and
