@@ -336,18 +336,17 @@ func (s *Adaptive) choose(sit *Situation, persist int, tried actionSet) (Action,
 
 	kinds := kindsOf(sit.History.Gaps)
 	switch {
-	case kinds.has(gap.ValidationFailure):
+	case kinds&validationKinds != 0:
 		return Retry, "validation failures: retry with fixes", []string{"Fix the validation errors", "Follow the expected schema"}
-	case kinds.has(gap.LowConfidence) || kinds.has(gap.Confidence) || kinds.has(gap.Evidence) || kinds.has(gap.Pattern):
+	case kinds&confidenceKinds != 0:
 		return Expand, "low confidence: expand with more evidence", []string{"Provide more evidence and reasoning", "Cite sources"}
-	case kinds.has(gap.Hallucination):
+	case kinds&hallucinationKinds != 0:
 		return Retry, "hallucinations detected: retry with verification", []string{"Verify all factual claims before including", "Remove unverified claims"}
 	case s.EscalateNearLimit && sit.History.Remaining() >= 0 && sit.History.Remaining() <= 1:
 		return Escalate, "one iteration left with problems remaining", nil
-	case kinds.has(gap.ConflictingFindings):
+	case kinds&conflictKinds != 0:
 		return Refine, "conflicting findings: verify", []string{"Analyze all relevant sources and resolve the disagreement"}
-	case kinds.has(gap.Coverage) || kinds.has(gap.MissingContext) || kinds.has(gap.UnansweredQuestion) ||
-		kinds.has(gap.Security) || kinds.has(gap.Performance):
+	case kinds&coverageKinds != 0:
 		return Expand, "coverage or context missing: expand the search", []string{"Do not re-analyze what is already covered"}
 	}
 	return Retry, "address the identified issues", []string{"Address the identified issues"}
@@ -374,7 +373,7 @@ func persistence(sit *Situation) (int, actionSet) {
 	if len(recs) < 2 {
 		return 0, 0
 	}
-	cur := recs[len(recs)-1]
+	cur := &recs[len(recs)-1]
 	if cur.Triggers == 0 {
 		return 0, 0
 	}
@@ -409,17 +408,36 @@ func actionBit(a Action) actionSet {
 func (s actionSet) add(a Action) actionSet { return s | actionBit(a) }
 func (s actionSet) has(a Action) bool      { return s&actionBit(a) != 0 }
 
-type kindSet []gap.Gap
+// kindSet holds the groups of gap kinds that choose tells apart, one bit
+// each, so that the gaps are read once rather than once per kind asked.
+type kindSet uint8
 
-func kindsOf(gaps []gap.Gap) kindSet { return kindSet(gaps) }
+const (
+	validationKinds    kindSet = 1 << iota // ValidationFailure
+	confidenceKinds                        // LowConfidence, Confidence, Evidence, Pattern
+	hallucinationKinds                     // Hallucination
+	conflictKinds                          // ConflictingFindings
+	coverageKinds                          // Coverage, MissingContext, UnansweredQuestion, Security, Performance
+)
 
-func (k kindSet) has(kind gap.Kind) bool {
-	for i := range k {
-		if k[i].Kind == kind {
-			return true
+// kindsOf returns the groups of the kinds of gaps.
+func kindsOf(gaps []gap.Gap) kindSet {
+	var s kindSet
+	for i := range gaps {
+		switch gaps[i].Kind {
+		case gap.ValidationFailure:
+			s |= validationKinds
+		case gap.LowConfidence, gap.Confidence, gap.Evidence, gap.Pattern:
+			s |= confidenceKinds
+		case gap.Hallucination:
+			s |= hallucinationKinds
+		case gap.ConflictingFindings:
+			s |= conflictKinds
+		case gap.Coverage, gap.MissingContext, gap.UnansweredQuestion, gap.Security, gap.Performance:
+			s |= coverageKinds
 		}
 	}
-	return false
+	return s
 }
 
 // escalation builds the escalate plan.

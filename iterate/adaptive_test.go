@@ -2,6 +2,9 @@ package iterate_test
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -297,6 +300,64 @@ func TestAdaptiveFeedbackSummaryKinds(t *testing.T) {
 		}
 		if line, _, _ := strings.Cut(p.Feedback, "\n"); line != want+": what went wrong" {
 			t.Errorf("kind %q: summary %q, want %q", k, line, want+": what went wrong")
+		}
+	}
+}
+
+// TestAdaptiveActionSweep holds the action Adaptive chooses for fresh gaps
+// (no persistence) to seed 001's rules, written out here as a scan of the
+// gaps per rule, over every single kind and many generated mixtures, with
+// and without EscalateNearLimit on the last iterations.
+func TestAdaptiveActionSweep(t *testing.T) {
+	kinds := []gap.Kind{gap.Coverage, gap.Confidence, gap.ConflictingFindings, gap.MissingContext, gap.UnansweredQuestion,
+		gap.Evidence, gap.Pattern, gap.Security, gap.Performance, gap.ValidationFailure, gap.LowConfidence, gap.IncompleteOutput,
+		gap.ExplicitFeedback, gap.Hallucination, gap.RequirementUnmet, gap.QualityThreshold, gap.UserRejection, gap.TestFailure,
+		gap.ReviewRejected, "host_kind"}
+	want := func(gaps []gap.Gap, nearLimit bool) string {
+		has := func(ks ...gap.Kind) bool {
+			for _, g := range gaps {
+				if slices.Contains(ks, g.Kind) {
+					return true
+				}
+			}
+			return false
+		}
+		switch {
+		case has(gap.ValidationFailure):
+			return "validation failures: retry with fixes"
+		case has(gap.LowConfidence, gap.Confidence, gap.Evidence, gap.Pattern):
+			return "low confidence: expand with more evidence"
+		case has(gap.Hallucination):
+			return "hallucinations detected: retry with verification"
+		case nearLimit:
+			return "one iteration left with problems remaining"
+		case has(gap.ConflictingFindings):
+			return "conflicting findings: verify"
+		case has(gap.Coverage, gap.MissingContext, gap.UnansweredQuestion, gap.Security, gap.Performance):
+			return "coverage or context missing: expand the search"
+		}
+		return "address the identified issues"
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for i := range 3000 {
+		var gaps []gap.Gap
+		if i < len(kinds) {
+			gaps = []gap.Gap{{Kind: kinds[i], Target: "t", Priority: gap.P1}}
+		} else {
+			for j := range 1 + r.IntN(4) {
+				gaps = append(gaps, gap.Gap{Kind: kinds[r.IntN(len(kinds))], Target: strconv.Itoa(j), Priority: gap.P1})
+			}
+		}
+		escalate := r.IntN(2) == 0
+		sit := situation(4, nil, gaps)
+		sit.History.Iteration = r.IntN(5)
+		left := sit.History.Remaining()
+		p, err := (&iterate.Adaptive{EscalateNearLimit: escalate}).Plan(context.Background(), sit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := want(gaps, escalate && left >= 0 && left <= 1); p.Reason != w {
+			t.Fatalf("gaps %v (escalate near limit %v, %d left): reason %q, want %q", gaps, escalate, left, p.Reason, w)
 		}
 	}
 }
