@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -118,5 +119,25 @@ func TestDefaultEqualsCombinedSweep(t *testing.T) {
 	}
 	if errs == 0 || found == 0 {
 		t.Errorf("the sweep found %d errors and %d gaps: it must reach both", errs, found)
+	}
+}
+
+// TestSortedMatchesSlices: sorted and prioritized, which read the gaps in
+// place, agree with slices.IsSortedFunc and slices.IndexFunc over generated
+// gaps (NaN relevance and severity included).
+func TestSortedMatchesSlices(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for range 20000 {
+		gaps := make([]Gap, r.IntN(6))
+		for i := range gaps {
+			gaps[i] = Gap{Priority: Priority(r.IntN(5)), Relevance: pick(r, 0, 0.5, 1, math.NaN()), Severity: pick(r, 0, 0.5, 1, math.NaN())}
+		}
+		if got, want := sorted(gaps), slices.IsSortedFunc(gaps, compareGaps); got != want {
+			t.Fatalf("sorted(%v) = %v, want %v", gaps, got, want)
+		}
+		want := slices.IndexFunc(gaps, func(g Gap) bool { return !validPriority(g.Priority) }) < 0
+		if got := prioritized(gaps); got != want {
+			t.Fatalf("prioritized(%v) = %v, want %v", gaps, got, want)
+		}
 	}
 }
