@@ -184,9 +184,13 @@ func (s *Adaptive) Plan(_ context.Context, sit *Situation) (Plan, error) {
 	gaps := sit.History.Gaps
 	if len(gaps) == 0 {
 		// Seed 000: no actionable gaps but not converged: force a broad
-		// refinement.
-		return Plan{Action: Refine, Tasks: append(sit.tasks, s.task(s.role(""), nil, Refine)),
-			Reason: "no actionable gaps: broad refinement"}, nil
+		// refinement. (The task is set in its slot: a Task built aside
+		// would be copied twice on every such iteration.)
+		tasks := append(sit.tasks, Task{})
+		role := s.role("")
+		t := &tasks[len(tasks)-1]
+		t.Action, t.Role, t.Prompt = Refine, role.Name, role.Prompt
+		return Plan{Action: Refine, Tasks: tasks, Reason: "no actionable gaps: broad refinement"}, nil
 	}
 
 	persist, tried := persistence(sit)
@@ -264,14 +268,6 @@ func findRole(ts []Task, name string) int {
 		}
 	}
 	return -1
-}
-
-func (s *Adaptive) task(role Role, gaps []gap.Gap, action Action) Task {
-	t := Task{Action: action, Role: role.Name, Gaps: gaps}
-	if len(gaps) == 0 {
-		t.Prompt = role.Prompt
-	}
-	return t
 }
 
 // render fills a role's prompt template for its gaps.
