@@ -185,3 +185,43 @@ func TestRecordRelease(t *testing.T) {
 	r.release()
 	check("Record", full)
 }
+
+// TestRecordSetOverwritesEveryField: set assigns every field of the record
+// (a reused slot, or the record of a re-assessed state), so that nothing of
+// what the slot held before survives; a field added to Record and not to
+// set fails here.
+func TestRecordSetOverwritesEveryField(t *testing.T) {
+	var r Record
+	var fill func(v reflect.Value)
+	fill = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Struct:
+			for i := range v.NumField() {
+				fill(v.Field(i))
+			}
+		case reflect.Map:
+			v.Set(reflect.MakeMap(v.Type()))
+		case reflect.String:
+			v.SetString("x")
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		case reflect.Pointer:
+			v.Set(reflect.New(v.Type().Elem()))
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Int, reflect.Int64:
+			v.SetInt(7)
+		case reflect.Uint64:
+			v.SetUint(7)
+		case reflect.Float64:
+			v.SetFloat(7)
+		default:
+			t.Fatalf("fill: unexpected kind %v", v.Kind())
+		}
+	}
+	fill(reflect.ValueOf(&r).Elem())
+	r.set(3, &gap.Assessment{}, nil, Attempt{})
+	if diff := cmp.Diff(Record{Iteration: 3}, r); diff != "" {
+		t.Errorf("set left fields of the slot (-want +got):\n%s", diff)
+	}
+}
