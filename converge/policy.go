@@ -142,7 +142,7 @@ func evaluate(a *gap.Assessment, t *gap.Thresholds) []Criterion {
 	return crit
 }
 
-// set makes the zero c the criterion name: ratio v at least min.
+// set makes c, zero, the criterion name of a ratio v held to at least min.
 func (c *Criterion) set(name string, v, min float64) {
 	c.Name, c.Value, c.Threshold, c.Met = name, v, min, atLeast(v, min)
 }
@@ -279,8 +279,8 @@ func (HighConfidence) Decide(h *History) Decision {
 	return Decision{Verdict: EarlyExit, Reason: reason, Criteria: crit}
 }
 
-// highConfidence reports whether [HighConfidence] exits early from h (not
-// nil), with the measured coverage and confidence and the levels they reach.
+// highConfidence reports whether [HighConfidence] exits early from h, with
+// the measured coverage and confidence and the levels they are held to.
 func highConfidence(h *History) (cov, conf, minCov, minConf float64, ok bool) {
 	if h == nil {
 		return 0, 0, 0, 0, false
