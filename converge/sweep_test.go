@@ -1,11 +1,14 @@
 package converge
 
 import (
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/refine-go/refine/gap"
 )
@@ -223,5 +226,104 @@ func TestRecordSetOverwritesEveryField(t *testing.T) {
 	r.set(3, &gap.Assessment{}, nil, Attempt{})
 	if diff := cmp.Diff(Record{Iteration: 3}, r); diff != "" {
 		t.Errorf("set left fields of the slot (-want +got):\n%s", diff)
+	}
+}
+
+// observeReference is History.Observe as it was before it set the record in
+// its window slot: the record built aside, then appended (the window's
+// sliding kept as the slice of the latest Window records).
+func observeReference(h *History, a gap.Assessment, gaps []gap.Gap) {
+	h.Current = a
+	h.Gaps = gaps
+	rec := Record{
+		Iteration:  h.Iteration,
+		Coverage:   a.CoverageRatio(),
+		Confidence: a.AverageConfidence(),
+		Score:      a.Score,
+		Conflicts:  a.UnresolvedConflicts(),
+		Gaps:       len(gaps),
+		Triggers:   triggerDigest(gaps),
+		Attempt:    h.Pending,
+	}
+	if len(a.Scores) > 0 {
+		rec.Scores = maps.Clone(a.Scores)
+	}
+	for i := range gaps {
+		if gaps[i].Fixable {
+			rec.Fixable++
+		}
+	}
+	if len(gaps) > 0 {
+		rec.Summary = summarize(&gaps[0])
+	}
+	h.Pending = Attempt{}
+	if last := h.Last(); last != nil && last.Iteration == h.Iteration {
+		if !slices.Equal(a.WorkRemaining, h.WorkRemaining) {
+			h.Unchanged = 0
+			h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
+		}
+		rec.Attempt = last.Attempt
+		*last = rec
+		if a.Score > h.BestScore {
+			h.BestScore, h.BestIteration = a.Score, h.Iteration
+		}
+		return
+	}
+	if len(a.WorkRemaining) > 0 && len(h.Recent) > 0 && slices.Equal(a.WorkRemaining, h.WorkRemaining) {
+		h.Unchanged++
+	} else {
+		h.Unchanged = 0
+	}
+	h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
+	if len(h.Recent) == 0 || a.Score > h.BestScore {
+		h.BestScore, h.BestIteration = a.Score, h.Iteration
+	}
+	w := h.Window
+	if w <= 0 {
+		w = DefaultWindow
+	}
+	h.Recent = append(h.Recent, rec)
+	if len(h.Recent) > w {
+		h.Recent = slices.Clone(h.Recent[len(h.Recent)-w:])
+	}
+}
+
+// TestObserveMatchesReference runs Observe and the reference side by side
+// over generated loops (re-assessments, window changes as after a resume,
+// failures, scores, gaps) and compares the histories after every step.
+func TestObserveMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	ignore := cmpopts.IgnoreUnexported(History{})
+	for loop := range 40 {
+		window := pick(r, 0, 1, 2, 3, 5)
+		got, want := &History{Window: window}, &History{Window: window}
+		for step := range 40 {
+			if step > 0 && r.IntN(5) != 0 { // else: a re-assessment of the same state
+				o := Attempt{Failed: r.IntN(4) == 0, Action: pick(r, "retry", "expand", ""), Tasks: r.IntN(3)}
+				got.Complete(o)
+				want.Complete(o)
+			}
+			if r.IntN(20) == 0 { // the window shrinks or grows, as after a resume
+				w := pick(r, 0, 1, 2, 4)
+				got.Window, want.Window = w, w
+			}
+			a := randomAssessment(r)
+			if r.IntN(3) == 0 {
+				a.Scores = map[string]float64{"m": r.Float64()}
+			}
+			if r.IntN(2) == 0 {
+				a.WorkRemaining = []string{pick(r, "x", "y")}
+			}
+			var gaps []gap.Gap
+			for range pick(r, 0, 0, 1, 2) {
+				gaps = append(gaps, gap.Gap{Kind: pick(r, gap.Coverage, gap.TestFailure), Target: pick(r, "", "t"),
+					Detail: pick(r, "", "d", "t failed"), Fixable: r.IntN(2) == 0})
+			}
+			got.Observe(a, gaps)
+			observeReference(want, a, gaps)
+			if diff := cmp.Diff(want, got, ignore, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("loop %d, step %d: Observe differs from the reference (-want +got):\n%s", loop, step, diff)
+			}
+		}
 	}
 }
