@@ -53,31 +53,44 @@ func Default() Policy { return standard{} }
 // decisions, without seven dynamic dispatches per round.
 type standard struct{}
 
+// Decide asks each policy's predicate first and builds a policy's Decision
+// only when that policy stops (or, for ThresholdsMet, has criteria to
+// report), so that the common round (nothing measured, no counter near its
+// limit) decides Continue without building seven Decisions. It returns
+// exactly what the Any of the seven policies returns (see
+// TestDefaultEqualsAny and TestDefaultEqualsAnySweep).
 func (standard) Decide(h *History) Decision {
-	if d := (Done{}).Decide(h); d.Stop() {
-		return d
+	if h == nil {
+		return Decision{}
 	}
-	if d := (Passing{}).Decide(h); d.Stop() {
-		return d
+	a := &h.Current
+	if a.Complete {
+		return (Done{}).Decide(h)
 	}
-	if d := (HighConfidence{}).Decide(h); d.Stop() {
-		return d
+	if a.Signals.Passing() {
+		return (Passing{}).Decide(h)
 	}
-	th := (ThresholdsMet{}).Decide(h)
-	if th.Stop() {
-		return th
+	if _, _, _, _, ok := highConfidence(h); ok {
+		return (HighConfidence{}).Decide(h)
 	}
-	d := (Failures{}).Decide(h)
-	if !d.Stop() {
-		d = (NoProgress{}).Decide(h)
-	}
-	if !d.Stop() {
-		d = (IterationLimit{}).Decide(h)
-	}
-	if !d.Stop() || len(th.Criteria) == 0 {
-		if !d.Stop() {
+	var th Decision // ThresholdsMet: Continue with no criteria when unmeasured
+	if researchMeasured(a) {
+		if th = (ThresholdsMet{}).Decide(h); th.Stop() {
 			return th
 		}
+	}
+	var d Decision
+	switch {
+	case failing(h):
+		d = (Failures{}).Decide(h)
+	case NoProgress{}.stuck(h):
+		d = (NoProgress{}).Decide(h)
+	case atLimit(h):
+		d = (IterationLimit{}).Decide(h)
+	default:
+		return th
+	}
+	if len(th.Criteria) == 0 {
 		return d
 	}
 	// As Any does: the stop lists the criteria evaluated before it, and a

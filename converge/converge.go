@@ -284,7 +284,7 @@ type History struct {
 	// the next [History.Observe] moves it into its record.
 	Pending Attempt `json:"pending,omitzero"`
 
-	// base is the backing array Recent slides over (see push).
+	// base is the backing array Recent slides over (see next).
 	base []Record
 }
 
@@ -399,29 +399,7 @@ func mix(x uint64) uint64 {
 func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	h.Current = a
 	h.Gaps = gaps
-
-	rec := Record{
-		Iteration:  h.Iteration,
-		Coverage:   a.CoverageRatio(),
-		Confidence: a.AverageConfidence(),
-		Score:      a.Score,
-		Conflicts:  a.UnresolvedConflicts(),
-		Gaps:       len(gaps),
-		Triggers:   triggerDigest(gaps),
-		Attempt:    h.Pending,
-	}
-	if len(a.Scores) > 0 {
-		// The host may reuse its map; the record must not change with it.
-		rec.Scores = maps.Clone(a.Scores)
-	}
-	for i := range gaps {
-		if gaps[i].Fixable {
-			rec.Fixable++
-		}
-	}
-	if len(gaps) > 0 {
-		rec.Summary = summarize(&gaps[0])
-	}
+	pending := h.Pending
 	h.Pending = Attempt{}
 
 	if last := h.Last(); last != nil && last.Iteration == h.Iteration {
@@ -430,8 +408,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 			h.Unchanged = 0
 			h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
 		}
-		rec.Attempt = last.Attempt
-		*last = rec
+		last.set(h.Iteration, &a, gaps, last.Attempt)
 		if a.Score > h.BestScore {
 			h.BestScore, h.BestIteration = a.Score, h.Iteration
 		}
@@ -453,17 +430,60 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	if w <= 0 {
 		w = DefaultWindow
 	}
-	h.push(rec, w)
+	h.next(w).set(h.Iteration, &a, gaps, pending)
 }
 
-// push appends rec to the window of w records. The window slides over a
-// backing array of 2w records, so that dropping the oldest record is a
-// reslice and the records move only once every w observations: constant
+// set makes r the record of the assessment a of the state after iteration
+// completed iterations, its gaps, and the attempt o that produced it. It
+// assigns every field of r in place: r may be a reused slot of the window,
+// and a Record built aside and then copied in would cost a second copy of
+// it (with write barriers) on every observation.
+func (r *Record) set(iteration int, a *gap.Assessment, gaps []gap.Gap, o Attempt) {
+	r.Iteration = iteration
+	r.Coverage = a.CoverageRatio()
+	r.Confidence = a.AverageConfidence()
+	r.Score = a.Score
+	r.Scores = nil
+	if len(a.Scores) > 0 {
+		// The host may reuse its map; the record must not change with it.
+		r.Scores = maps.Clone(a.Scores)
+	}
+	r.Conflicts = a.UnresolvedConflicts()
+	r.Gaps = len(gaps)
+	r.Fixable = 0
+	for i := range gaps {
+		if gaps[i].Fixable {
+			r.Fixable++
+		}
+	}
+	r.Triggers = triggerDigest(gaps)
+	r.Summary = ""
+	if len(gaps) > 0 {
+		r.Summary = summarize(&gaps[0])
+	}
+	r.Attempt = o
+}
+
+// release drops the references r holds (its Scores, Summary and Action), so
+// that a record that left the window keeps nothing alive.
+func (r *Record) release() {
+	r.Scores, r.Summary, r.Action = nil, "", ""
+}
+
+// next appends a slot to the window of w records and returns it; the
+// caller sets every field of the slot (see [Record.set]). The window slides
+// over a backing array of 2w records, so that dropping the oldest record is
+// a reslice and the records move only once every w observations: constant
 // amortized cost, no allocation in the steady state.
-func (h *History) push(rec Record, w int) {
+func (h *History) next(w int) *Record {
 	if len(h.Recent) >= w {
 		drop := len(h.Recent) - w + 1
-		clear(h.Recent[:drop]) // release what the dropped records refer to
+		// Release what the dropped records refer to.
+		if drop == 1 {
+			h.Recent[0].release() // the steady state: cheaper than clear
+		} else {
+			clear(h.Recent[:drop])
+		}
 		h.Recent = h.Recent[drop:]
 	}
 	if len(h.Recent) == cap(h.Recent) {
@@ -480,7 +500,8 @@ func (h *History) push(rec Record, w int) {
 		clear(h.base[n:cap(h.base)])
 		h.Recent = h.base[:n]
 	}
-	h.Recent = append(h.Recent, rec)
+	h.Recent = h.Recent[:len(h.Recent)+1]
+	return &h.Recent[len(h.Recent)-1]
 }
 
 // summarize describes a gap in its actionable form: "TestLogin: Expected:

@@ -69,10 +69,30 @@ func researchMeasured(a *gap.Assessment) bool {
 		len(a.Conflicts) > 0 || len(a.Questions) > 0
 }
 
-// limits returns the effective limits of t.
-func limits(t gap.Thresholds) (minCov, minConf float64, maxConflicts int) {
-	t = t.Effective()
-	return max(t.MinCoverage, 0), max(t.MinConfidence, 0), max(t.MaxConflicts, 0)
+// defaults are the effective thresholds of the zero [gap.Thresholds]: the
+// value a zero field of the loop's thresholds stands for.
+var defaults = gap.Thresholds{}.Effective()
+
+// orDefault returns v, or def when v is zero, as [gap.Thresholds.Effective]
+// fills a field.
+func orDefault[T int | float64](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// limits returns the effective limits of *t. It reads the three fields it
+// needs rather than copying the whole of t.Effective().
+func limits(t *gap.Thresholds) (minCov, minConf float64, maxConflicts int) {
+	return max(orDefault(t.MinCoverage, defaults.MinCoverage), 0),
+		max(orDefault(t.MinConfidence, defaults.MinConfidence), 0),
+		max(orDefault(t.MaxConflicts, defaults.MaxConflicts), 0)
+}
+
+// earlyLevels returns the effective EarlyCoverage and EarlyConfidence of *t.
+func earlyLevels(t *gap.Thresholds) (minCov, minConf float64) {
+	return orDefault(t.EarlyCoverage, defaults.EarlyCoverage), orDefault(t.EarlyConfidence, defaults.EarlyConfidence)
 }
 
 // Evaluate returns the criteria, in the order coverage, confidence,
@@ -87,23 +107,44 @@ func Evaluate(a *gap.Assessment, t gap.Thresholds) []Criterion {
 	if a == nil {
 		a = &gap.Assessment{}
 	}
+	return evaluate(a, &t)
+}
+
+// evaluate is [Evaluate] of a non-nil a, reading t in place.
+func evaluate(a *gap.Assessment, t *gap.Thresholds) []Criterion {
 	minCov, minConf, maxConflicts := limits(t)
 	conflicts := a.UnresolvedConflicts()
 	answered, total := a.CriticalQuestions()
 
-	crit := make([]Criterion, 0, 4)
-	if a.Coverage != 0 || a.EstimatedFiles > 0 {
-		cov := a.CoverageRatio()
-		crit = append(crit, Criterion{Name: CriterionCoverage, Value: cov, Threshold: minCov, Met: atLeast(cov, minCov)})
+	covMeasured := a.Coverage != 0 || a.EstimatedFiles > 0
+	confMeasured := a.Confidence != 0 || len(a.Findings) > 0
+	n := 2
+	if covMeasured {
+		n++
 	}
-	if a.Confidence != 0 || len(a.Findings) > 0 {
-		conf := a.AverageConfidence()
-		crit = append(crit, Criterion{Name: CriterionConfidence, Value: conf, Threshold: minConf, Met: atLeast(conf, minConf)})
+	if confMeasured {
+		n++
 	}
-	crit = append(crit,
-		Criterion{Name: CriterionConflicts, Value: float64(conflicts), Threshold: float64(maxConflicts), Met: conflicts <= maxConflicts},
-		Criterion{Name: CriterionQuestions, Value: float64(answered), Threshold: float64(total), Met: t.AllowUnanswered || answered >= total})
+	// Sized exactly and set in place, field by field (the slice is new, so
+	// zero): one allocation, no appends, no Criterion copied in.
+	crit := make([]Criterion, n)
+	c := crit
+	if covMeasured {
+		c[0].set(CriterionCoverage, a.CoverageRatio(), minCov)
+		c = c[1:]
+	}
+	if confMeasured {
+		c[0].set(CriterionConfidence, a.AverageConfidence(), minConf)
+		c = c[1:]
+	}
+	c[0].Name, c[0].Value, c[0].Threshold, c[0].Met = CriterionConflicts, float64(conflicts), float64(maxConflicts), conflicts <= maxConflicts
+	c[1].Name, c[1].Value, c[1].Threshold, c[1].Met = CriterionQuestions, float64(answered), float64(total), t.AllowUnanswered || answered >= total
 	return crit
+}
+
+// set makes c, zero, the criterion name of a ratio v held to at least min.
+func (c *Criterion) set(name string, v, min float64) {
+	c.Name, c.Value, c.Threshold, c.Met = name, v, min, atLeast(v, min)
 }
 
 // Decide returns Converged when every criterion is met by h.Current, and
@@ -112,7 +153,7 @@ func (ThresholdsMet) Decide(h *History) Decision {
 	if h == nil || !researchMeasured(&h.Current) {
 		return Decision{}
 	}
-	crit := Evaluate(&h.Current, h.Thresholds)
+	crit := evaluate(&h.Current, &h.Thresholds)
 	for i := range crit {
 		if !crit[i].Met {
 			return Decision{Criteria: crit}
@@ -223,16 +264,8 @@ type HighConfidence struct{}
 
 // Decide returns EarlyExit when both levels are reached, Continue otherwise.
 func (HighConfidence) Decide(h *History) Decision {
-	if h == nil {
-		return Decision{}
-	}
-	t := h.Thresholds.Effective()
-	minCov, minConf := t.EarlyCoverage, t.EarlyConfidence
-	if minCov < 0 || minConf < 0 {
-		return Decision{}
-	}
-	cov, conf := h.Current.CoverageRatio(), h.Current.AverageConfidence()
-	if !atLeast(cov, minCov) || !atLeast(conf, minConf) {
+	cov, conf, minCov, minConf, ok := highConfidence(h)
+	if !ok {
 		return Decision{}
 	}
 	crit := []Criterion{
@@ -244,6 +277,20 @@ func (HighConfidence) Decide(h *History) Decision {
 		reason += " (skipped " + plural(r, "potential iteration") + ")"
 	}
 	return Decision{Verdict: EarlyExit, Reason: reason, Criteria: crit}
+}
+
+// highConfidence reports whether [HighConfidence] exits early from h, with
+// the measured coverage and confidence and the levels they are held to.
+func highConfidence(h *History) (cov, conf, minCov, minConf float64, ok bool) {
+	if h == nil {
+		return 0, 0, 0, 0, false
+	}
+	minCov, minConf = earlyLevels(&h.Thresholds)
+	if minCov < 0 || minConf < 0 {
+		return 0, 0, 0, 0, false
+	}
+	cov, conf = h.Current.CoverageRatio(), h.Current.AverageConfidence()
+	return cov, conf, minCov, minConf, atLeast(cov, minCov) && atLeast(conf, minConf)
 }
 
 // plural returns e.g. "1 potential iteration" or "2 potential iterations".
@@ -270,7 +317,7 @@ type IterationLimit struct {
 
 // Decide returns MaxIterations (or Escalate) at the limit, Continue before it.
 func (l IterationLimit) Decide(h *History) Decision {
-	if h == nil || h.MaxIterations <= 0 || h.Iteration < h.MaxIterations {
+	if !atLimit(h) {
 		return Decision{}
 	}
 	reason := "max iterations reached: " + strconv.Itoa(h.Iteration) + " of " + strconv.Itoa(h.MaxIterations)
@@ -278,6 +325,12 @@ func (l IterationLimit) Decide(h *History) Decision {
 		return Decision{Verdict: Escalate, Reason: reason + "; escalating"}
 	}
 	return Decision{Verdict: MaxIterations, Reason: reason}
+}
+
+// atLimit reports whether h has run its iteration limit: whether
+// [IterationLimit] stops.
+func atLimit(h *History) bool {
+	return h != nil && h.MaxIterations > 0 && h.Iteration >= h.MaxIterations
 }
 
 // NoProgress halts a loop whose work remaining has not changed for After
@@ -298,12 +351,18 @@ func (s NoProgress) Validate() error { return checkCount("NoProgress", "After", 
 
 // Decide returns Stuck once the work remaining has been unchanged long enough.
 func (s NoProgress) Decide(h *History) Decision {
-	after := countOr(s.After, defaultStuckAfter)
-	if h == nil || h.Unchanged < after || after < 0 {
+	if !s.stuck(h) {
 		return Decision{}
 	}
 	return Decision{Verdict: Stuck, Reason: "stuck: work remaining unchanged for " +
 		plural(h.Unchanged, "iteration") + ": " + strings.Join(h.WorkRemaining, " ")}
+}
+
+// stuck reports whether the work remaining of h has been unchanged long
+// enough to stop.
+func (s NoProgress) stuck(h *History) bool {
+	after := countOr(s.After, defaultStuckAfter)
+	return h != nil && h.Unchanged >= after && after >= 0
 }
 
 // Failures aborts a loop after h.FailureThreshold consecutive failed
@@ -315,14 +374,20 @@ type Failures struct{}
 
 // Decide returns Aborted once the consecutive failures reach the threshold.
 func (Failures) Decide(h *History) Decision {
-	if h == nil {
-		return Decision{}
-	}
-	threshold := countOr(h.FailureThreshold, DefaultFailureThreshold)
-	if h.ConsecutiveFailures < threshold || threshold < 0 {
+	if !failing(h) {
 		return Decision{}
 	}
 	return Decision{Verdict: Aborted, Reason: "aborting after " + plural(h.ConsecutiveFailures, "consecutive failure")}
+}
+
+// failing reports whether the consecutive failures of h reach its failure
+// threshold: whether [Failures] aborts.
+func failing(h *History) bool {
+	if h == nil {
+		return false
+	}
+	threshold := countOr(h.FailureThreshold, DefaultFailureThreshold)
+	return h.ConsecutiveFailures >= threshold && threshold >= 0
 }
 
 // Done converges when the host reports its work complete

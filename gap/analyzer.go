@@ -111,9 +111,14 @@ func (defaultAnalyzer) Analyze(ctx context.Context, a Assessment, t Thresholds) 
 	if err != nil {
 		return nil, err
 	}
-	qp, err := Quality{}.plan(&a, t)
-	if err != nil {
-		return nil, err
+	// Signals are all Quality reads: without them it finds nothing and
+	// reports no error (the thresholds it would validate, Research just
+	// did), so the common research assessment skips its plan.
+	var qp qualityPlan
+	if !a.Signals.Empty() {
+		if qp, err = (Quality{}).plan(&a, t); err != nil {
+			return nil, err
+		}
 	}
 	if rp.n+qp.n == 0 {
 		return nil, nil

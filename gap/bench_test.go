@@ -35,6 +35,7 @@ func BenchmarkDefaultAnalyze(b *testing.B) {
 		a    Assessment
 	}{
 		{"empty", Assessment{}},
+		{"coverage", Assessment{FilesAnalyzed: 41, EstimatedFiles: 100}},
 		{"typical", typicalAssessment()},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

@@ -68,17 +68,41 @@ func prioritize(gaps []Gap, a *Assessment) []Gap {
 			gaps[i].Priority = priorityOf(&gaps[i], a)
 		}
 	}
-	if !slices.IsSortedFunc(gaps, compareGaps) {
+	if !sorted(gaps) {
 		slices.SortStableFunc(gaps, compareGaps)
 	}
 	return gaps
+}
+
+// sorted reports whether gaps are in the order of compareGaps, as
+// slices.IsSortedFunc(gaps, compareGaps) does, without copying the gaps.
+func sorted(gaps []Gap) bool {
+	for i := 1; i < len(gaps); i++ {
+		if compareGapsAt(&gaps[i], &gaps[i-1]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// prioritized reports whether every gap has a valid Priority.
+func prioritized(gaps []Gap) bool {
+	for i := range gaps {
+		if !validPriority(gaps[i].Priority) {
+			return false
+		}
+	}
+	return true
 }
 
 func validPriority(p Priority) bool { return p >= P1 && p <= P3 }
 
 // compareGaps orders by priority ascending, relevance descending, severity
 // descending. cmp.Compare orders NaN first, so the order stays total.
-func compareGaps(x, y Gap) int {
+func compareGaps(x, y Gap) int { return compareGapsAt(&x, &y) }
+
+// compareGapsAt is compareGaps of *x and *y.
+func compareGapsAt(x, y *Gap) int {
 	if c := cmp.Compare(x.Priority, y.Priority); c != 0 {
 		return c
 	}
@@ -168,9 +192,9 @@ func findFinding(a *Assessment, id string) *Finding {
 // backing array; selected is clipped, so appending to it does not overwrite
 // deferred. A part that is empty is nil.
 func Select(gaps []Gap, remaining, slots int) (selected, deferred []Gap) {
-	if slices.IndexFunc(gaps, func(g Gap) bool { return !validPriority(g.Priority) }) >= 0 {
+	if !prioritized(gaps) {
 		prioritize(gaps, &Assessment{}) // also sorts
-	} else if !slices.IsSortedFunc(gaps, compareGaps) {
+	} else if !sorted(gaps) {
 		slices.SortStableFunc(gaps, compareGaps)
 	}
 

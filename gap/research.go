@@ -311,9 +311,9 @@ func findingKind(f *Finding) (Kind, string) {
 func coverageDetail(a *Assessment, coverage, min float64) string {
 	var buf [96]byte
 	b := append(buf[:0], "coverage "...)
-	b = strconv.AppendFloat(b, coverage, 'f', 2, 64)
+	b = appendFixed2(b, coverage)
 	b = append(b, " below "...)
-	b = strconv.AppendFloat(b, min, 'f', 2, 64)
+	b = appendFixed2(b, min)
 	if a.EstimatedFiles > 0 {
 		b = append(b, " ("...)
 		b = strconv.AppendInt(b, int64(a.FilesAnalyzed), 10)
@@ -329,9 +329,9 @@ func coverageDetail(a *Assessment, coverage, min float64) string {
 func confidenceDetail(prefix string, v, min float64, reason, desc string) string {
 	var buf [128]byte
 	b := append(buf[:0], prefix...)
-	b = strconv.AppendFloat(b, v, 'f', 2, 64)
+	b = appendFixed2(b, v)
 	b = append(b, " below "...)
-	b = strconv.AppendFloat(b, min, 'f', 2, 64)
+	b = appendFixed2(b, min)
 	if reason != "" {
 		b = append(b, " ("...)
 		b = append(b, reason...)

@@ -26,30 +26,48 @@ type Role struct {
 // Roles maps gap kinds to worker roles.
 type Roles map[gap.Kind]Role
 
-// defaultRoles names the worker of each kind of gap after seed 000's agents,
-// with the implementer for the quality triggers of seeds 001 and 002:
-// "explore" (files, flows, context, questions), "citation" (evidence for a
-// finding), "pattern", "verify" (conflicts), "security", "performance" and
-// "implement". The citation, pattern and implement roles are grouped: one
-// task takes every such gap of the iteration, so that twenty weak findings
-// do not need seven iterations of three tasks each. Prompts, agents and
-// models are the host's (see examples/research for seed 000's).
-var defaultRoles = func() Roles {
-	explore, citation, implement := Role{Name: "explore"}, Role{Name: "citation", Group: true}, Role{Name: "implement", Group: true}
-	roles := Roles{
-		gap.Coverage: explore, gap.MissingContext: explore, gap.UnansweredQuestion: explore,
-		gap.Confidence: citation, gap.Evidence: citation,
-		gap.Pattern:             {Name: "pattern", Group: true},
-		gap.ConflictingFindings: {Name: "verify"},
-		gap.Security:            {Name: "security"},
-		gap.Performance:         {Name: "performance"},
+// The default roles name the worker of each kind of gap after seed 000's
+// agents, with the implementer for the quality triggers of seeds 001 and
+// 002: "explore" (files, flows, context, questions), "citation" (evidence
+// for a finding), "pattern", "verify" (conflicts), "security",
+// "performance" and "implement". The citation, pattern and implement roles
+// are grouped: one task takes every such gap of the iteration, so that
+// twenty weak findings do not need seven iterations of three tasks each.
+// Prompts, agents and models are the host's (see examples/research for seed
+// 000's).
+var (
+	exploreRole     = Role{Name: "explore"}
+	citationRole    = Role{Name: "citation", Group: true}
+	patternRole     = Role{Name: "pattern", Group: true}
+	verifyRole      = Role{Name: "verify"}
+	securityRole    = Role{Name: "security"}
+	performanceRole = Role{Name: "performance"}
+	implementRole   = Role{Name: "implement", Group: true}
+)
+
+// defaultRole returns the default role of a kind of gap, and false for a
+// kind with none (the host's kinds and ""). A switch rather than a map: the
+// role is looked up for every task of every iteration.
+func defaultRole(k gap.Kind) (Role, bool) {
+	switch k {
+	case gap.Coverage, gap.MissingContext, gap.UnansweredQuestion:
+		return exploreRole, true
+	case gap.Confidence, gap.Evidence:
+		return citationRole, true
+	case gap.Pattern:
+		return patternRole, true
+	case gap.ConflictingFindings:
+		return verifyRole, true
+	case gap.Security:
+		return securityRole, true
+	case gap.Performance:
+		return performanceRole, true
+	case gap.ValidationFailure, gap.LowConfidence, gap.IncompleteOutput, gap.ExplicitFeedback,
+		gap.Hallucination, gap.RequirementUnmet, gap.QualityThreshold, gap.UserRejection, gap.TestFailure, gap.ReviewRejected:
+		return implementRole, true
 	}
-	for _, k := range []gap.Kind{gap.ValidationFailure, gap.LowConfidence, gap.IncompleteOutput, gap.ExplicitFeedback,
-		gap.Hallucination, gap.RequirementUnmet, gap.QualityThreshold, gap.UserRejection, gap.TestFailure, gap.ReviewRejected} {
-		roles[k] = implement
-	}
-	return roles
-}()
+	return Role{}, false
+}
 
 // broadRole is used when a gap's kind has no role, and for the broad task of
 // an iteration without actionable gaps.
@@ -142,14 +160,18 @@ func (s *Adaptive) stuckAfter() int {
 }
 
 func (s *Adaptive) role(k gap.Kind) Role {
-	if r, ok := s.Roles[k]; ok {
+	if len(s.Roles) > 0 {
+		if r, ok := s.Roles[k]; ok {
+			return r
+		}
+	}
+	if r, ok := defaultRole(k); ok {
 		return r
 	}
-	if r, ok := defaultRoles[k]; ok {
-		return r
-	}
-	if r, ok := s.Roles[""]; ok {
-		return r
+	if len(s.Roles) > 0 {
+		if r, ok := s.Roles[""]; ok {
+			return r
+		}
 	}
 	return broadRole
 }
@@ -162,9 +184,13 @@ func (s *Adaptive) Plan(_ context.Context, sit *Situation) (Plan, error) {
 	gaps := sit.History.Gaps
 	if len(gaps) == 0 {
 		// Seed 000: no actionable gaps but not converged: force a broad
-		// refinement.
-		return Plan{Action: Refine, Tasks: append(sit.tasks, s.task(s.role(""), nil, Refine)),
-			Reason: "no actionable gaps: broad refinement"}, nil
+		// refinement. (The task is set in its slot: a Task built aside
+		// would be copied twice on every such iteration.)
+		tasks := append(sit.tasks, Task{})
+		role := s.role("")
+		t := &tasks[len(tasks)-1]
+		t.Action, t.Role, t.Prompt = Refine, role.Name, role.Prompt
+		return Plan{Action: Refine, Tasks: tasks, Reason: "no actionable gaps: broad refinement"}, nil
 	}
 
 	persist, tried := persistence(sit)
@@ -212,12 +238,22 @@ func (s *Adaptive) tasks(dst []Task, selected, deferred []gap.Gap, action Action
 			overflow = append(overflow, *g)
 			continue
 		}
-		t := s.task(role, selected[i:i+1:i+1], action)
+		// Set the task in its slot rather than copy a Task built aside.
+		dst = append(dst, Task{})
+		t := &dst[len(dst)-1]
+		t.Action, t.Role, t.Gaps = action, role.Name, selected[i:i+1:i+1]
 		t.Feedback, t.Guidance = fb, guidance
-		dst = append(dst, t)
 	}
-	for i := range dst {
-		dst[i].Prompt = render(s.role(dst[i].Gap().Kind), dst[i].Gaps)
+	if len(s.Roles) == 0 {
+		// The default roles have no prompt template: every prompt is
+		// empty, without looking the roles up again.
+		for i := range dst {
+			dst[i].Prompt = ""
+		}
+	} else {
+		for i := range dst {
+			dst[i].Prompt = render(s.role(dst[i].Gap().Kind), dst[i].Gaps)
+		}
 	}
 	if len(overflow) > 0 {
 		deferred = append(overflow, deferred...)
@@ -234,14 +270,6 @@ func findRole(ts []Task, name string) int {
 	return -1
 }
 
-func (s *Adaptive) task(role Role, gaps []gap.Gap, action Action) Task {
-	t := Task{Action: action, Role: role.Name, Gaps: gaps}
-	if len(gaps) == 0 {
-		t.Prompt = role.Prompt
-	}
-	return t
-}
-
 // render fills a role's prompt template for its gaps.
 func render(role Role, gaps []gap.Gap) string {
 	p := role.Prompt
@@ -249,11 +277,11 @@ func render(role Role, gaps []gap.Gap) string {
 		return p
 	}
 	g := gaps[0]
-	detail := detailOf(g)
+	detail := detailOf(&g)
 	if len(gaps) > 1 {
 		parts := make([]string, len(gaps))
 		for i := range gaps {
-			parts[i] = detailOf(gaps[i])
+			parts[i] = detailOf(&gaps[i])
 		}
 		detail = strings.Join(parts, "; ")
 	}
@@ -304,18 +332,17 @@ func (s *Adaptive) choose(sit *Situation, persist int, tried actionSet) (Action,
 
 	kinds := kindsOf(sit.History.Gaps)
 	switch {
-	case kinds.has(gap.ValidationFailure):
+	case kinds&validationKinds != 0:
 		return Retry, "validation failures: retry with fixes", []string{"Fix the validation errors", "Follow the expected schema"}
-	case kinds.has(gap.LowConfidence) || kinds.has(gap.Confidence) || kinds.has(gap.Evidence) || kinds.has(gap.Pattern):
+	case kinds&confidenceKinds != 0:
 		return Expand, "low confidence: expand with more evidence", []string{"Provide more evidence and reasoning", "Cite sources"}
-	case kinds.has(gap.Hallucination):
+	case kinds&hallucinationKinds != 0:
 		return Retry, "hallucinations detected: retry with verification", []string{"Verify all factual claims before including", "Remove unverified claims"}
 	case s.EscalateNearLimit && sit.History.Remaining() >= 0 && sit.History.Remaining() <= 1:
 		return Escalate, "one iteration left with problems remaining", nil
-	case kinds.has(gap.ConflictingFindings):
+	case kinds&conflictKinds != 0:
 		return Refine, "conflicting findings: verify", []string{"Analyze all relevant sources and resolve the disagreement"}
-	case kinds.has(gap.Coverage) || kinds.has(gap.MissingContext) || kinds.has(gap.UnansweredQuestion) ||
-		kinds.has(gap.Security) || kinds.has(gap.Performance):
+	case kinds&coverageKinds != 0:
 		return Expand, "coverage or context missing: expand the search", []string{"Do not re-analyze what is already covered"}
 	}
 	return Retry, "address the identified issues", []string{"Address the identified issues"}
@@ -342,7 +369,7 @@ func persistence(sit *Situation) (int, actionSet) {
 	if len(recs) < 2 {
 		return 0, 0
 	}
-	cur := recs[len(recs)-1]
+	cur := &recs[len(recs)-1]
 	if cur.Triggers == 0 {
 		return 0, 0
 	}
@@ -377,17 +404,36 @@ func actionBit(a Action) actionSet {
 func (s actionSet) add(a Action) actionSet { return s | actionBit(a) }
 func (s actionSet) has(a Action) bool      { return s&actionBit(a) != 0 }
 
-type kindSet []gap.Gap
+// kindSet holds the groups of gap kinds that choose tells apart, one bit
+// each, so that the gaps are read once rather than once per kind asked.
+type kindSet uint8
 
-func kindsOf(gaps []gap.Gap) kindSet { return kindSet(gaps) }
+const (
+	validationKinds    kindSet = 1 << iota // ValidationFailure
+	confidenceKinds                        // LowConfidence, Confidence, Evidence, Pattern
+	hallucinationKinds                     // Hallucination
+	conflictKinds                          // ConflictingFindings
+	coverageKinds                          // Coverage, MissingContext, UnansweredQuestion, Security, Performance
+)
 
-func (k kindSet) has(kind gap.Kind) bool {
-	for i := range k {
-		if k[i].Kind == kind {
-			return true
+// kindsOf returns the groups of the kinds of gaps.
+func kindsOf(gaps []gap.Gap) kindSet {
+	var s kindSet
+	for i := range gaps {
+		switch gaps[i].Kind {
+		case gap.ValidationFailure:
+			s |= validationKinds
+		case gap.LowConfidence, gap.Confidence, gap.Evidence, gap.Pattern:
+			s |= confidenceKinds
+		case gap.Hallucination:
+			s |= hallucinationKinds
+		case gap.ConflictingFindings:
+			s |= conflictKinds
+		case gap.Coverage, gap.MissingContext, gap.UnansweredQuestion, gap.Security, gap.Performance:
+			s |= coverageKinds
 		}
 	}
-	return false
+	return s
 }
 
 // escalation builds the escalate plan.
@@ -434,7 +480,7 @@ func buildEscalation(h *converge.History, reason string, feedbackLimit int) *Esc
 		}
 	}
 	if esc.Pattern == "" && len(h.Gaps) > 0 {
-		esc.Pattern = actionable(h.Gaps[0])
+		esc.Pattern = actionable(&h.Gaps[0])
 	}
 	esc.Feedback = synthesizeFeedback(h.Gaps, feedbackLimit).String()
 	var q strings.Builder

@@ -2,6 +2,9 @@ package iterate_test
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -193,5 +196,168 @@ func TestAdaptiveValidate(t *testing.T) {
 	_, err := iterate.New(&iterate.FuncWorker[int]{Do: nil}, iterate.WithStrategy(&iterate.Adaptive{MaxTasks: -1})).Run(context.Background(), 0)
 	if err == nil || !strings.Contains(err.Error(), "MaxTasks") {
 		t.Errorf("Run with an invalid strategy: %v", err)
+	}
+}
+
+// TestAdaptiveDefaultRoleTable: every kind with a default role gets it (two
+// gaps of a grouped role share one task, of another role take two), a kind
+// without one takes the host's role of "" or "explore", and a host's role
+// of a kind overrides the default.
+func TestAdaptiveDefaultRoleTable(t *testing.T) {
+	want := map[gap.Kind]iterate.Role{
+		gap.Coverage: {Name: "explore"}, gap.MissingContext: {Name: "explore"}, gap.UnansweredQuestion: {Name: "explore"},
+		gap.Confidence: {Name: "citation", Group: true}, gap.Evidence: {Name: "citation", Group: true},
+		gap.Pattern:             {Name: "pattern", Group: true},
+		gap.ConflictingFindings: {Name: "verify"},
+		gap.Security:            {Name: "security"},
+		gap.Performance:         {Name: "performance"},
+		"host_kind":             {Name: "explore"},
+		"":                      {Name: "explore"},
+	}
+	for _, k := range []gap.Kind{gap.ValidationFailure, gap.LowConfidence, gap.IncompleteOutput, gap.ExplicitFeedback,
+		gap.Hallucination, gap.RequirementUnmet, gap.QualityThreshold, gap.UserRejection, gap.TestFailure, gap.ReviewRejected} {
+		want[k] = iterate.Role{Name: "implement", Group: true}
+	}
+	roles := func(s *iterate.Adaptive, k gap.Kind) []string {
+		t.Helper()
+		gaps := []gap.Gap{{Kind: k, Target: "a", Priority: gap.P1}, {Kind: k, Target: "b", Priority: gap.P1}}
+		p, err := s.Plan(context.Background(), situation(9, nil, gaps))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tk := range p.Tasks {
+			got = append(got, tk.Role)
+		}
+		return got
+	}
+	for k, r := range want {
+		wantRoles := []string{r.Name, r.Name}
+		if r.Group {
+			wantRoles = wantRoles[:1]
+		}
+		if diff := cmp.Diff(wantRoles, roles(&iterate.Adaptive{}, k)); diff != "" {
+			t.Errorf("kind %q: roles (-want +got):\n%s", k, diff)
+		}
+		host := &iterate.Adaptive{Roles: iterate.Roles{"": {Name: "fallback"}}}
+		fallback := wantRoles
+		if k == "host_kind" || k == "" {
+			fallback = []string{"fallback", "fallback"}
+		}
+		if diff := cmp.Diff(fallback, roles(host, k)); diff != "" {
+			t.Errorf("kind %q with a role for \"\": roles (-want +got):\n%s", k, diff)
+		}
+		own := &iterate.Adaptive{Roles: iterate.Roles{k: {Name: "own", Group: true}}}
+		if diff := cmp.Diff([]string{"own"}, roles(own, k)); diff != "" {
+			t.Errorf("kind %q with a role of its own: roles (-want +got):\n%s", k, diff)
+		}
+	}
+}
+
+// BenchmarkAdaptivePlan measures the default strategy's plan of the two
+// paths of BenchmarkLoop: no gaps (func) and one coverage gap (gap).
+func BenchmarkAdaptivePlan(b *testing.B) {
+	cov := gap.Gap{Kind: gap.Coverage, Priority: gap.P1, Severity: 0.41, Fixable: true, Target: "coverage",
+		Detail: "coverage 0.41 below 0.70 (41 of 100 files)", Source: "research"}
+	for _, bc := range []struct {
+		name string
+		gaps []gap.Gap
+	}{{"none", nil}, {"coverage", []gap.Gap{cov}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			prev := cov
+			prev.Detail = "coverage 0.40 below 0.70 (40 of 100 files)" // moved: not the same triggers
+			sit := situation(1000, []iterate.Action{iterate.Expand}, []gap.Gap{prev}, bc.gaps)
+			s := &iterate.Adaptive{}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Plan(ctx, sit); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestAdaptiveFeedbackSummaryKinds: the summary line of a plan's feedback
+// names the top gap's kind in words, as the kind with spaces for
+// underscores, except for failed tests, rejected reviews and validation.
+func TestAdaptiveFeedbackSummaryKinds(t *testing.T) {
+	special := map[gap.Kind]string{gap.TestFailure: "Test failed", gap.ReviewRejected: "Review rejected", gap.ValidationFailure: "Validation failed"}
+	kinds := []gap.Kind{gap.Coverage, gap.Confidence, gap.ConflictingFindings, gap.MissingContext, gap.UnansweredQuestion,
+		gap.Evidence, gap.Pattern, gap.Security, gap.Performance, gap.ValidationFailure, gap.LowConfidence, gap.IncompleteOutput,
+		gap.ExplicitFeedback, gap.Hallucination, gap.RequirementUnmet, gap.QualityThreshold, gap.UserRejection, gap.TestFailure,
+		gap.ReviewRejected, "host_kind_of_mine", "plain", ""}
+	for _, k := range kinds {
+		want, ok := special[k]
+		if !ok {
+			want = strings.ReplaceAll(string(k), "_", " ")
+		}
+		gaps := []gap.Gap{{Kind: k, Target: "t", Detail: "what went wrong", Severity: 0.5, Priority: gap.P1}}
+		p, err := (&iterate.Adaptive{}).Plan(context.Background(), situation(9, nil, gaps))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if line, _, _ := strings.Cut(p.Feedback, "\n"); line != want+": what went wrong" {
+			t.Errorf("kind %q: summary %q, want %q", k, line, want+": what went wrong")
+		}
+	}
+}
+
+// TestAdaptiveActionSweep holds the action Adaptive chooses for fresh gaps
+// (no persistence) to seed 001's rules, written out here as a scan of the
+// gaps per rule, over every single kind and many generated mixtures, with
+// and without EscalateNearLimit on the last iterations.
+func TestAdaptiveActionSweep(t *testing.T) {
+	kinds := []gap.Kind{gap.Coverage, gap.Confidence, gap.ConflictingFindings, gap.MissingContext, gap.UnansweredQuestion,
+		gap.Evidence, gap.Pattern, gap.Security, gap.Performance, gap.ValidationFailure, gap.LowConfidence, gap.IncompleteOutput,
+		gap.ExplicitFeedback, gap.Hallucination, gap.RequirementUnmet, gap.QualityThreshold, gap.UserRejection, gap.TestFailure,
+		gap.ReviewRejected, "host_kind"}
+	want := func(gaps []gap.Gap, nearLimit bool) string {
+		has := func(ks ...gap.Kind) bool {
+			for _, g := range gaps {
+				if slices.Contains(ks, g.Kind) {
+					return true
+				}
+			}
+			return false
+		}
+		switch {
+		case has(gap.ValidationFailure):
+			return "validation failures: retry with fixes"
+		case has(gap.LowConfidence, gap.Confidence, gap.Evidence, gap.Pattern):
+			return "low confidence: expand with more evidence"
+		case has(gap.Hallucination):
+			return "hallucinations detected: retry with verification"
+		case nearLimit:
+			return "one iteration left with problems remaining"
+		case has(gap.ConflictingFindings):
+			return "conflicting findings: verify"
+		case has(gap.Coverage, gap.MissingContext, gap.UnansweredQuestion, gap.Security, gap.Performance):
+			return "coverage or context missing: expand the search"
+		}
+		return "address the identified issues"
+	}
+	r := rand.New(rand.NewPCG(9, 10))
+	for i := range 3000 {
+		var gaps []gap.Gap
+		if i < len(kinds) {
+			gaps = []gap.Gap{{Kind: kinds[i], Target: "t", Priority: gap.P1}}
+		} else {
+			for j := range 1 + r.IntN(4) {
+				gaps = append(gaps, gap.Gap{Kind: kinds[r.IntN(len(kinds))], Target: strconv.Itoa(j), Priority: gap.P1})
+			}
+		}
+		escalate := r.IntN(2) == 0
+		sit := situation(4, nil, gaps)
+		sit.History.Iteration = r.IntN(5)
+		left := sit.History.Remaining()
+		p, err := (&iterate.Adaptive{EscalateNearLimit: escalate}).Plan(context.Background(), sit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := want(gaps, escalate && left >= 0 && left <= 1); p.Reason != w {
+			t.Fatalf("gaps %v (escalate near limit %v, %d left): reason %q, want %q", gaps, escalate, left, p.Reason, w)
+		}
 	}
 }

@@ -193,11 +193,11 @@ func selectFeedback(gaps []gap.Gap, limit int, items []string) (sum summary, cut
 	}
 	// Most severe first; ties keep the analyzer's (priority) order.
 	for i := 1; i < len(order); i++ {
-		for j := i; j > 0 && feedbackBefore(gaps[order[j]], gaps[order[j-1]]); j-- {
+		for j := i; j > 0 && feedbackBefore(&gaps[order[j]], &gaps[order[j-1]]); j-- {
 			order[j], order[j-1] = order[j-1], order[j]
 		}
 	}
-	top := gaps[order[0]]
+	top := &gaps[order[0]]
 	priority = severityPriority(top.Severity)
 	sum = summaryOf(top, len(gaps))
 	used := sum.len()
@@ -206,7 +206,7 @@ func selectFeedback(gaps []gap.Gap, limit int, items []string) (sum summary, cut
 	}
 	first := len(items)
 	for _, i := range order {
-		it := actionable(gaps[i])
+		it := actionable(&gaps[i])
 		// The items already taken are few (they fit in limit bytes): a
 		// scan finds a repeated one sooner than a map is made.
 		if it == "" || slices.Contains(items[first:], it) {
@@ -221,7 +221,7 @@ func selectFeedback(gaps []gap.Gap, limit int, items []string) (sum summary, cut
 	return sum, "", priority, items
 }
 
-func feedbackBefore(a, b gap.Gap) bool {
+func feedbackBefore(a, b *gap.Gap) bool {
 	if a.Severity != b.Severity {
 		return a.Severity > b.Severity
 	}
@@ -255,18 +255,8 @@ type summary struct {
 	issues            int
 }
 
-func summaryOf(top gap.Gap, n int) summary {
-	var s summary
-	switch top.Kind {
-	case gap.TestFailure:
-		s.what = "Test failed"
-	case gap.ReviewRejected:
-		s.what = "Review rejected"
-	case gap.ValidationFailure:
-		s.what = "Validation failed"
-	default:
-		s.what = strings.ReplaceAll(string(top.Kind), "_", " ")
-	}
+func summaryOf(top *gap.Gap, n int) summary {
+	s := summary{what: kindWords(top.Kind)}
 	if d := firstLine(detailOf(top)); d != "" {
 		s.sep, s.detail = ": ", truncate(d, summaryDetailLimit)
 	}
@@ -306,14 +296,56 @@ func (s summary) String() string {
 // summaryDetailLimit keeps the summary short so the items fit the bound.
 const summaryDetailLimit = 120
 
-func detailOf(g gap.Gap) string {
+// kindWords names a kind of gap in the summary of feedback: "Test
+// failed", "Review rejected", "Validation failed", or the kind with spaces
+// for underscores ("unanswered question"), spelled out for the built-in
+// kinds so that a summary costs no allocation.
+func kindWords(k gap.Kind) string {
+	switch k {
+	case gap.TestFailure:
+		return "Test failed"
+	case gap.ReviewRejected:
+		return "Review rejected"
+	case gap.ValidationFailure:
+		return "Validation failed"
+	case gap.Coverage, gap.Confidence, gap.Security, gap.Performance:
+		return string(k) // no underscore
+	case gap.ConflictingFindings:
+		return "conflicting findings"
+	case gap.MissingContext:
+		return "missing context"
+	case gap.UnansweredQuestion:
+		return "unanswered question"
+	case gap.Evidence:
+		return "missing evidence"
+	case gap.Pattern:
+		return "unclear pattern"
+	case gap.LowConfidence:
+		return "low confidence"
+	case gap.IncompleteOutput:
+		return "incomplete output"
+	case gap.ExplicitFeedback:
+		return "explicit feedback"
+	case gap.Hallucination:
+		return "hallucination detected"
+	case gap.RequirementUnmet:
+		return "requirement unmet"
+	case gap.QualityThreshold:
+		return "quality threshold"
+	case gap.UserRejection:
+		return "user rejection"
+	}
+	return strings.ReplaceAll(string(k), "_", " ")
+}
+
+func detailOf(g *gap.Gap) string {
 	if g.Detail != "" {
 		return g.Detail
 	}
 	return g.Target
 }
 
-func actionable(g gap.Gap) string {
+func actionable(g *gap.Gap) string {
 	d := firstLine(detailOf(g))
 	switch {
 	case d == "":
