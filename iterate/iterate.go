@@ -300,7 +300,9 @@ func (w *FuncWorker[S]) Work(ctx context.Context, s S, t Task) (Outcome[S], erro
 // what Work returns, but for Err): the round reports into it directly,
 // with no report to recycle.
 func (w *FuncWorker[S]) workInto(ctx context.Context, s S, t *Task, out *Outcome[S]) error {
-	*out = Outcome[S]{}
+	// Every field but Task, which the engine sets: zeroing the whole
+	// outcome would clear the task twice.
+	out.Usage, out.Done, out.Warnings, out.Err = budget.Usage{}, false, nil, nil
 	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: *t, usage: &out.Usage, done: &out.Done})
 	out.Part = next
 	return err
