@@ -353,7 +353,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 		}
 
 		plan := &r.plans[n%2] // not a local: the tasks may outlive this goroutine (see drive)
-		*plan, err = r.plan(ctx, n, d)
+		err = r.plan(ctx, n, d, plan)
 		if err != nil {
 			reservation.Release()
 			return r.fail(ctx, "planning failed", err)
@@ -611,12 +611,13 @@ func (r *run[S]) integrate(ctx context.Context, outs []Outcome[S]) (s S, err err
 	return r.e.w.Integrate(ctx, r.state, outs)
 }
 
-func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision) (p Plan, err error) {
+// plan asks the strategy for the plan of iteration n, into p (a slot of
+// the run, so that the plan is not copied on its way).
+func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision, p *Plan) (err error) {
 	defer recoverInto(&err, "plan")
 	r.fillSituation(n, d)
-	p, err = r.cfg.strategy.Plan(ctx, &r.sit)
-	if err != nil {
-		return p, err
+	if *p, err = r.cfg.strategy.Plan(ctx, &r.sit); err != nil {
+		return err
 	}
 	if cap(p.Tasks) > 0 {
 		r.taskBufs[n%2] = p.Tasks[:0]
@@ -641,7 +642,7 @@ func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision) (p Plan, 
 		}
 	}
 	if r.observing {
-		ev := p
+		ev := *p
 		ev.Tasks = slices.Clone(p.Tasks) // the engine reuses the plan's task buffer
 		r.emit(Planned{it: it{n}, Plan: ev})
 	}
@@ -649,7 +650,7 @@ func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision) (p Plan, 
 		ce.Write(zap.Int("iteration", n), zap.String("phase", "plan"), zap.String("action", string(p.Action)),
 			zap.Int("tasks", len(p.Tasks)), zap.Int("deferred", len(p.Deferred)), zap.String("reason", p.Reason))
 	}
-	return p, nil
+	return nil
 }
 
 func (r *run[S]) fillSituation(n int, d converge.Decision) {
@@ -732,7 +733,8 @@ func (r *run[S]) escalate(ctx context.Context, d converge.Decision, plan *Plan) 
 		esc = plan.Escalation
 	} else {
 		// The policy escalated: let the strategy phrase the question.
-		p, err := r.plan(ctx, r.hist.Iteration+1, d)
+		var p Plan
+		err := r.plan(ctx, r.hist.Iteration+1, d, &p)
 		if err == nil && p.Escalation != nil {
 			esc = p.Escalation
 		} else {
