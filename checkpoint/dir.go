@@ -203,16 +203,7 @@ func (d *Dir) SaveFrom(ctx context.Context, c *Checkpoint, state io.WriterTo) er
 
 // save is Save, with the state from state unless it is nil.
 func (d *Dir) save(ctx context.Context, c *Checkpoint, state io.WriterTo) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if c == nil {
-		return ErrNilCheckpoint
-	}
-	if err := ValidateSession(c.Session); err != nil {
-		return err
-	}
-	if _, err := encodedSize(c, int64(len(c.State))); err != nil {
+	if err := checkSave(ctx, c); err != nil {
 		return err
 	}
 	s := d.session(c.Session)

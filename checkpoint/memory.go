@@ -62,7 +62,7 @@ func (m *Memory) session(name string) *memSession {
 // Save stores a copy of c. A c with a non-zero Token is refused with a
 // *FencedError unless Token is that of the session's lock, held.
 func (m *Memory) Save(ctx context.Context, c *Checkpoint) error {
-	if err := m.check(ctx, c); err != nil {
+	if err := checkSave(ctx, c); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -80,7 +80,7 @@ func (m *Memory) SaveFrom(ctx context.Context, c *Checkpoint, state io.WriterTo)
 	if err := checkStream(c, state); err != nil {
 		return err
 	}
-	if err := m.check(ctx, c); err != nil {
+	if err := checkSave(ctx, c); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -126,21 +126,6 @@ type appender struct{ b []byte }
 func (a *appender) Write(p []byte) (int, error) {
 	a.b = append(a.b, p...)
 	return len(p), nil
-}
-
-// check checks what Save and SaveFrom check before taking the lock.
-func (m *Memory) check(ctx context.Context, c *Checkpoint) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if c == nil {
-		return ErrNilCheckpoint
-	}
-	if err := ValidateSession(c.Session); err != nil {
-		return err
-	}
-	_, err := encodedSize(c, int64(len(c.State)))
-	return err
 }
 
 // fence refuses c unless its token is 0 or that of the lock held.

@@ -7,6 +7,7 @@ package checkpoint
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -22,6 +23,22 @@ var errStateSet = errors.New("checkpoint: SaveFrom of a checkpoint with a State:
 
 // errNilStream is returned by SaveFrom when its stream is nil.
 var errNilStream = errors.New("checkpoint: SaveFrom with a nil state stream")
+
+// checkSave checks what every store's Save checks first: the context, c
+// and its session, and its size.
+func checkSave(ctx context.Context, c *Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c == nil {
+		return ErrNilCheckpoint
+	}
+	if err := ValidateSession(c.Session); err != nil {
+		return err
+	}
+	_, err := encodedSize(c, int64(len(c.State)))
+	return err
+}
 
 // checkStream checks the arguments of a SaveFrom that Save does not have.
 func checkStream(c *Checkpoint, state io.WriterTo) error {
@@ -199,38 +216,25 @@ func crc32Combine(crcA, crcB uint32, lenB int64) uint32 {
 // crcCombine is crc32Combine for any reversed polynomial poly (as in
 // hash/crc32), so that it can be tested with IEEE too.
 func crcCombine(poly, crcA, crcB uint32, lenB int64) uint32 {
-	if lenB <= 0 {
-		return crcA
-	}
-	var even, odd gf2Matrix
-	// odd: the operator of one zero bit.
-	odd[0] = poly
-	row := uint32(1)
+	// op is the operator of one zero bit: the register shifted right, the
+	// polynomial xored in when the bit shifted out is set.
+	var op, sq gf2Matrix
+	op[0] = poly
 	for i := 1; i < 32; i++ {
-		odd[i] = row
-		row <<= 1
+		op[i] = 1 << (i - 1)
 	}
-	even.square(&odd) // two zero bits
-	odd.square(&even) // four zero bits
-	// Apply lenB zero bytes to crcA, one bit of lenB at a time: the first
-	// square gives the operator of one zero byte.
-	for {
-		even.square(&odd)
+	// Squared three times, of one zero byte; then, squared at every bit of
+	// lenB, of 2^k zero bytes, applied where lenB has bit k.
+	for range 3 {
+		sq.square(&op)
+		op = sq
+	}
+	for ; lenB > 0; lenB >>= 1 {
 		if lenB&1 != 0 {
-			crcA = even.times(crcA)
+			crcA = op.times(crcA)
 		}
-		lenB >>= 1
-		if lenB == 0 {
-			break
-		}
-		odd.square(&even)
-		if lenB&1 != 0 {
-			crcA = odd.times(crcA)
-		}
-		lenB >>= 1
-		if lenB == 0 {
-			break
-		}
+		sq.square(&op)
+		op = sq
 	}
 	return crcA ^ crcB
 }

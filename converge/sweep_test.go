@@ -164,27 +164,10 @@ func TestRecordRelease(t *testing.T) {
 			}
 		}
 	}
-	// Set every reference field, so that a field added later and not
+	// Set every field, so that a reference field added later and not
 	// released fails here.
 	full := reflect.ValueOf(&r).Elem()
-	var fill func(v reflect.Value)
-	fill = func(v reflect.Value) {
-		switch v.Kind() {
-		case reflect.Struct:
-			for i := range v.NumField() {
-				fill(v.Field(i))
-			}
-		case reflect.Map:
-			v.Set(reflect.MakeMap(v.Type()))
-		case reflect.String:
-			v.SetString("x")
-		case reflect.Slice:
-			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
-		case reflect.Pointer:
-			v.Set(reflect.New(v.Type().Elem()))
-		}
-	}
-	fill(full)
+	fillAll(t, full)
 	r.release()
 	check("Record", full)
 }
@@ -195,34 +178,7 @@ func TestRecordRelease(t *testing.T) {
 // set fails here.
 func TestRecordSetOverwritesEveryField(t *testing.T) {
 	var r Record
-	var fill func(v reflect.Value)
-	fill = func(v reflect.Value) {
-		switch v.Kind() {
-		case reflect.Struct:
-			for i := range v.NumField() {
-				fill(v.Field(i))
-			}
-		case reflect.Map:
-			v.Set(reflect.MakeMap(v.Type()))
-		case reflect.String:
-			v.SetString("x")
-		case reflect.Slice:
-			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
-		case reflect.Pointer:
-			v.Set(reflect.New(v.Type().Elem()))
-		case reflect.Bool:
-			v.SetBool(true)
-		case reflect.Int, reflect.Int64:
-			v.SetInt(7)
-		case reflect.Uint64:
-			v.SetUint(7)
-		case reflect.Float64:
-			v.SetFloat(7)
-		default:
-			t.Fatalf("fill: unexpected kind %v", v.Kind())
-		}
-	}
-	fill(reflect.ValueOf(&r).Elem())
+	fillAll(t, reflect.ValueOf(&r).Elem())
 	r.set(3, &gap.Assessment{}, nil, Attempt{})
 	if diff := cmp.Diff(Record{Iteration: 3}, r); diff != "" {
 		t.Errorf("set left fields of the slot (-want +got):\n%s", diff)
@@ -325,5 +281,35 @@ func TestObserveMatchesReference(t *testing.T) {
 				t.Fatalf("loop %d, step %d: Observe differs from the reference (-want +got):\n%s", loop, step, diff)
 			}
 		}
+	}
+}
+
+// fillAll sets every field of the struct v (and of the structs in it) to
+// a value that is not zero.
+func fillAll(t *testing.T, v reflect.Value) {
+	t.Helper()
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			fillAll(t, v.Field(i))
+		}
+	case reflect.Map:
+		v.Set(reflect.MakeMap(v.Type()))
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64:
+		v.SetInt(7)
+	case reflect.Uint64:
+		v.SetUint(7)
+	case reflect.Float64:
+		v.SetFloat(7)
+	default:
+		t.Fatalf("fillAll: unexpected kind %v", v.Kind())
 	}
 }
