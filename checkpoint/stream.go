@@ -5,7 +5,6 @@ package checkpoint
 // as a slice.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -14,7 +13,6 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
-	"sync"
 )
 
 // errStateSet is returned by SaveFrom when the checkpoint already has a
@@ -123,10 +121,6 @@ type streamedState struct {
 	crc uint32 // its CRC-32C
 }
 
-// bufioPool holds the buffered writers of streamed saves to files, so that
-// many small writes of a stream become few system calls.
-var bufioPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
-
 // writeStream writes c in the checkpoint format to f, at its start,
 // recording gen as its generation, with the state written by state. The
 // header and the record are written first, with a state length of 0, then
@@ -134,20 +128,18 @@ var bufioPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<
 // state's length is written last, into the header, in place. The CRC-32C
 // of the whole is that of the header and record as finally written,
 // combined with that of the state (crc32Combine): nothing is read back.
+// The file is written through a pipeWriter, so that a large state is
+// encoded and written at once.
 func writeStream(f *os.File, c *Checkpoint, gen uint64, state io.WriterTo) (streamedState, error) {
 	buf := getBuf()
 	defer putBuf(buf)
 	if _, err := encodeHead(buf, c, gen, 0); err != nil {
 		return streamedState{}, err
 	}
-	bw := bufioPool.Get().(*bufio.Writer)
-	bw.Reset(f)
-	defer func() {
-		bw.Reset(nil)
-		bufioPool.Put(bw)
-	}()
-	bw.Write(buf.Bytes()) // an error stays in bw, returned by its Flush
-	sw := newStateWriter(bw, c)
+	pw := newPipeWriter(f)
+	defer pw.Close()      // also when the stream fails or panics
+	pw.Write(buf.Bytes()) // buffered: a chunk is not full yet
+	sw := newStateWriter(pw, c)
 	if err := stream(state, sw); err != nil {
 		return streamedState{}, err
 	}
@@ -157,8 +149,8 @@ func writeStream(f *os.File, c *Checkpoint, gen uint64, state io.WriterTo) (stre
 	if err != nil {
 		return streamedState{}, err
 	}
-	bw.Write(st.trailer(head))
-	if err := bw.Flush(); err != nil {
+	pw.Write(st.trailer(head)) // an error of the file is returned by Flush too
+	if err := pw.Flush(); err != nil {
 		return streamedState{}, err
 	}
 	if _, err := f.WriteAt(head[12:headerSize], 12); err != nil {

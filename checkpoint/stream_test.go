@@ -186,7 +186,8 @@ func TestSaveFromFailures(t *testing.T) {
 		{
 			name: "stream_fails_midway",
 			stream: func() io.WriterTo {
-				return &chunks{data: randomBytes(200<<10, 1), sizes: []int{100 << 10}, err: errStream}
+				// past the first chunks: the writer goroutine has started
+				return &chunks{data: randomBytes(2<<20, 1), sizes: []int{300 << 10}, err: errStream}
 			},
 			want: func(err error) bool { return errors.Is(err, errStream) },
 		},
@@ -270,11 +271,15 @@ func (s *crossing) WriteTo(w io.Writer) (int64, error) {
 	return int64(n + m), err
 }
 
-// panicking writes a little and panics.
-type panicking struct{}
+// panicking writes a little, or a lot (enough for the file's writer
+// goroutine to start), and panics.
+type panicking struct{ lot bool }
 
-func (panicking) WriteTo(w io.Writer) (int64, error) {
+func (p panicking) WriteTo(w io.Writer) (int64, error) {
 	w.Write([]byte("partial"))
+	if p.lot {
+		w.Write(make([]byte, 3<<20))
+	}
 	panic("encoder bug")
 }
 
@@ -283,14 +288,16 @@ func TestDirSaveFromPanic(t *testing.T) {
 	dir := t.TempDir()
 	d := checkpoint.NewDir(dir)
 	saveGens(t, d, "s", 1)
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Errorf("the stream's panic was not passed on")
-			}
+	for _, lot := range []bool{false, true} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("the stream's panic was not passed on")
+				}
+			}()
+			d.SaveFrom(ctx, &checkpoint.Checkpoint{Session: "s"}, panicking{lot: lot})
 		}()
-		d.SaveFrom(ctx, &checkpoint.Checkpoint{Session: "s"}, panicking{})
-	}()
+	}
 	if diff := cmp.Diff([]string{genFile("s", 1)}, listDir(t, dir)); diff != "" {
 		t.Errorf("files after a panicking stream mismatch (-want +got):\n%s", diff)
 	}
