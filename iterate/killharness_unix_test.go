@@ -297,7 +297,10 @@ func TestKillHarnessChild(t *testing.T) {
 	}
 	w := &killWorker{out: os.Stdout, slow: true}
 	eng := killEngine(dir, os.Getenv(envKillJournal) == "1", w)
-	ctx := context.Background()
+	// A context that can end, as a program with signal handling passes:
+	// the loop runs on a goroutine of its own.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	w.report("ready")
 	res, err := eng.Resume(ctx)
 	if errors.Is(err, checkpoint.ErrNotFound) { // killed before the first save, or first run
