@@ -302,6 +302,7 @@ func (r *run[S]) finalErr(status Status, reason string) error {
 // the loop's context, which carries Warn.
 func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 	r.clock.start = time.Now()
+	a := new(gap.Assessment) // each iteration's, assessed in place
 	for {
 		if ctx.Err() != nil {
 			return r.interrupt(ctx)
@@ -309,15 +310,14 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 		n := r.hist.Iteration + 1
 		r.current.Store(int64(n))
 
-		a, err := r.assess(ctx)
-		if err != nil {
+		if err := r.assess(ctx, a); err != nil {
 			return r.fail(ctx, "assessment failed", err)
 		}
 		gaps, err := r.analyze(ctx, a)
 		if err != nil {
 			return r.fail(ctx, "gap analysis failed", err)
 		}
-		r.hist.Observe(a, gaps)
+		r.hist.Observe(*a, gaps)
 		if r.observing {
 			r.emit(GapsFound{it: it{n}, Assessment: r.hist.Current, Gaps: gaps})
 		}
@@ -575,19 +575,21 @@ func (r *run[S]) pushDuration(d time.Duration) {
 	r.durations.push(d)
 }
 
-func (r *run[S]) assess(ctx context.Context) (a gap.Assessment, err error) {
+// assess sets *a to the assessment of the state.
+func (r *run[S]) assess(ctx context.Context, a *gap.Assessment) (err error) {
 	if r.assessesNothing {
-		return gap.Assessment{Complete: r.data.Complete}, nil // what its Assess returns, without the call
+		*a = gap.Assessment{Complete: r.data.Complete} // what its Assess returns, without the call
+		return nil
 	}
 	defer recoverInto(&err, "assess")
-	a, err = r.e.w.Assess(ctx, r.state)
+	*a, err = r.e.w.Assess(ctx, r.state)
 	if r.data.Complete {
 		a.Complete = true
 	}
-	return a, err
+	return err
 }
 
-func (r *run[S]) analyze(ctx context.Context, a gap.Assessment) (gaps []gap.Gap, err error) {
+func (r *run[S]) analyze(ctx context.Context, a *gap.Assessment) (gaps []gap.Gap, err error) {
 	if r.assessesNothing && r.e.defaultAnalyzer {
 		// The default analyzer finds no gap in an empty assessment
 		// (TestDefaultAnalyzerFindsNothingUnmeasured): skip the call, not
@@ -598,7 +600,7 @@ func (r *run[S]) analyze(ctx context.Context, a gap.Assessment) (gaps []gap.Gap,
 		return nil, nil
 	}
 	defer recoverInto(&err, "analyze")
-	return r.cfg.analyzer.Analyze(ctx, a, r.cfg.thresholds)
+	return r.cfg.analyzer.Analyze(ctx, *a, r.cfg.thresholds)
 }
 
 func (r *run[S]) decide() (d converge.Decision, err error) {
@@ -677,8 +679,11 @@ var errWallTime = fmt.Errorf("iterate: wall-time budget ran out: %w", budget.Err
 
 // wallLeft returns the wall time left under a hard wall-time limit.
 func (r *run[S]) wallLeft() (time.Duration, bool) {
-	l := r.cfg.limits
-	if !r.limited || l.Wall <= 0 || l.WarnOnly&budget.Wall != 0 {
+	if !r.limited {
+		return 0, false
+	}
+	l := &r.cfg.limits
+	if l.Wall <= 0 || l.WarnOnly&budget.Wall != 0 {
 		return 0, false
 	}
 	return max(l.Wall-r.usage().Wall, 0), true

@@ -37,7 +37,7 @@ func TestSkippedAnalysisKeepsCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	r := &run[int]{e: &engine[int]{defaultAnalyzer: true}, assessesNothing: true}
-	if _, err := r.analyze(ctx, gap.Assessment{}); err == nil {
+	if _, err := r.analyze(ctx, &gap.Assessment{}); err == nil {
 		t.Fatal("analyze under an ended context: no error")
 	}
 }
