@@ -33,11 +33,11 @@ type handoff struct {
 	ctx context.Context
 	// held is set while the loop's goroutine holds mu; only it reads it.
 	held bool
-	// inTask is set, under mu, while the loop's goroutine runs task in a
-	// lone task without mu.
-	inTask bool
-	task   Task
-	start  time.Time // when task started, when observing
+	// task is the lone task the loop's goroutine runs without mu (in the
+	// plan, which does not change meanwhile), and start when it started,
+	// when observing.
+	task  *Task
+	start time.Time
 	// taken is set, under mu, when the caller's goroutine took the run.
 	taken bool
 }
@@ -91,7 +91,7 @@ func (r *run[S]) drive(ctx context.Context) (*Result[S], error) {
 	// The loop's goroutine is in a lone task that ignores the end of the
 	// context: end the run here.
 	h.taken = true
-	return r.abandonTask(ctx, h.task, h.start)
+	return r.abandonTask(ctx, *h.task, h.start)
 }
 
 // runLoop runs the loop on its own goroutine and sends how it ended.
@@ -133,7 +133,7 @@ func (x loopExit[S]) unwrap() (*Result[S], error) {
 // dropped and the goroutine exits.
 func (r *run[S]) workReleased(ctx context.Context, state S, t *Task, out *Outcome[S], start time.Time) {
 	h := r.handoff
-	h.task, h.start, h.inTask, h.held = *t, start, true, false
+	h.task, h.start, h.held = t, start, false
 	h.mu.Unlock()
 	r.work(ctx, state, t, out)
 	h.mu.Lock()
@@ -141,7 +141,6 @@ func (r *run[S]) workReleased(ctx context.Context, state S, t *Task, out *Outcom
 	if h.taken {
 		runtime.Goexit() // the deferred function of runLoop unlocks mu
 	}
-	h.inTask = false
 }
 
 // abandonTask ends, on the caller's goroutine, a run whose loop is stuck in
