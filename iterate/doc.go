@@ -78,7 +78,10 @@
 // checkpoint). A checkpoint is an envelope a store can read (session,
 // generation, fencing token, status, iteration, time, open question,
 // settings fingerprint) plus the engine's resume record and the state
-// (encoded by a [Codec], JSON by default) as opaque bytes. Cancelling
+// (encoded by a [Codec], JSON by default) as opaque bytes; a [StreamCodec]
+// (JSON is one) encodes the state straight into a [StreamSaver] store
+// (checkpoint.Dir and checkpoint.Memory are), so that a large state is never
+// held encoded in memory. Cancelling
 // the context stops promptly and saves the state as interrupted; Resume
 // continues after the last completed iteration, so that an interrupted and
 // resumed loop ends exactly where an uninterrupted one would. With

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	"github.com/refine-go/refine/checkpoint"
@@ -236,4 +237,43 @@ func ExampleWithCheckpointer() {
 	fmt.Println(res.Status, err)
 	// Output:
 	// converged <nil>
+}
+
+// rawBytes is a codec for a state that is bytes already: it keeps them as
+// they are, and, as a StreamCodec, writes them straight into the store.
+type rawBytes struct{}
+
+func (rawBytes) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
+
+func (rawBytes) Unmarshal(data []byte, v any) error {
+	*v.(*[]byte) = append([]byte(nil), data...)
+	return nil
+}
+
+func (rawBytes) Encode(w io.Writer, v any) error {
+	_, err := w.Write(v.([]byte))
+	return err
+}
+
+// A StreamCodec saves a state straight into a store that is a StreamSaver
+// (checkpoint.Dir and checkpoint.Memory are): the state is never held
+// encoded in memory, whatever its size.
+func ExampleStreamCodec() {
+	ctx := context.Background()
+	store := &checkpoint.Memory{}
+	step := func(_ context.Context, s []byte, r iterate.Round) ([]byte, error) {
+		return fmt.Appendf(s, " +%d", r.Iteration), nil
+	}
+	eng := iterate.New(iterate.Func(step), iterate.WithMaxIterations(3), iterate.WithSession("blob"),
+		iterate.WithCheckpointer(store), iterate.WithCodec(rawBytes{}))
+	res, err := eng.Run(ctx, []byte("draft"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	saved, _ := store.Load(ctx, "blob")
+	fmt.Printf("state %q\nsaved %q\n", res.State, saved.State)
+	// Output:
+	// state "draft +1 +2 +3"
+	// saved "draft +1 +2 +3"
 }
