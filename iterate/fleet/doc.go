@@ -1,0 +1,69 @@
+// Package fleet runs a service's own refine loops on a pool of its own
+// processes, across machines, with nothing lost and nothing paid twice.
+//
+// It stands on two parts that share one PostgreSQL database (one schema,
+// "fleet" by default): River (a PostgreSQL job queue) delivers one job per
+// session, at least once; the PostgreSQL checkpoint store
+// ([pgcheckpoint]) keeps each session's checkpoints under a lease and a
+// fencing token, so that every session's progress is exactly-once however
+// often its job is delivered. It is a nested module, so that River and pgx
+// stay out of the core module.
+//
+// # Use
+//
+// A host registers each kind of loop it runs, with a name and a function that
+// builds the loop (its [iterate.Worker], options and initial state) from
+// typed arguments; then any process submits sessions, and worker processes
+// run them:
+//
+//	f, err := fleet.New(ctx, pool)                      // creates or migrates the tables
+//	research := fleet.MustRegister(f, "research", func(ctx context.Context, q Question) (fleet.Loop[Notes], error) {
+//		return fleet.Loop[Notes]{
+//			Worker:  &researcher{q: q},
+//			Options: []iterate.Option{iterate.WithMaxIterations(6)},
+//		}, nil
+//	})
+//	research.Submit(ctx, "q-42", Question{Text: "how is auth done?"}) // from any process
+//	go f.Work(ctx)                                                    // in worker processes
+//	res, err := research.Wait(ctx, "q-42")                            // a typed *iterate.Result[Notes]
+//
+// Every process registers the same kinds with the same settings: a worker
+// whose engine settings differ from the ones a session was saved under
+// refuses to continue it (*[iterate.SettingsChangedError], the job is
+// retried, by this or another worker), rather than continuing a session
+// under other rules.
+//
+// # What the fleet promises
+//
+//   - A session's job completes only once the session's final checkpoint
+//     (or its escalation) is durable: the fleet saves Strict and checks the
+//     store after the loop has stopped. A storage outage leaves the session
+//     resumable from its last good checkpoint and its job retried.
+//   - A session is run by one worker at a time (the store's lease); a worker
+//     that lost its lease cannot save (fencing) and stops.
+//   - A task may run longer than the lease: the lease is renewed in the
+//     background while the session runs, and River's job timeout is off.
+//   - A worker that dies (SIGKILL, a lost machine) leaves its sessions'
+//     leases to run out; every live worker looks for sessions whose job is
+//     running while their lease has expired and hands them back to the
+//     queue at once, so that a dead worker's session is picked up within
+//     about a lease and a poll interval, not River's 30-second rescuer.
+//   - A graceful stop (the context given to [Fleet.Work] ends: SIGTERM)
+//     stops every loop at its next safe point, saves it as interrupted, and
+//     hands its job back to be continued at once by any worker.
+//   - With the task journal (always on under the fleet), an interrupted and
+//     resumed session spends exactly what an uninterrupted one would: after
+//     a graceful stop nothing runs again; after a SIGKILL only the tasks that
+//     were in flight.
+//   - A session that escalates to a human is parked, not failed:
+//     [Fleet.Answer], from any process, resumes it on some worker with the
+//     answer. [Fleet.Cancel] stops a session for good: the worker running it
+//     stops at the next safe point, its latest checkpoint is saved with
+//     status [Cancelled], and the pool never resumes it.
+//
+// # Fencing the loop's own side effects
+//
+// [Holding] tells a Worker, from its context, which session it runs and the
+// fencing token of the lease it holds, so that it can fence its own writes
+// to other systems the way the store fences checkpoints.
+package fleet

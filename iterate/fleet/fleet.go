@@ -1,0 +1,344 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+	"go.uber.org/zap"
+
+	"github.com/refine-go/refine/checkpoint/pgcheckpoint"
+)
+
+// Defaults of the settings.
+const (
+	// DefaultSchema is the PostgreSQL schema of River's, the store's and the
+	// fleet's tables.
+	DefaultSchema = "fleet"
+	// DefaultLease is the session lease: how long a dead worker's session
+	// waits before another worker takes it over.
+	DefaultLease = pgcheckpoint.DefaultLease
+	// DefaultConcurrency is how many sessions of each kind a worker runs at
+	// once.
+	DefaultConcurrency = 4
+	// DefaultPoll is how often a worker looks for work in the queue, for
+	// sessions whose holder died, and for cancellations of the sessions it
+	// runs.
+	DefaultPoll = time.Second
+	// DefaultMaxAttempts bounds the failed runs of one session's job
+	// (errors and takeovers; graceful stops and waits for a lease do not
+	// count) before River discards it.
+	DefaultMaxAttempts = 100
+)
+
+// jobKind is the River job kind of every session.
+const jobKind = "refine_session"
+
+// Fleet is a handle on the fleet's database: it submits sessions, lists
+// them, answers and cancels them from any process, and runs them in worker
+// processes ([Fleet.Work]). Create one with [New]; safe for concurrent use.
+type Fleet struct {
+	pool  *pgxpool.Pool
+	store *pgcheckpoint.Store
+	river *river.Client[pgx.Tx] // inserts, retries and cancels; never started
+	cfg   config
+
+	mu      sync.Mutex
+	kinds   map[string]runner
+	working bool
+}
+
+// config holds the settings of a Fleet.
+type config struct {
+	schema      string
+	lease       time.Duration
+	holder      string
+	concurrency int
+	poll        time.Duration
+	maxAttempts int
+	log         *zap.Logger
+	storeOpts   []pgcheckpoint.Option
+}
+
+// Option configures a [Fleet].
+type Option func(*config) error
+
+// Schema sets the PostgreSQL schema of the fleet's tables (River's, the
+// store's and the fleet's own; default [DefaultSchema]). Every process of a
+// fleet uses the same.
+func Schema(name string) Option {
+	return func(c *config) error {
+		if name == "" {
+			return errors.New("fleet: empty schema name")
+		}
+		c.schema = name
+		return nil
+	}
+}
+
+// Lease sets the session lease (default [DefaultLease]): a live worker
+// renews it every third of it; a dead worker's sessions are taken over about
+// a lease after its last renewal. It must stay well above a live worker's
+// pauses (GC, network), which would otherwise cost it its sessions. At
+// least one second.
+func Lease(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Second {
+			return fmt.Errorf("fleet: lease %v is shorter than a second", d)
+		}
+		c.lease = d
+		return nil
+	}
+}
+
+// Holder sets how this process names itself in the leases it takes and
+// in [Session.Holder] (default "<hostname> pid <pid>"; the store appends a
+// random suffix).
+func Holder(name string) Option {
+	return func(c *config) error {
+		c.holder = name
+		return nil
+	}
+}
+
+// Concurrency sets how many sessions of each kind [Fleet.Work] runs at once
+// (default [DefaultConcurrency]).
+func Concurrency(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("fleet: concurrency %d is not positive", n)
+		}
+		c.concurrency = n
+		return nil
+	}
+}
+
+// Poll sets how often a worker looks for queued work, for sessions whose
+// holder died and for cancellations of its own sessions, and how often
+// [Kind.Wait] looks at a session (default [DefaultPoll]).
+func Poll(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("fleet: poll interval %v is not positive", d)
+		}
+		c.poll = d
+		return nil
+	}
+}
+
+// MaxAttempts bounds the failed runs of a session's job (default
+// [DefaultMaxAttempts]).
+func MaxAttempts(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("fleet: max attempts %d is not positive", n)
+		}
+		c.maxAttempts = n
+		return nil
+	}
+}
+
+// Logger sets the logger of the fleet and of its River client (default
+// zap.NewNop()). River's messages below warnings are dropped.
+func Logger(l *zap.Logger) Option {
+	return func(c *config) error {
+		if l != nil {
+			c.log = l
+		}
+		return nil
+	}
+}
+
+// StoreOptions passes options to the checkpoint store ([pgcheckpoint.Keep],
+// for one). Its schema, lease and holder are the fleet's.
+func StoreOptions(opts ...pgcheckpoint.Option) Option {
+	return func(c *config) error {
+		c.storeOpts = append(c.storeOpts, opts...)
+		return nil
+	}
+}
+
+// New returns a Fleet on the database of pool, creating or migrating
+// River's tables, the store's and the fleet's own first (idempotent, and
+// safe when many processes start at once). The pool stays the caller's;
+// give it room for the workers' sessions (about twice the concurrency per
+// kind, and ten more).
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Fleet, error) {
+	if pool == nil {
+		return nil, errors.New("fleet: nil pool")
+	}
+	cfg := config{schema: DefaultSchema, lease: DefaultLease, concurrency: DefaultConcurrency,
+		poll: DefaultPoll, maxAttempts: DefaultMaxAttempts, log: zap.NewNop()}
+	var errs []error
+	for _, o := range opts {
+		if o != nil {
+			if err := o(&cfg); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.holder == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "unknown-host"
+		}
+		cfg.holder = host + " pid " + strconv.Itoa(os.Getpid())
+	}
+	if err := migrate(ctx, pool, cfg.schema); err != nil {
+		return nil, fmt.Errorf("fleet: preparing schema %q: %w", cfg.schema, err)
+	}
+	store, err := pgcheckpoint.New(ctx, pool, append(append([]pgcheckpoint.Option(nil), cfg.storeOpts...),
+		pgcheckpoint.Schema(cfg.schema), pgcheckpoint.Lease(cfg.lease), pgcheckpoint.Holder(cfg.holder))...)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Schema: cfg.schema,
+		Logger: riverLogger(cfg.log),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	return &Fleet{pool: pool, store: store, river: client, cfg: cfg, kinds: map[string]runner{}}, nil
+}
+
+// Store returns the checkpoint store of the fleet's sessions, for tools that
+// read sessions (an inspector, a report). Its leases are the fleet's: do not
+// lock its sessions.
+func (f *Fleet) Store() *pgcheckpoint.Store { return f.store }
+
+// Holder returns how this process names itself in the leases it takes.
+func (f *Fleet) Holder() string { return f.store.HolderName() }
+
+// table returns the quoted name of one of the fleet's tables.
+func (f *Fleet) table(name string) string {
+	return pgx.Identifier{f.cfg.schema, name}.Sanitize()
+}
+
+// fleetDDL creates the fleet's own table, beside River's and the store's:
+// one row per submitted session, with its kind and arguments, its job, and
+// what a human asked of it (an answer, a cancellation).
+const fleetDDL = `
+CREATE TABLE IF NOT EXISTS %[1]s.fleet_sessions (
+	session           text        PRIMARY KEY,
+	kind              text        NOT NULL,
+	args              jsonb       NOT NULL,
+	job_id            bigint,
+	submitted_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+	cancelled_at      timestamptz,
+	answer            text,
+	answer_generation bigint,
+	answered_at       timestamptz
+)`
+
+// migrate creates the schema and brings River's tables (rivermigrate) and
+// the fleet's up to date, under a session advisory lock on the schema's
+// name with a timeout, so that processes starting at once take turns. The
+// store's tables are migrated by pgcheckpoint.New.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	q := pgx.Identifier{schema}.Sanitize()
+	// Current already: no lock, no DDL (a role without CREATE can work).
+	var current bool
+	err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`,
+		q+".fleet_sessions", q+".river_job").Scan(&current)
+	if err != nil {
+		return err
+	}
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{
+		Schema: schema,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return err
+	}
+	if current {
+		// River's own migrations may still be behind this River's.
+		res, err := migrator.Validate(ctx, nil)
+		if err == nil && res.OK {
+			return nil
+		}
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('refine-go/fleet'), hashtext($1))`, schema); err != nil {
+		return fmt.Errorf("waiting for the schema lock: %w", err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('refine-go/fleet'), hashtext($1))`, schema)
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+q); err != nil {
+		return err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrations: %w", err)
+	}
+	if _, err := conn.Exec(ctx, fmt.Sprintf(fleetDDL, q)); err != nil {
+		return fmt.Errorf("fleet tables: %w", err)
+	}
+	return nil
+}
+
+// kindName is what a kind's name may be: it names a River queue too.
+var kindName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// queue is the River queue of a kind's sessions: a worker fetches only the
+// kinds it registered.
+func queue(kind string) string { return "refine_" + kind }
+
+// riverLogger gives River's warnings and errors to l.
+func riverLogger(l *zap.Logger) *slog.Logger {
+	return slog.New(&zapHandler{l: l})
+}
+
+// zapHandler is a slog.Handler writing records of level Warn and above to
+// a zap logger.
+type zapHandler struct {
+	l     *zap.Logger
+	attrs []zap.Field
+}
+
+func (h *zapHandler) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelWarn }
+
+func (h *zapHandler) Handle(_ context.Context, r slog.Record) error {
+	fields := append([]zap.Field(nil), h.attrs...)
+	r.Attrs(func(a slog.Attr) bool {
+		fields = append(fields, zap.Any(a.Key, a.Value.Any()))
+		return true
+	})
+	if r.Level >= slog.LevelError {
+		h.l.Error(r.Message, fields...)
+	} else {
+		h.l.Warn(r.Message, fields...)
+	}
+	return nil
+}
+
+func (h *zapHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	n := &zapHandler{l: h.l, attrs: append([]zap.Field(nil), h.attrs...)}
+	for _, a := range as {
+		n.attrs = append(n.attrs, zap.Any(a.Key, a.Value.Any()))
+	}
+	return n
+}
+
+func (h *zapHandler) WithGroup(name string) slog.Handler {
+	return &zapHandler{l: h.l.Named(name), attrs: h.attrs}
+}

@@ -1,0 +1,265 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/iterate"
+)
+
+// Loop is what a kind's build function returns for one session: the
+// worker, the engine's options and the state a new session starts from.
+//
+// The fleet adds its own checkpointer (the fleet's store, Strict, with the
+// task journal) and the session's name after Options, so options of the
+// same names there are overridden. Everything else the engine's settings
+// fingerprint covers (thresholds, limits, strategy and policy parameters)
+// must be the same in every process that runs the session.
+type Loop[S any] struct {
+	Worker  iterate.Worker[S]
+	Options []iterate.Option
+	Initial S
+}
+
+// Kind is a kind of loop registered with a fleet: sessions of it are
+// submitted with arguments of type A and end with a state of type S.
+type Kind[A, S any] struct {
+	f     *Fleet
+	name  string
+	build func(ctx context.Context, args A) (Loop[S], error)
+}
+
+// runner is a registered kind, as the worker sees it.
+type runner interface {
+	run(ctx context.Context, j *job) (stopped, error)
+}
+
+// Register registers a kind of loop under name (lower-case letters, digits,
+// '-' and '_'; at most 63), with the function that builds a session's loop
+// from its arguments. A's values travel as JSON. Every process that submits
+// or runs sessions of the kind registers it, before [Fleet.Work].
+func Register[A, S any](f *Fleet, name string, build func(ctx context.Context, args A) (Loop[S], error)) (*Kind[A, S], error) {
+	if !kindName.MatchString(name) {
+		return nil, fmt.Errorf("fleet: kind name %q: want lower-case letters, digits, '-' and '_', at most 63", name)
+	}
+	if build == nil {
+		return nil, fmt.Errorf("fleet: kind %q: nil build function", name)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.working {
+		return nil, fmt.Errorf("fleet: kind %q registered after Work started", name)
+	}
+	if _, dup := f.kinds[name]; dup {
+		return nil, fmt.Errorf("fleet: kind %q registered twice", name)
+	}
+	k := &Kind[A, S]{f: f, name: name, build: build}
+	f.kinds[name] = k
+	return k, nil
+}
+
+// MustRegister is [Register] that panics on an error, for registrations at
+// start-up.
+func MustRegister[A, S any](f *Fleet, name string, build func(ctx context.Context, args A) (Loop[S], error)) *Kind[A, S] {
+	k, err := Register(f, name, build)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// Name returns the kind's name.
+func (k *Kind[A, S]) Name() string { return k.name }
+
+// Submit submits a session of this kind named session, with args, to be run
+// by some worker. It is idempotent by session name: submitting a session
+// that exists does nothing and reports false (a session of another kind
+// under that name is a *[KindError]; a cancelled one, an error matching
+// [ErrCancelled]).
+func (k *Kind[A, S]) Submit(ctx context.Context, session string, args A) (submitted bool, err error) {
+	err = pgx.BeginFunc(ctx, k.f.pool, func(tx pgx.Tx) error {
+		submitted, err = k.SubmitTx(ctx, tx, session, args)
+		return err
+	})
+	return submitted, err
+}
+
+// SubmitTx is [Kind.Submit] inside the host's own transaction: the session
+// exists, and its job can run, once tx commits, and not at all if it rolls
+// back.
+func (k *Kind[A, S]) SubmitTx(ctx context.Context, tx pgx.Tx, session string, args A) (submitted bool, err error) {
+	if err := checkpoint.ValidateSession(session); err != nil {
+		return false, err
+	}
+	data, err := json.Marshal(args)
+	if err != nil {
+		return false, fmt.Errorf("fleet: session %q: encoding its arguments: %w", session, err)
+	}
+	var inserted bool
+	var kind string
+	var cancelled *time.Time
+	err = tx.QueryRow(ctx, `WITH ins AS (
+			INSERT INTO `+k.f.table("fleet_sessions")+` (session, kind, args) VALUES ($1, $2, $3)
+			ON CONFLICT (session) DO NOTHING RETURNING kind
+		)
+		SELECT true, kind, NULL::timestamptz FROM ins
+		UNION ALL
+		SELECT false, kind, cancelled_at FROM `+k.f.table("fleet_sessions")+` WHERE session = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
+		session, k.name, data).Scan(&inserted, &kind, &cancelled)
+	if err != nil {
+		return false, fmt.Errorf("fleet: submitting session %q: %w", session, err)
+	}
+	switch {
+	case !inserted && kind != k.name:
+		return false, &KindError{Session: session, Kind: kind, Want: k.name}
+	case !inserted && cancelled != nil:
+		return false, fmt.Errorf("fleet: submitting session %q: %w", session, ErrCancelled)
+	case !inserted:
+		return false, nil
+	}
+	res, err := k.f.river.InsertTx(ctx, tx, jobArgs{Session: session, LoopKind: k.name}, &river.InsertOpts{
+		Queue:       queue(k.name),
+		MaxAttempts: k.f.cfg.maxAttempts,
+		UniqueOpts:  river.UniqueOpts{ByArgs: true},
+	})
+	if err != nil {
+		return false, fmt.Errorf("fleet: submitting session %q: %w", session, err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE `+k.f.table("fleet_sessions")+` SET job_id = $2 WHERE session = $1`, session, res.Job.ID); err != nil {
+		return false, fmt.Errorf("fleet: submitting session %q: %w", session, err)
+	}
+	return true, nil
+}
+
+// Wait waits until the session stops for good, parks on an escalation or is
+// cancelled, looking every [Poll] interval, and returns its result as
+// [Kind.Result] does. It returns ctx's error if ctx ends first.
+func (k *Kind[A, S]) Wait(ctx context.Context, session string) (*iterate.Result[S], error) {
+	t := time.NewTicker(k.f.cfg.poll)
+	defer t.Stop()
+	for {
+		s, err := k.f.Session(ctx, session)
+		if err != nil {
+			return nil, err
+		}
+		if s.Kind != k.name {
+			return nil, &KindError{Session: session, Kind: s.Kind, Want: k.name}
+		}
+		if s.Status != Queued && (s.Status.Final() || s.Status == iterate.Escalated && !s.Answered) {
+			res, err := k.Result(ctx, session)
+			if !errors.Is(err, errCancelling) {
+				return res, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// Result returns the session's result as its latest checkpoint holds it,
+// without running it: for a session that stopped for good, the final
+// result (its Status [Cancelled] and an error matching [ErrCancelled] for a
+// cancelled one); for an escalated one, the escalation and an
+// *[iterate.EscalationError]. A session that has not stopped gives an
+// error matching [ErrNotStopped]; one cancelled before it started, an
+// error matching [ErrCancelled] and a nil result.
+func (k *Kind[A, S]) Result(ctx context.Context, session string) (*iterate.Result[S], error) {
+	row, err := k.f.sessionRow(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	if row.kind != k.name {
+		return nil, &KindError{Session: session, Kind: row.kind, Want: k.name}
+	}
+	c, err := k.f.store.Load(ctx, session)
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound) && row.cancelled:
+		return nil, fmt.Errorf("fleet: session %q: %w before it started", session, ErrCancelled)
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return nil, fmt.Errorf("fleet: session %q: %w: not started", session, ErrNotStopped)
+	case err != nil:
+		return nil, err
+	}
+	st := iterate.Status(c.Status)
+	if row.cancelled && !st.Final() {
+		return nil, fmt.Errorf("fleet: session %q: %w at iteration %d: %w", session, ErrCancelled, c.Iteration, errCancelling)
+	}
+	if !st.Final() && st != iterate.Escalated {
+		return nil, fmt.Errorf("fleet: session %q: %w: %s at iteration %d", session, ErrNotStopped, st, c.Iteration)
+	}
+	var args A
+	if err := json.Unmarshal(row.args, &args); err != nil {
+		return nil, fmt.Errorf("fleet: session %q: decoding its arguments: %w", session, err)
+	}
+	loop, err := k.build(ctx, args)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: session %q: building its loop: %w", session, err)
+	}
+	// Read only: a stopped session's Resume returns its saved result
+	// without saving, and this store has no lock to take.
+	eng := iterate.New(loop.Worker, append(append([]iterate.Option(nil), loop.Options...),
+		iterate.WithCheckpointer(readOnly{k.f.store}), iterate.WithSession(session))...)
+	res, err := eng.Resume(ctx, iterate.AllowSettingsChange())
+	if err == nil && res != nil && res.Status == Cancelled {
+		err = fmt.Errorf("fleet: session %q: %w: %s", session, ErrCancelled, res.Reason)
+	}
+	return res, err
+}
+
+// run runs one delivery of a session's job: resumes the session, or starts
+// it when it has no checkpoint.
+func (k *Kind[A, S]) run(ctx context.Context, j *job) (stopped, error) {
+	var args A
+	if err := json.Unmarshal(j.row.args, &args); err != nil {
+		return stopped{}, fmt.Errorf("decoding the arguments of session %q: %w", j.Session, err)
+	}
+	loop, err := k.build(ctx, args)
+	if err != nil {
+		return stopped{}, fmt.Errorf("building the loop of session %q: %w", j.Session, err)
+	}
+	newEngine := func(store iterate.Checkpointer) iterate.Engine[S] {
+		return iterate.New(loop.Worker, append(append([]iterate.Option(nil), loop.Options...),
+			iterate.WithCheckpointer(store, iterate.Strict|iterate.Journal), iterate.WithSession(j.Session))...)
+	}
+	var res *iterate.Result[S]
+	switch {
+	case j.latest == nil:
+		// Run refuses, under the lease, a session that another delivery
+		// started meanwhile: then it is resumed.
+		res, err = newEngine(&jobStore{Store: k.f.store, lease: j.lease, fresh: true}).Run(ctx, loop.Initial)
+		if errors.Is(err, errStarted) {
+			res, err = newEngine(&jobStore{Store: k.f.store, lease: j.lease}).Resume(ctx, j.resumeOpts()...)
+		}
+	default:
+		res, err = newEngine(&jobStore{Store: k.f.store, lease: j.lease}).Resume(ctx, j.resumeOpts()...)
+	}
+	if res == nil {
+		return stopped{}, err
+	}
+	return stopped{status: res.Status, iterations: res.Iterations, reason: res.Reason}, err
+}
+
+// errCancelling is the error of a cancelled session not yet saved as
+// cancelled (its lease is not free yet).
+var errCancelling = errors.New("saved as cancelled once its lease is free")
+
+// readOnly is a checkpointer that loads and never saves.
+type readOnly struct{ store iterate.Checkpointer }
+
+func (r readOnly) Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error) {
+	return r.store.Load(ctx, session)
+}
+
+func (readOnly) Save(context.Context, *checkpoint.Checkpoint) error {
+	return errors.New("fleet: reading a result saves nothing")
+}
