@@ -11,6 +11,7 @@
 #
 #   REFINE_PG_URL=postgres://postgres@127.0.0.1:PORT/refine?sslmode=disable
 #   REFINE_PG_REQUIRED=1
+#   REFINE_PG_RESTART=<dir>/restart.sh   (restarts the server as a crash would)
 #
 # A trap on EXIT stops the server and removes the directory (an EXIT trap
 # already set by the caller is kept and run after it).
@@ -100,6 +101,22 @@ refine_pg_start() {
     return 1
   fi
   REFINE_PG_PORT=$started
+
+  # A script that restarts the server as a crash would (tests of what
+  # survives a server restart): an immediate stop, a pause of $1 seconds
+  # (default 3), a start with the same options.
+  local as_q=""
+  if [ ${#as[@]} -gt 0 ]; then as_q=$(printf '%q ' "${as[@]}"); fi
+  cat >"$REFINE_PG_DIR/restart.sh" <<RESTART
+#!/usr/bin/env bash
+set -eu
+$as_q$(printf '%q' "$bindir/pg_ctl") -D $(printf '%q' "$REFINE_PG_DIR/data") -m immediate -w stop >/dev/null
+sleep "\${1:-3}"
+$as_q$(printf '%q' "$bindir/pg_ctl") -D $(printf '%q' "$REFINE_PG_DIR/data") -l $(printf '%q' "$REFINE_PG_DIR/server.log") -w -t 30 \\
+  -o $(printf '%q' "-c listen_addresses=127.0.0.1 -p $started -k $REFINE_PG_DIR/run -c fsync=off -c max_connections=200") start >/dev/null
+RESTART
+  chmod 0755 "$REFINE_PG_DIR/restart.sh"
+  export REFINE_PG_RESTART="$REFINE_PG_DIR/restart.sh"
 
   local i
   for i in $(seq 1 100); do

@@ -442,7 +442,8 @@ func (f *Fleet) rescue(ctx context.Context) error {
 		UPDATE `+f.table("river_job")+` j SET
 			state = CASE WHEN j.attempt >= j.max_attempts THEN 'discarded' ELSE 'available' END::`+f.table("river_job_state")+`,
 			finalized_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
-			scheduled_at = now(),
+			-- first in line: a rescued session has waited already
+			scheduled_at = least(j.created_at, now()),
 			errors = array_append(j.errors, jsonb_build_object('at', now(), 'attempt', j.attempt,
 				'error', 'fleet: the holder of the session died (its lease expired): rescued by ' || $2, 'trace', '')),
 			metadata = j.metadata || jsonb_build_object('refine:rescued_by', $2::text)
