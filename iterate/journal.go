@@ -2,6 +2,7 @@ package iterate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -39,6 +40,12 @@ type entry struct {
 	Usage budget.Usage `json:"usage"`
 	// Done is the outcome's Done.
 	Done bool `json:"done,omitempty"`
+	// Err is the message of a failed task's error; Permanent says it was
+	// marked with [Permanent]. A replayed failure fails again, with an
+	// error of the same message, without running (or charging) the task
+	// again.
+	Err       string `json:"err,omitempty"`
+	Permanent bool   `json:"permanent,omitempty"`
 }
 
 // entryFor returns the journaled entry of t, if any.
@@ -83,13 +90,24 @@ func (r *run[S]) replay(t *Task, out *Outcome[S]) bool {
 		return false
 	}
 	*out = Outcome[S]{Part: part, Usage: e.Usage, Done: e.Done}
+	if e.Err != "" {
+		out.Err = errors.New(e.Err)
+		if e.Permanent {
+			out.Err = Permanent(out.Err)
+		}
+	}
 	return true
 }
 
 // record journals a finished task and saves a checkpoint with it. Called
 // from task goroutines; saves are serialized.
+//
+// A failed task is journaled too (its error's message and its usage), so
+// that a resumed iteration does not run and pay for it again; but not once
+// the run's context has ended, since the task may have failed because of
+// that, and must then run again.
 func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
-	if r.cfg.checkpointer == nil || out.Err != nil {
+	if r.cfg.checkpointer == nil || out.Err != nil && ctx.Err() != nil {
 		return
 	}
 	part, err := r.cfg.codec.Marshal(out.Part)
@@ -98,6 +116,9 @@ func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
 		return
 	}
 	e := entry{Iteration: t.Iteration, Index: t.Index, Role: t.Role, Part: part, Usage: out.Usage, Done: out.Done}
+	if out.Err != nil {
+		e.Err, e.Permanent = out.Err.Error(), IsPermanent(out.Err)
+	}
 	if len(t.Gaps) > 0 {
 		e.Key = t.Gaps[0].Key()
 	}

@@ -75,3 +75,76 @@ func TestTaskJournal(t *testing.T) {
 		t.Errorf("%d journaled tasks kept after their iteration", n)
 	}
 }
+
+// TestTaskJournalFailed: a task that failed before an interruption is
+// journaled like one that succeeded, so the resumed loop neither runs nor
+// pays for it again, and it counts as failed as in an uninterrupted run.
+// (Mutation caught: record skipping failed outcomes, as it did, reruns
+// task 1.1 and charges it twice.)
+func TestTaskJournalFailed(t *testing.T) {
+	boom := func(ctx context.Context, tk iterate.Task) error {
+		if tk.Index == 0 {
+			return errors.New("boom")
+		}
+		return nil
+	}
+	mk := func(work func(ctx context.Context, tk iterate.Task) error) []iteratetest.Step {
+		return []iteratetest.Step{
+			{Assessment: research(0.3, 0.85, 0, 3), Usage: budget.Usage{Tokens: 100}, Work: work},
+			{Assessment: research(0.9, 0.95, 0, 0)},
+		}
+	}
+	opts := func(store iterate.Checkpointer) []iterate.Option {
+		return []iterate.Option{iterate.WithCheckpointer(store, iterate.Journal), iterate.WithParallelism(1)}
+	}
+	want, err := iterate.New(&iteratetest.Script{Steps: mk(boom)}, opts(&checkpoint.Memory{})...).Run(context.Background(), iteratetest.State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Totals.FailedTasks != 1 {
+		t.Fatalf("uninterrupted run: %d failed tasks, want 1", want.Totals.FailedTasks)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := &checkpoint.Memory{}
+	first := &iteratetest.Script{Steps: mk(func(ctx context.Context, tk iterate.Task) error {
+		if tk.Index == 2 { // 1.1 failed, 1.2 finished; Ctrl+C during 1.3
+			cancel()
+			return ctx.Err()
+		}
+		return boom(ctx, tk)
+	})}
+	if _, err := iterate.New(first, opts(store)...).Run(ctx, iteratetest.State{}); !errors.Is(err, iterate.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	saved, _ := store.Load(context.Background(), iterate.DefaultSession)
+	if n := iterate.JournalLen(saved); n != 2 {
+		t.Fatalf("%d journaled tasks, want 2 (the failed one and the finished one; not the interrupted one)", n)
+	}
+
+	second := &iteratetest.Script{Steps: mk(boom)}
+	got, err := iterate.New(second, opts(store)...).Resume(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tasks := second.Calls()
+	var ran []string
+	for _, tk := range tasks {
+		ran = append(ran, tk.ID())
+	}
+	if diff := cmp.Diff([]string{"1.3"}, ran); diff != "" {
+		t.Errorf("tasks run after resume (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want.State, got.State); diff != "" {
+		t.Errorf("state (-uninterrupted +resumed):\n%s", diff)
+	}
+	if got.Totals.FailedTasks != want.Totals.FailedTasks {
+		t.Errorf("failed tasks %d, want %d", got.Totals.FailedTasks, want.Totals.FailedTasks)
+	}
+	// The failed task is charged once; only the interrupted attempt of
+	// task 3 is paid twice.
+	if got.Usage.Tokens != want.Usage.Tokens+100 {
+		t.Errorf("tokens %d, want %d", got.Usage.Tokens, want.Usage.Tokens+100)
+	}
+}

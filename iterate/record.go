@@ -637,6 +637,14 @@ func (j *jsonBuf) entry(e *entry) {
 		j.key("done")
 		j.b = append(j.b, "true"...)
 	}
+	if e.Err != "" {
+		j.key("err")
+		j.str(e.Err)
+	}
+	if e.Permanent {
+		j.key("permanent")
+		j.b = append(j.b, "true"...)
+	}
 	j.b = append(j.b, '}')
 }
 

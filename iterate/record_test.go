@@ -102,7 +102,7 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 			d.Durations = append(d.Durations, time.Duration(num()))
 			d.Decision.Criteria = append(d.Decision.Criteria, converge.Criterion{Name: str(), Value: flt(), Threshold: flt(), Met: pick(2) == 0, Detail: str()})
 			d.Journal = append(d.Journal, entry{Iteration: num(), Index: num(), Role: str(), Key: str(),
-				Part: []byte(str()), Usage: usage(), Done: pick(2) == 0})
+				Part: []byte(str()), Usage: usage(), Done: pick(2) == 0, Err: str(), Permanent: pick(2) == 0})
 		}
 		if pick(2) == 0 {
 			d.Escalation = &Escalation{Iteration: num(), Reason: str(), Attempts: list(), Pattern: str(), Question: str(), Feedback: str()}
