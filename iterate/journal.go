@@ -103,11 +103,10 @@ func (r *run[S]) replay(t *Task, out *Outcome[S]) bool {
 // from task goroutines; saves are serialized.
 //
 // A failed task is journaled too (its error's message and its usage), so
-// that a resumed iteration does not run and pay for it again; but not once
-// the run's context has ended, since the task may have failed because of
-// that, and must then run again.
+// that a resumed iteration does not run and pay for it again; but not one
+// interrupted by the end of the run's context, which must run again.
 func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
-	if r.cfg.checkpointer == nil || out.Err != nil && ctx.Err() != nil {
+	if r.cfg.checkpointer == nil || out.Err != nil && interruptedBy(ctx, out.Err) {
 		return
 	}
 	part, err := r.cfg.codec.Marshal(out.Part)
@@ -141,4 +140,16 @@ func (j *journal) forget() {
 	j.mu.Lock()
 	j.entries = nil
 	j.mu.Unlock()
+}
+
+// interruptedBy reports whether a task's error err is the end of the run's
+// context ctx: ctx has ended and err matches its error, its cause or
+// ErrAbandoned. Any other failure is the task's own, even when ctx ended
+// meanwhile.
+func interruptedBy(ctx context.Context, err error) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Cause(ctx)) || errors.Is(err, ErrAbandoned)
 }

@@ -148,3 +148,63 @@ func TestTaskJournalFailed(t *testing.T) {
 		t.Errorf("tokens %d, want %d", got.Usage.Tokens, want.Usage.Tokens+100)
 	}
 }
+
+// TestTaskJournalFailedAtInterruption: a task that fails on its own (not
+// with the context's error) just as the run's context ends is journaled
+// too: it finished, and is not run nor paid for again. (Mutation caught:
+// skipping every failure once the context has ended, which reran task 1.2
+// of the fleet's sessions stopped by SIGTERM and charged it twice.)
+func TestTaskJournalFailedAtInterruption(t *testing.T) {
+	mk := func(work func(ctx context.Context, tk iterate.Task) error) []iteratetest.Step {
+		return []iteratetest.Step{
+			{Assessment: research(0.3, 0.85, 0, 3), Usage: budget.Usage{Tokens: 100}, Work: work},
+			{Assessment: research(0.9, 0.95, 0, 0)},
+		}
+	}
+	opts := func(store iterate.Checkpointer) []iterate.Option {
+		return []iterate.Option{iterate.WithCheckpointer(store, iterate.Journal), iterate.WithParallelism(1)}
+	}
+	boom := func(_ context.Context, tk iterate.Task) error {
+		if tk.Index == 1 {
+			return errors.New("boom")
+		}
+		return nil
+	}
+	want, err := iterate.New(&iteratetest.Script{Steps: mk(boom)}, opts(&checkpoint.Memory{})...).Run(context.Background(), iteratetest.State{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := &checkpoint.Memory{}
+	first := &iteratetest.Script{Steps: mk(func(ctx context.Context, tk iterate.Task) error {
+		switch tk.Index {
+		case 1: // fails on its own as Ctrl+C comes
+			cancel()
+		case 2: // interrupted
+			return ctx.Err()
+		}
+		return boom(ctx, tk)
+	})}
+	if _, err := iterate.New(first, opts(store)...).Run(ctx, iteratetest.State{}); !errors.Is(err, iterate.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	second := &iteratetest.Script{Steps: mk(boom)}
+	got, err := iterate.New(second, opts(store)...).Resume(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tasks := second.Calls()
+	var ran []string
+	for _, tk := range tasks {
+		ran = append(ran, tk.ID())
+	}
+	if diff := cmp.Diff([]string{"1.3"}, ran); diff != "" {
+		t.Errorf("tasks run after resume (-want +got):\n%s", diff)
+	}
+	// Only the interrupted attempt of 1.3 is paid again.
+	if got.Usage.Tokens != want.Usage.Tokens+100 || got.Totals.FailedTasks != want.Totals.FailedTasks {
+		t.Errorf("tokens %d, %d failed tasks; want %d, %d", got.Usage.Tokens, got.Totals.FailedTasks,
+			want.Usage.Tokens+100, want.Totals.FailedTasks)
+	}
+}

@@ -307,10 +307,11 @@ const (
 	// Journal journals every task that finishes, failed ones included: a
 	// checkpoint holding its outcome is saved at once, so that a crash or an
 	// interruption in the middle of an iteration loses only the tasks still
-	// running, and nothing finished is run or paid for twice (a task that
-	// fails after the run's context has ended is not journaled: it may have
-	// failed because of that, and runs again). A replayed failure carries an
-	// error of the same message (and [Permanent] mark). Resume
+	// running, and nothing finished is run or paid for twice. A task that
+	// fails with the error (or cause) of the run's context once it has
+	// ended was interrupted: it is not journaled, and runs again; so a Work
+	// interrupted by its context returns the context's error. A replayed
+	// failure carries an error of the same message (and [Permanent] mark). Resume
 	// plans the interrupted iteration again and takes the journaled tasks'
 	// outcomes instead of running them (a task is matched by iteration,
 	// index, role and main gap, so a strategy that plans differently reruns

@@ -70,7 +70,7 @@ func workerMain() int {
 
 // The fleet under fire, on the real server, with a Worker type defined in
 // this test: 3 worker processes, 50 sessions of parallel tasks with the
-// journal; 10 SIGKILLs of random workers, each replaced; one server
+// journal; 10 SIGKILLs and 3 SIGTERMs of random workers, each replaced; one server
 // restart as a crash would (pg_ctl -m immediate) mid-run; one task longer
 // than the lease; one escalation answered from this process; one
 // cancellation. At the end: every session but the cancelled one converged
@@ -84,7 +84,8 @@ func workerMain() int {
 // final (the durable check in jobWorker.Work, removed: the restart leaves
 // sessions "running" with completed jobs); a job timeout (the long task
 // never finishes); no rescue by lease (the sessions of a killed worker
-// wait 24 h); failed tasks not journaled (usage differs after a SIGTERM).
+// wait 24 h); failed tasks not journaled (a session stopped by a SIGTERM
+// after a task failed runs and pays for it again: its usage differs).
 func TestFleetUnderFire(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns worker processes")
@@ -100,6 +101,7 @@ func TestFleetUnderFire(t *testing.T) {
 		taskMillis = 150
 		lease      = 2 * time.Second
 		kills      = 10
+		sigterms   = 3
 	)
 	pool := newPool(t, 8)
 	schema := newSchema(t, pool)
@@ -209,7 +211,7 @@ func TestFleetUnderFire(t *testing.T) {
 	}
 
 	rng := rand.New(rand.NewPCG(7, 19))
-	killed, answered, cancelled, restarted := 0, false, false, restart == ""
+	killed, terms, answered, cancelled, restarted := 0, 0, false, false, restart == ""
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		list, err := client.Sessions(ctx)
@@ -275,6 +277,31 @@ func TestFleetUnderFire(t *testing.T) {
 				go watchPickup(s, tok, at)
 			}
 			startWorker()
+		case terms < sigterms && done >= 6+terms*12:
+			// SIGTERM a worker holding sessions (a deploy): its loops stop
+			// at a safe point, saved as interrupted, and go on elsewhere
+			// having spent exactly what they would have uninterrupted.
+			mu.Lock()
+			var names []string
+			for name := range procs {
+				names = append(names, name)
+			}
+			mu.Unlock()
+			slices.Sort(names)
+			victim := names[rng.IntN(len(names))]
+			if len(held(victim)) == 0 {
+				break
+			}
+			mu.Lock()
+			cmd := procs[victim]
+			delete(procs, victim)
+			mu.Unlock()
+			cmd.Process.Signal(syscall.SIGTERM)
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("%s after SIGTERM: %v", victim, err)
+			}
+			terms++
+			startWorker()
 		case !restarted && done >= sessions/2:
 			t.Logf("restarting the server (pg_ctl -m immediate stop, 3 s, start)")
 			if out, err := exec.Command("bash", restart, "3").CombinedOutput(); err != nil {
@@ -285,8 +312,9 @@ func TestFleetUnderFire(t *testing.T) {
 		time.Sleep(200 * time.Millisecond) // polling the server, not timing
 	}
 	pickupWG.Wait()
-	if killed < kills || !answered || !cancelled {
-		t.Errorf("killed %d of %d workers, answered %v, cancelled %v: the run ended before the faults", killed, kills, answered, cancelled)
+	if killed < kills || terms < sigterms || !answered || !cancelled {
+		t.Errorf("killed %d of %d workers, stopped %d of %d, answered %v, cancelled %v: the run ended before the faults",
+			killed, kills, terms, sigterms, answered, cancelled)
 	}
 	slices.Sort(pickups)
 	if len(pickups) > 0 {
@@ -346,5 +374,5 @@ func TestFleetUnderFire(t *testing.T) {
 		WHERE i.token < (SELECT c.token FROM `+q+`.checkpoints c WHERE c.session = i.session AND c.iteration >= i.iteration
 			ORDER BY c.generation LIMIT 1)`).Scan(&lost)
 	pool.QueryRow(ctx, `SELECT count(*) - count(DISTINCT (session, iteration, task)) FROM `+q+`.test_task_runs`).Scan(&redone)
-	t.Logf("%d SIGKILLs, a server restart: %d integrations lost to a kill and redone; %d task runs repeated (in flight at a kill)", killed, lost, redone)
+	t.Logf("%d SIGKILLs, %d SIGTERMs, a server restart: %d integrations lost to a kill and redone; %d task runs repeated (in flight at a kill)", killed, terms, lost, redone)
 }
