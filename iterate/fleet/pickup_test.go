@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/refine-go/refine/iterate/fleet"
 )
 
 var (
@@ -32,14 +34,12 @@ func TestPickup(t *testing.T) {
 	if *pickupRuns == 0 {
 		t.Skip("measures on demand: -fleet.pickup N")
 	}
-	url := serverURL(t)
-	_ = url
 	lease := *pickupLease
 	pool := newPool(t, 8)
 	schema := newSchema(t, pool)
 	q := pgx.Identifier{schema}.Sanitize()
 	ctx := context.Background()
-	client, _ := startFleet(t, serverURL(t), schema)
+	client, _ := startFleet(t, serverURL(t), schema, fleet.Lease(lease))
 	kind := registerSynth(client, nil)
 	n := 0
 	start := func() (*exec.Cmd, string) {
