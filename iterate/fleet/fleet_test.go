@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"testing"
 	"time"
 
@@ -323,4 +325,29 @@ func indexOf(s, sub string) int {
 		}
 	}
 	return -1
+}
+
+// TestExample runs Example on the test server, in the default schema, and
+// checks what it prints.
+func TestExample(t *testing.T) {
+	url := serverURL(t)
+	pool := newPool(t, 2)
+	t.Cleanup(func() {
+		pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+fleet.DefaultSchema+` CASCADE`)
+	})
+	t.Setenv("DATABASE_URL", url)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	defer func() { os.Stdout = stdout }()
+	Example()
+	w.Close()
+	os.Stdout = stdout
+	out, _ := io.ReadAll(r)
+	if want := "asked: approve T-42?\nconverged approved 4 steps\n"; string(out) != want {
+		t.Errorf("Example printed %q, want %q", out, want)
+	}
 }
