@@ -434,6 +434,10 @@ func TestUsage(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("question: What does the cache do?\nwhat: is this\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	empty := filepath.Join(dir, "empty.txt")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	vague := filepath.Join(dir, "vague.txt")
 	if err := os.WriteFile(vague, []byte("question: What is it?\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -453,6 +457,7 @@ func TestUsage(t *testing.T) {
 		{"missing_root", []string{"--root", "testdata/none"}, exitUsage, "--root"},
 		{"bad_question_file", []string{"--root", "testdata/1_single/src", "--questions", bad}, exitUsage, "bad.txt:2: unknown directive"},
 		{"question_without_keywords", []string{"--root", "testdata/1_single/src", "--questions", vague}, exitUsage, "vague.txt:1: no keywords in the main question"},
+		{"empty_question_file", []string{"--root", "testdata/1_single/src", "--questions", empty}, exitUsage, `empty.txt: no "question:" line`},
 		{"nothing_relevant", []string{"--root", "testdata/3_partial/src", "--questions", "testdata/1_single/questions.txt"}, exitUsage, "nothing to research"},
 		{"resume_without_checkpoint", []string{"--root", "testdata/1_single/src", "--questions", "testdata/1_single/questions.txt", "--state", t.TempDir(), "--resume"}, exitError, "no checkpoint of session"},
 		{"extra_argument", []string{"stray"}, exitUsage, `unexpected argument "stray": research takes flags only`},

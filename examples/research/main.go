@@ -225,6 +225,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		sa.Questions = string(b)
+		if sa.Questions == "" {
+			// An empty file is a question file without a "question:"
+			// line, not the built-in questions that "" stands for.
+			sa.Questions = "\n"
+		}
 	}
 	loop, err := study.New(ctx, sa)
 	if err != nil {

@@ -59,6 +59,7 @@ type QuestionFileError struct {
 	Reason string
 }
 
+// Error is "name:line: reason", or "name: reason" for the whole file.
 func (e *QuestionFileError) Error() string {
 	if e.Line > 0 {
 		return e.Name + ":" + strconv.Itoa(e.Line) + ": " + e.Reason

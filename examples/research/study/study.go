@@ -112,6 +112,7 @@ type ArgError struct {
 	Err error
 }
 
+// Error names the argument and what is wrong with it.
 func (e *ArgError) Error() string { return e.Arg + ": " + e.Err.Error() }
 
 // Unwrap returns the reason.
@@ -139,13 +140,6 @@ func New(ctx context.Context, a Args) (*Loop, error) {
 	}
 	filesPerTask := orDefault(a.FilesPerTask, DefaultFilesPerTask)
 	maxIter := orDefault(a.MaxIterations, iterate.DefaultMaxIterations)
-	timeout := a.TaskTimeout
-	switch {
-	case timeout == 0:
-		timeout = DefaultTaskTimeout
-	case timeout < 0:
-		timeout = 0
-	}
 
 	skip := map[string]bool{}
 	for _, s := range a.Skip {
@@ -215,7 +209,7 @@ func New(ctx context.Context, a Args) (*Loop, error) {
 			iterate.WithStrategy(&iterate.Adaptive{Roles: seed000Roles}),
 			iterate.WithThresholds(thresholds),
 			iterate.WithMaxIterations(maxIter),
-			iterate.WithTaskTimeout(timeout),
+			iterate.WithTaskTimeout(taskTimeout(a.TaskTimeout)),
 			iterate.WithFingerprint(fmt.Sprintf("research/v1|%x|files=%d", id[:8], filesPerTask)),
 		},
 		Initial:       initial,
@@ -242,6 +236,18 @@ func orDefault(v, def int) int {
 		return def
 	}
 	return v
+}
+
+// taskTimeout returns the engine's task timeout of Args.TaskTimeout: 0 is
+// the default, a negative one none (the engine's 0).
+func taskTimeout(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultTaskTimeout
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // goroot returns $(go env GOROOT) (the go command runs in a process group
