@@ -291,6 +291,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer pg.Close()
 		store = pg
 	}
+	// The loop's settings, and the host's: where the sessions are kept,
+	// the session's name and the displays.
 	eng := iterate.New(loop.Worker, append(loop.Options,
 		iterate.WithCheckpointer(store),
 		iterate.WithSession(session),

@@ -9,7 +9,7 @@ import (
 	"unicode"
 )
 
-// defaultQuestions is the question file used when --questions is not given:
+// defaultQuestions is the question file used when Args.Questions is empty:
 // a question about the Go standard library under $(go env GOROOT)/src.
 //
 //go:embed default.questions
