@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/refine-go/refine/examples/research/study"
 )
 
 // TestSeed000Scenarios runs the five test scenarios of seed 000 on the
@@ -28,13 +30,13 @@ func TestSeed000Scenarios(t *testing.T) {
 		wantCode   int
 		wantUnmet  []string
 		wantTasks  []string // tasks (iteration:Agent/Gap) that must have run
-		check      func(t *testing.T, rep *Report, r result)
+		check      func(t *testing.T, rep *study.Report, r result)
 	}{
 		{
 			name: "test1_single_iteration_to_convergence", dir: "1_single",
 			wantStatus: "converged", wantIters: 1, wantCode: exitOK,
 			wantTasks: []string{"1:ExploreAgent/Coverage", "1:ExploreAgent/Question"},
-			check: func(t *testing.T, rep *Report, r result) {
+			check: func(t *testing.T, rep *study.Report, r result) {
 				if rep.Convergence != "full" {
 					t.Errorf("convergence = %q, want full", rep.Convergence)
 				}
@@ -47,7 +49,7 @@ func TestSeed000Scenarios(t *testing.T) {
 			name: "test2_two_iterations_coverage_gap", dir: "2_coverage", extra: []string{"--files-per-task", "2"},
 			wantStatus: "converged", wantIters: 2, wantCode: exitOK,
 			wantTasks: []string{"2:ExploreAgent/Coverage", "2:ExploreAgent/Architecture"},
-			check: func(t *testing.T, rep *Report, r result) {
+			check: func(t *testing.T, rep *study.Report, r result) {
 				if len(rep.Metrics) != 2 || rep.Metrics[0].Coverage >= 0.70 || rep.Metrics[1].Coverage < 0.70 {
 					t.Errorf("coverage per iteration = %+v, want below 0.70 then at least 0.70", rep.Metrics)
 				}
@@ -64,7 +66,7 @@ func TestSeed000Scenarios(t *testing.T) {
 			wantStatus: "max_iterations", wantIters: 4, wantCode: exitPartial,
 			wantUnmet: []string{"coverage", "questions"},
 			wantTasks: []string{"4:ExploreAgent/Coverage", "4:ExploreAgent/Question"},
-			check: func(t *testing.T, rep *Report, r result) {
+			check: func(t *testing.T, rep *study.Report, r result) {
 				if rep.Convergence != "partial" {
 					t.Errorf("convergence = %q, want partial", rep.Convergence)
 				}
@@ -92,7 +94,7 @@ func TestSeed000Scenarios(t *testing.T) {
 			name: "test4_conflicting_findings_resolved", dir: "4_conflict", extra: []string{"--files-per-task", "2"},
 			wantStatus: "converged", wantIters: 2, wantCode: exitOK,
 			wantTasks: []string{"2:PlanAgent/Conflict"},
-			check: func(t *testing.T, rep *Report, r result) {
+			check: func(t *testing.T, rep *study.Report, r result) {
 				if len(rep.Conflicts) != 1 {
 					t.Fatalf("conflicts = %+v, want 1", rep.Conflicts)
 				}
@@ -120,7 +122,7 @@ func TestSeed000Scenarios(t *testing.T) {
 			name: "test5_early_termination", dir: "5_early",
 			wantStatus: "early_exit", wantIters: 2, wantCode: exitOK,
 			wantTasks: []string{"2:CitationAgent/Confidence", "2:PatternAgent/Pattern clarity"},
-			check: func(t *testing.T, rep *Report, r result) {
+			check: func(t *testing.T, rep *study.Report, r result) {
 				for _, want := range []string{"✨ High Confidence Reached (Iteration 2)", "(Skipped 2 potential iterations)",
 					"Research quality is exceptionally high. Concluding early to save time."} {
 					if !hasLine(r.stderr, want) {
@@ -130,9 +132,9 @@ func TestSeed000Scenarios(t *testing.T) {
 				if rep.Confidence < 0.90 || rep.Coverage < 0.85 {
 					t.Errorf("coverage %.2f, confidence %.2f; want at least 0.85 and 0.90", rep.Coverage, rep.Confidence)
 				}
-				var pattern *Finding
+				var pattern *study.Finding
 				for i := range rep.Findings {
-					if rep.Findings[i].Kind == KindPattern {
+					if rep.Findings[i].Kind == study.KindPattern {
 						pattern = &rep.Findings[i]
 					}
 				}
@@ -282,9 +284,9 @@ func TestDeterministic(t *testing.T) {
 
 func ignoreTiming() cmp.Option {
 	return cmp.Options{
-		cmpopts.IgnoreFields(Report{}, "StateDir"),
-		cmpopts.IgnoreFields(IterationReport{}, "Seconds"),
-		cmpopts.IgnoreFields(TotalsReport{}, "Seconds"),
+		cmpopts.IgnoreFields(study.Report{}, "StateDir"),
+		cmpopts.IgnoreFields(study.IterationReport{}, "Seconds"),
+		cmpopts.IgnoreFields(study.TotalsReport{}, "Seconds"),
 		cmpopts.EquateEmpty(),
 	}
 }
@@ -372,7 +374,7 @@ func TestExternalAgent(t *testing.T) {
 	if !hasLine(r.stderr, "CitationAgent (external: testdata/agents/cite.sh)") {
 		t.Errorf("the display does not show the external agent:\n%s", r.stderr)
 	}
-	var ext *AgentLog
+	var ext *study.AgentLog
 	for i := range rep.Log {
 		if rep.Log[i].External {
 			ext = &rep.Log[i]
@@ -390,7 +392,7 @@ func TestExternalAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var task AgentTask
+	var task study.AgentTask
 	if err := json.Unmarshal(b, &task); err != nil {
 		t.Fatalf("the task is not JSON: %v\n%s", err, b)
 	}
@@ -432,6 +434,10 @@ func TestUsage(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("question: What does the cache do?\nwhat: is this\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	empty := filepath.Join(dir, "empty.txt")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	vague := filepath.Join(dir, "vague.txt")
 	if err := os.WriteFile(vague, []byte("question: What is it?\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -451,6 +457,7 @@ func TestUsage(t *testing.T) {
 		{"missing_root", []string{"--root", "testdata/none"}, exitUsage, "--root"},
 		{"bad_question_file", []string{"--root", "testdata/1_single/src", "--questions", bad}, exitUsage, "bad.txt:2: unknown directive"},
 		{"question_without_keywords", []string{"--root", "testdata/1_single/src", "--questions", vague}, exitUsage, "vague.txt:1: no keywords in the main question"},
+		{"empty_question_file", []string{"--root", "testdata/1_single/src", "--questions", empty}, exitUsage, `empty.txt: no "question:" line`},
 		{"nothing_relevant", []string{"--root", "testdata/3_partial/src", "--questions", "testdata/1_single/questions.txt"}, exitUsage, "nothing to research"},
 		{"resume_without_checkpoint", []string{"--root", "testdata/1_single/src", "--questions", "testdata/1_single/questions.txt", "--state", t.TempDir(), "--resume"}, exitError, "no checkpoint of session"},
 		{"extra_argument", []string{"stray"}, exitUsage, `unexpected argument "stray": research takes flags only`},

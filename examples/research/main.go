@@ -14,18 +14,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
-	"go/build"
 	"io"
 	"net/url"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -37,7 +32,7 @@ import (
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/checkpoint/pgcheckpoint"
 	"github.com/refine-go/refine/examples/internal/buildinfo"
-	"github.com/refine-go/refine/examples/internal/xcmd"
+	"github.com/refine-go/refine/examples/research/study"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -80,8 +75,8 @@ func (a agentFlags) Set(v string) error {
 	if !ok || cmd == "" {
 		return errors.New(`want role=COMMAND, e.g. citation="python3 agent.py"`)
 	}
-	if !slices.Contains(knownRoles, role) {
-		return fmt.Errorf("unknown role %q (roles: %s)", role, strings.Join(knownRoles, ", "))
+	if roles := study.AgentRoles(); !slices.Contains(roles, role) {
+		return fmt.Errorf("unknown role %q (roles: %s)", role, strings.Join(roles, ", "))
 	}
 	a[role] = cmd
 	return nil
@@ -212,91 +207,65 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		disp = io.Discard
 	}
 
-	skip := map[string]bool{}
-	for _, s := range strings.Split(o.skip, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			skip[s] = true
-		}
-	}
-	root := o.root
-	if root == "" {
-		gr, err := goroot(ctx)
-		if err != nil {
-			fmt.Fprintln(stderr, "research:", err)
+	if o.session != "" {
+		if err := checkpoint.ValidateSession(o.session); err != nil {
+			fmt.Fprintln(stderr, "research: --session:", err)
 			return exitUsage
 		}
-		root = filepath.Join(gr, "src")
-		skip["cmd"] = true
 	}
-	root, err = filepath.Abs(root)
-	if err == nil {
-		var fi os.FileInfo
-		if fi, err = os.Stat(root); err == nil && !fi.IsDir() {
-			err = fmt.Errorf("%s is not a directory", root)
-		}
+	sa := study.Args{Root: o.root, Skip: strings.Split(o.skip, ","), FilesPerTask: o.filesPerTask,
+		MaxIterations: o.maxIter, TaskTimeout: o.timeout, Agents: o.agents}
+	if o.timeout == 0 {
+		sa.TaskTimeout = -1 // none
 	}
-	if err != nil {
-		fmt.Fprintln(stderr, "research: --root:", err)
-		return exitUsage
-	}
-
-	qname, qtext := "built-in questions", defaultQuestions
 	if o.questions != "" {
 		b, err := os.ReadFile(o.questions)
 		if err != nil {
 			fmt.Fprintln(stderr, "research: --questions:", err)
 			return exitUsage
 		}
-		qname, qtext = o.questions, string(b)
+		sa.Questions = string(b)
+		if sa.Questions == "" {
+			// An empty file is a question file without a "question:"
+			// line, not the built-in questions that "" stands for.
+			sa.Questions = "\n"
+		}
 	}
-	study, err := parseQuestions(qname, qtext)
+	loop, err := study.New(ctx, sa)
 	if err != nil {
-		fmt.Fprintln(stderr, "research:", err)
+		var argErr *study.ArgError
+		var qErr *study.QuestionFileError
+		switch {
+		case errors.As(err, &argErr) && argErr.Arg == "root":
+			fmt.Fprintln(stderr, "research: --root:", argErr.Err)
+		case errors.As(err, &qErr):
+			if o.questions != "" {
+				qErr.Name = o.questions
+			}
+			fmt.Fprintln(stderr, "research:", qErr)
+		case ctx.Err() != nil:
+			fmt.Fprintln(stderr, "research: interrupted while indexing")
+			return exitInterrupted
+		default:
+			fmt.Fprintln(stderr, "research:", err)
+		}
 		return exitUsage
 	}
-
-	id := sha256.Sum256([]byte(root + "\x00" + qtext + "\x00" + o.skip))
+	initial := loop.Initial
+	root := initial.Root
 	session := o.session
 	if session == "" {
-		session = "research-" + hex.EncodeToString(id[:6])
-	}
-	if err := checkpoint.ValidateSession(session); err != nil {
-		fmt.Fprintln(stderr, "research: --session:", err)
-		return exitUsage
+		session = loop.Session
 	}
 	stateDir := o.state
 	if stateDir == "" && o.store == "" {
 		stateDir = defaultStateDir()
 	}
-
-	var words []string
-	for _, k := range allKeywords(&Notes{Topic: study.Topic, Questions: study.Questions}) {
-		if !slices.Contains(words, k.Word) {
-			words = append(words, k.Word)
-		}
-	}
-	ix, err := buildIndex(ctx, root, skip, words)
-	if err != nil {
-		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "research: interrupted while indexing")
-			return exitInterrupted
-		}
-		fmt.Fprintln(stderr, "research:", err)
-		return exitUsage
-	}
-	initial := Notes{Root: root, Question: study.Question, Topic: study.Topic, Questions: study.Questions, TotalFiles: len(ix.files)}
-	initial.Estimate = ix.estimate(study.Topic)
-	if len(initial.Estimate) == 0 {
-		// Nothing repeats the topic: the files that mention it at all.
-		initial.Estimate = ix.rank(study.Topic, 2*o.filesPerTask, nil)
-	}
 	if len(initial.Estimate) == 0 && !o.resume {
-		fmt.Fprintf(stderr, "research: no Go file under %s mentions %s; nothing to research\n", root, keywordList(study.Topic))
+		fmt.Fprintf(stderr, "research: no Go file under %s mentions %s; nothing to research\n", root, keywordList(initial.Topic))
 		return exitUsage
 	}
 
-	w := &researcher{ix: ix, lines: &lineCounter{ix: ix}, agents: o.agents, filesPerTask: o.filesPerTask}
-	d := &display{w: disp, external: o.agents}
 	var store iterate.Checkpointer
 	if o.store == "" {
 		store = checkpoint.NewDir(stateDir)
@@ -322,34 +291,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer pg.Close()
 		store = pg
 	}
-	// The default strategy, iterate.Adaptive, with seed 000's role table
-	// (roles.go): it groups the citation and pattern roles, so that one
-	// citation task pins every finding that needs evidence and one pattern
-	// task collects the examples of every unclear pattern.
-	eng := iterate.New[Notes](w,
-		iterate.WithStrategy(&iterate.Adaptive{Roles: seed000Roles}),
-		iterate.WithThresholds(thresholds),
-		iterate.WithMaxIterations(o.maxIter),
+	// The loop's settings, and the host's: where the sessions are kept,
+	// the session's name and the displays.
+	eng := iterate.New(loop.Worker, append(loop.Options,
 		iterate.WithCheckpointer(store),
 		iterate.WithSession(session),
-		iterate.WithTaskTimeout(o.timeout),
-		iterate.WithObserver(d.observe),
-		iterate.WithFingerprint(fmt.Sprintf("research/v1|%x|files=%d", id[:8], o.filesPerTask)),
-	)
+		iterate.WithObserver(loop.Observer(disp)),
+	)...)
 
-	var res *iterate.Result[Notes]
+	var res *iterate.Result[study.Notes]
 	if o.resume {
 		res, err = eng.Resume(ctx)
 	} else {
 		if c, err := store.Load(ctx, session); err == nil && (c.Status == string(iterate.Interrupted) || c.Status == string(iterate.Running)) {
 			fmt.Fprintf(disp, "Note: session %s was interrupted after iteration %d; starting over (use --resume to continue it).\n\n", session, c.Iteration)
 		}
-		fmt.Fprintf(disp, "🔎 Research: %s\n", study.Question)
-		fmt.Fprintf(disp, "Root: %s (%d Go files)\n", root, len(ix.files))
-		fmt.Fprintf(disp, "Topic keywords: %s\n", keywordList(study.Topic))
+		fmt.Fprintf(disp, "🔎 Research: %s\n", initial.Question)
+		fmt.Fprintf(disp, "Root: %s (%d Go files)\n", root, initial.TotalFiles)
+		fmt.Fprintf(disp, "Topic keywords: %s\n", keywordList(initial.Topic))
 		fmt.Fprintf(disp, "Estimated relevant files: %d\n", len(initial.Estimate))
 		crit := 0
-		for _, q := range study.Questions {
+		for _, q := range initial.Questions {
 			if q.Critical {
 				crit++
 			}
@@ -382,14 +344,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 
-	rep := buildReport(res, session, stateDir, o.maxIter)
+	rep := study.NewReport(res, session, stateDir, loop.MaxIterations)
 	if o.jsonOut {
-		if err := rep.writeJSON(jsonOut); err != nil {
+		if err := rep.WriteJSON(jsonOut); err != nil {
 			fmt.Fprintln(stderr, "research:", err)
 			return exitError
 		}
 	} else {
-		rep.writeText(stdout)
+		rep.WriteText(stdout)
 	}
 	switch {
 	case err != nil && !errors.Is(err, iterate.ErrEscalated):
@@ -401,34 +363,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitPartial
 	}
 	return exitError
-}
-
-// goroot returns $(go env GOROOT) (the go command runs in a process group
-// of its own, like every command research runs), or the GOROOT this
-// program was built with.
-func goroot(ctx context.Context) (string, error) {
-	if gr := os.Getenv("GOROOT"); gr != "" {
-		return gr, nil
-	}
-	goBin := "go"
-	if g := os.Getenv("GO"); g != "" {
-		goBin = g
-	}
-	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(tctx, goBin, "env", "GOROOT")
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	xcmd.Prepare(cmd, killGrace)
-	if err := xcmd.Run(cmd); err == nil {
-		if gr := strings.TrimSpace(out.String()); gr != "" {
-			return gr, nil
-		}
-	}
-	if build.Default.GOROOT != "" {
-		return build.Default.GOROOT, nil
-	}
-	return "", errors.New("cannot find GOROOT (is the go command installed?); use --root")
 }
 
 // defaultStateDir is refine-research under the user cache directory, or
@@ -455,7 +389,8 @@ func resumeCommand(args []string) string {
 	return strings.Join(append(parts, "--resume"), " ")
 }
 
-func keywordList(kws []Keyword) string {
+// keywordList lists the keywords as the questions name them.
+func keywordList(kws []study.Keyword) string {
 	parts := make([]string, len(kws))
 	for i, k := range kws {
 		parts[i] = k.Word

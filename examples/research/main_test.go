@@ -9,10 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/refine-go/refine/examples/internal/e2etest"
+	"github.com/refine-go/refine/examples/research/study"
 )
 
 // binary is the research command built once for the tests.
@@ -66,10 +68,10 @@ func scenarioArgs(t *testing.T, name, state string, extra ...string) []string {
 }
 
 // runJSON runs the binary with --json and decodes the report.
-func runJSON(t *testing.T, env []string, args ...string) (*Report, result) {
+func runJSON(t *testing.T, env []string, args ...string) (*study.Report, result) {
 	t.Helper()
 	r := runBinary(t, env, append(args, "--json")...)
-	var rep Report
+	var rep study.Report
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("decoding the JSON report (exit %d): %v\nstdout:\n%s\nstderr:\n%s", r.code, err, r.stdout, r.stderr)
 	}
@@ -78,7 +80,7 @@ func runJSON(t *testing.T, env []string, args ...string) (*Report, result) {
 
 // checkCitations verifies that every citation of the report names a line
 // that exists: the file under the root has at least that many lines.
-func checkCitations(t *testing.T, rep *Report) {
+func checkCitations(t *testing.T, rep *study.Report) {
 	t.Helper()
 	lines := map[string]int{}
 	count := func(file string) int {
@@ -129,7 +131,7 @@ func checkCitations(t *testing.T, rep *Report) {
 
 // roles returns the agent and gap of every task of the report's log, as
 // "iteration:Agent/Gap".
-func roles(rep *Report) []string {
+func roles(rep *study.Report) []string {
 	var out []string
 	for _, l := range rep.Log {
 		s := fmt.Sprintf("%d:%s/%s", l.Iteration, l.Agent, l.Gap)
@@ -147,4 +149,27 @@ func hasLine(out, want string) bool {
 		}
 	}
 	return false
+}
+
+// countLines returns the number of lines of src, a last line without a
+// newline included (the test's own count, independent of the index's).
+func countLines(src []byte) int {
+	n := bytes.Count(src, []byte("\n"))
+	if len(src) > 0 && !bytes.HasSuffix(src, []byte("\n")) {
+		n++
+	}
+	return n
+}
+
+// splitCitation splits a "file:line" citation.
+func splitCitation(c string) (file string, line int, ok bool) {
+	i := strings.LastIndexByte(c, ':')
+	if i <= 0 {
+		return "", 0, false
+	}
+	line, err := strconv.Atoi(c[i+1:])
+	if err != nil || line < 1 {
+		return "", 0, false
+	}
+	return c[:i], line, true
 }

@@ -9,12 +9,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/refine-go/refine/examples/research/study"
 )
 
 // allRoles returns --agent-cmd flags that give every role the command.
 func allRoles(command string) []string {
 	var args []string
-	for _, role := range knownRoles {
+	for _, role := range study.AgentRoles() {
 		args = append(args, "--agent-cmd", role+"="+command)
 	}
 	return args

@@ -1,4 +1,4 @@
-package main
+package study
 
 import (
 	"github.com/refine-go/refine/gap"
@@ -17,7 +17,7 @@ const (
 	roleImplement   = "implement"   // implementer: fix the output (seeds 001, 002)
 )
 
-// knownRoles are the roles --agent-cmd can play.
+// knownRoles are the roles an external command can play (Args.Agents).
 var knownRoles = []string{roleExplore, roleCitation, rolePattern, roleVerify, roleSecurity, rolePerformance}
 
 // agent is the agent that plays a role: its name in the displays, the

@@ -1,4 +1,4 @@
-package main
+package study
 
 import (
 	"bytes"
@@ -97,6 +97,8 @@ type AgentError struct {
 	Stderr        string
 }
 
+// Error names the role, the command and why it failed, with the end of
+// what the command printed on stderr.
 func (e *AgentError) Error() string {
 	msg := fmt.Sprintf("agent command for role %s (%s): %v", e.Role, e.Command, e.Err)
 	if e.Stderr != "" {
@@ -304,6 +306,7 @@ type limitedBuffer struct {
 	over bool
 }
 
+// Write keeps what fits and reports every byte written.
 func (b *limitedBuffer) Write(p []byte) (int, error) {
 	if room := b.max - b.Len(); len(p) > room {
 		b.over = true

@@ -1,4 +1,4 @@
-package main
+package study
 
 import (
 	_ "embed"
@@ -9,7 +9,7 @@ import (
 	"unicode"
 )
 
-// defaultQuestions is the question file used when --questions is not given:
+// defaultQuestions is the question file used when Args.Questions is empty:
 // a question about the Go standard library under $(go env GOROOT)/src.
 //
 //go:embed default.questions
@@ -41,9 +41,9 @@ type Question struct {
 	Answer []string `json:"answer,omitempty"`
 }
 
-// Study is a parsed question file: the main question, its topic keywords
-// and the sub-questions.
-type Study struct {
+// questionFile is a parsed question file: the main question, its topic
+// keywords and the sub-questions.
+type questionFile struct {
 	Question  string
 	Topic     []Keyword
 	Questions []Question
@@ -59,6 +59,7 @@ type QuestionFileError struct {
 	Reason string
 }
 
+// Error is "name:line: reason", or "name: reason" for the whole file.
 func (e *QuestionFileError) Error() string {
 	if e.Line > 0 {
 		return e.Name + ":" + strconv.Itoa(e.Line) + ": " + e.Reason
@@ -80,8 +81,8 @@ func (e *QuestionFileError) Is(target error) bool { return target == ErrQuestion
 // critical sub-questions that must be answered, "optional:" lines are
 // reported but never block convergence. Brackets at the end of a line list
 // explicit keywords. name labels errors.
-func parseQuestions(name, text string) (*Study, error) {
-	st := &Study{}
+func parseQuestions(name, text string) (*questionFile, error) {
+	st := &questionFile{}
 	for i, raw := range strings.Split(text, "\n") {
 		line := strings.TrimSpace(raw)
 		if line == "" || strings.HasPrefix(line, "#") {

@@ -1,4 +1,4 @@
-package main
+package study
 
 import (
 	"cmp"
@@ -13,7 +13,8 @@ import (
 	"github.com/refine-go/refine/iterate"
 )
 
-// Report is the final report; --json prints it as JSON.
+// Report is the final report of a research session (NewReport), for
+// people (WriteText) or programs (WriteJSON).
 type Report struct {
 	Question      string `json:"question"`
 	Root          string `json:"root"`
@@ -115,13 +116,16 @@ type TotalsReport struct {
 	Cost   float64 `json:"cost,omitempty"`
 }
 
-// buildReport assembles the report of a result.
-func buildReport(res *iterate.Result[Notes], session, stateDir string, maxIter int) *Report {
+// NewReport assembles the report of a research result: res is what the
+// engine returned, session the session's name, store where the sessions
+// are kept (a directory or a URL without its password, as the report names
+// it) and maxIterations the iteration limit the loop ran with.
+func NewReport(res *iterate.Result[Notes], session, store string, maxIterations int) *Report {
 	n := &res.State
 	analyzed, estimated := n.coverage()
 	r := &Report{
-		Question: n.Question, Root: n.Root, Session: session, StateDir: stateDir,
-		Status: string(res.Status), Reason: res.Reason, Iterations: res.Iterations, MaxIterations: maxIter,
+		Question: n.Question, Root: n.Root, Session: session, StateDir: store,
+		Status: string(res.Status), Reason: res.Reason, Iterations: res.Iterations, MaxIterations: maxIterations,
 		FilesAnalyzed: analyzed, EstimatedFiles: estimated, FilesRead: len(n.Analyzed), TotalFiles: n.TotalFiles,
 		Confidence: round4(n.averageConfidence()),
 		Findings:   n.Findings, Citations: n.Citations, Conflicts: n.Conflicts, Context: n.Context,
@@ -240,16 +244,16 @@ func allFailed(log []AgentLog) (bool, string) {
 	return true, log[len(log)-1].Error
 }
 
-// writeJSON prints the report as indented JSON.
-func (r *Report) writeJSON(w io.Writer) error {
+// WriteJSON prints the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(r)
 }
 
-// writeText prints the report for humans.
-func (r *Report) writeText(w io.Writer) {
+// WriteText prints the report for humans.
+func (r *Report) WriteText(w io.Writer) {
 	rule := strings.Repeat("═", 72)
 	fmt.Fprintf(w, "%s\n📋 Research Report\n%s\n\n", rule, rule)
 	fmt.Fprintf(w, "Question: %s\nRoot: %s\n", r.Question, r.Root)
