@@ -9,84 +9,81 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertype"
+	"github.com/jackc/pgx/v5"
 
-	"github.com/refine-go/refine/checkpoint"
-	"github.com/refine-go/refine/checkpoint/pgcheckpoint"
+	"github.com/refine-go/refine/iterate"
+	"github.com/refine-go/refine/iterate/fleet"
 )
 
 func submit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	count := fs.Int("count", 0, "enqueue this many synthetic sessions, named <prefix>-001, <prefix>-002, ...")
-	file := fs.String("file", "", `enqueue one session per non-empty line of this file ("-": standard input), named q-<words>-<hash>`)
+	count := fs.Int("count", 0, "submit this many synthetic sessions, named <prefix>-001, <prefix>-002, ...")
+	file := fs.String("file", "", `submit one research session per non-empty line of this file ("-": standard input), named q-<words>-<hash>`)
 	prefix := fs.String("prefix", "synthetic", "name prefix of the --count sessions")
-	iterations := fs.Int("iterations", 6, "iterations of each session's loop")
-	taskMS := fs.Int("task-ms", 20, "milliseconds each task takes")
-	if err := parse(fs, args, stderr); err != nil {
+	iterations := fs.Int("iterations", 6, "iterations of each synthetic session's loop")
+	taskMS := fs.Int("task-ms", 20, "milliseconds each synthetic task takes")
+	escalateAt := fs.Int("escalate-at", 0, "synthetic sessions ask a question after this many iterations (0: never)")
+	root := fs.String("root", "", "research: the Go source tree the workers read (default: the workers' $(go env GOROOT)/src)")
+	maxIter := fs.Int("max-iterations", 0, "research: iteration limit (default: the research example's)")
+	if err := parse(fs, args, stderr, 0); err != nil {
 		return err
 	}
 	if (*count > 0) == (*file != "") {
 		fmt.Fprintln(stderr, "fleet submit: give either --count N or --file FILE")
 		return errUsage
 	}
-	if *iterations < 1 || *taskMS < 0 {
-		return errors.New("--iterations must be at least 1 and --task-ms not negative")
+	if *iterations < 1 || *taskMS < 0 || *escalateAt < 0 || *maxIter < 0 {
+		return errors.New("--iterations must be at least 1; --task-ms, --escalate-at and --max-iterations not negative")
 	}
-	var specs []spec
-	if *count > 0 {
-		for i := 1; i <= *count; i++ {
-			specs = append(specs, spec{Session: fmt.Sprintf("%s-%03d", *prefix, i)})
-		}
-	} else {
-		qs, err := readQuestions(*file)
-		if err != nil {
+	var questions []string
+	if *file != "" {
+		var err error
+		if questions, err = readQuestions(*file); err != nil {
 			return err
 		}
-		for _, q := range qs {
-			specs = append(specs, spec{Session: questionSession(q), Question: q})
-		}
 	}
-	for i := range specs {
-		specs[i].Iterations, specs[i].TaskMillis = *iterations, *taskMS
-		if err := checkpoint.ValidateSession(specs[i].Session); err != nil {
-			return fmt.Errorf("session %q: %w", specs[i].Session, err)
-		}
-	}
-	pool, store, err := c.open(ctx, 4)
+	h, err := c.open(ctx, 4, false)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	defer store.Close()
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: c.schema})
-	if err != nil {
-		return err
-	}
-	params := make([]river.InsertManyParams, len(specs))
-	for i := range specs {
-		params[i] = river.InsertManyParams{Args: specs[i]}
-	}
-	res, err := client.InsertMany(ctx, params)
-	if err != nil {
-		return err
-	}
-	added := 0
-	for _, r := range res {
-		if !r.UniqueSkippedAsDuplicate {
-			added++
+	defer h.close()
+	// One transaction: all the sessions are submitted, or none.
+	added, known := 0, 0
+	err = pgx.BeginFunc(ctx, h.pool, func(tx pgx.Tx) error {
+		added, known = 0, 0
+		note := func(ok bool, err error) error {
+			if ok {
+				added++
+			} else if err == nil {
+				known++
+			}
+			return err
 		}
+		for i := 1; i <= *count; i++ {
+			name := fmt.Sprintf("%s-%03d", *prefix, i)
+			a := syntheticArgs{Name: name, Iterations: *iterations, TaskMillis: *taskMS, EscalateAt: *escalateAt}
+			if err := note(h.synthetic.SubmitTx(ctx, tx, name, a)); err != nil {
+				return err
+			}
+		}
+		for _, q := range questions {
+			a := researchQuestion(q, *root, *maxIter)
+			if err := note(h.research.SubmitTx(ctx, tx, questionSession(q), a)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	fmt.Fprintf(stdout, "fleet submit: %d sessions enqueued, %d already known\n", added, len(res)-added)
+	fmt.Fprintf(stdout, "fleet submit: %d sessions enqueued, %d already known\n", added, known)
 	return nil
 }
 
@@ -140,13 +137,16 @@ func questionSession(q string) string {
 // row is one session in fleet status.
 type row struct {
 	Session   string    `json:"session"`
-	Status    string    `json:"status"` // the checkpoint's, or the job's when none: queued, retrying, ...
+	Kind      string    `json:"kind"`
+	Status    string    `json:"status"` // the newest checkpoint's; queued before the first; cancelled
 	Iteration int       `json:"iteration"`
 	Holder    string    `json:"holder,omitempty"`
 	Updated   time.Time `json:"updated,omitzero"`
-	Age       string    `json:"age,omitempty"` // since the last checkpoint
+	Age       string    `json:"age,omitempty"` // since the newest checkpoint
 	Job       string    `json:"job,omitempty"` // River's state of the session's job
 	Attempt   int       `json:"attempt,omitempty"`
+	Question  string    `json:"question,omitempty"` // of an open escalation
+	Answered  bool      `json:"answered,omitempty"`
 }
 
 func status(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -154,104 +154,96 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var c common
 	c.register(fs)
 	asJSON := fs.Bool("json", false, "print JSON (an array of sessions)")
-	if err := parse(fs, args, stderr); err != nil {
+	if err := parse(fs, args, stderr, 0); err != nil {
 		return err
 	}
-	pool, store, err := c.open(ctx, 4)
+	h, err := c.open(ctx, 4, false)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	defer store.Close()
-	rows, err := listSessions(ctx, store, pool, c.schema)
+	defer h.close()
+	list, err := h.fleet.Sessions(ctx)
 	if err != nil {
 		return err
+	}
+	rows := make([]row, 0, len(list))
+	for _, s := range list {
+		r := row{Session: s.Name, Kind: s.Kind, Status: string(s.Status), Iteration: s.Iteration, Holder: s.Holder,
+			Updated: s.Saved, Job: s.Job, Attempt: s.Attempt, Question: s.Question, Answered: s.Answered}
+		if !s.Saved.IsZero() {
+			r.Age = s.Age.Round(time.Second).String()
+		}
+		rows = append(rows, r)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if rows == nil {
-			rows = []row{}
-		}
 		return enc.Encode(rows)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tSTATUS\tITERATION\tHOLDER\tAGE\tJOB")
+	fmt.Fprintln(tw, "SESSION\tKIND\tSTATUS\tITERATION\tHOLDER\tAGE\tJOB\tQUESTION")
 	counts := map[string]int{}
 	for _, r := range rows {
-		holder := r.Holder
-		if holder == "" {
-			holder = "-"
-		}
-		age := r.Age
-		if age == "" {
-			age = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", r.Session, r.Status, r.Iteration, holder, age, r.Job)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", r.Session, r.Kind, r.Status, r.Iteration,
+			dash(r.Holder), dash(r.Age), r.Job, dash(r.Question))
 		counts[r.Status]++
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%d sessions", len(rows))
-	for _, st := range []string{"converged", "running", "interrupted", "queued"} {
-		if counts[st] > 0 {
-			fmt.Fprintf(stdout, ", %d %s", counts[st], st)
+	for _, st := range []iterate.Status{iterate.Converged, iterate.Running, iterate.Interrupted, iterate.Escalated, fleet.Queued, fleet.Cancelled} {
+		if counts[string(st)] > 0 {
+			fmt.Fprintf(stdout, ", %d %s", counts[string(st)], st)
 		}
 	}
 	fmt.Fprintln(stdout)
 	return nil
 }
 
-// listSessions joins the store's sessions with River's jobs of kind
-// refine_session, by session name: a session not started yet shows its
-// job's state.
-func listSessions(ctx context.Context, store *pgcheckpoint.Store, pool *pgxpool.Pool, schema string) ([]row, error) {
-	sessions, err := store.Status(ctx)
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func answer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("answer", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	if err := parse(fs, args, stderr, 2); err != nil {
+		return err
+	}
+	h, err := c.open(ctx, 4, false)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: schema})
+	defer h.close()
+	session := fs.Arg(0)
+	if err := h.fleet.Answer(ctx, session, fs.Arg(1)); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "fleet answer: session %s answered; a worker resumes it\n", session)
+	return nil
+}
+
+func cancel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
+	var c common
+	c.register(fs)
+	if err := parse(fs, args, stderr, 1); err != nil {
+		return err
+	}
+	h, err := c.open(ctx, 4, false)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	jobs := map[string]*rivertype.JobRow{}
-	params := river.NewJobListParams().Kinds(jobKind).First(1000)
-	for {
-		res, err := client.JobList(ctx, params)
-		if err != nil {
-			return nil, fmt.Errorf("listing jobs: %w", err)
-		}
-		for _, j := range res.Jobs {
-			var sp spec
-			if json.Unmarshal(j.EncodedArgs, &sp) == nil {
-				jobs[sp.Session] = j
-			}
-		}
-		if len(res.Jobs) < 1000 || res.LastCursor == nil {
-			break
-		}
-		params = params.After(res.LastCursor)
+	defer h.close()
+	session := fs.Arg(0)
+	if err := h.fleet.Cancel(ctx, session); err != nil {
+		return err
 	}
-	now := time.Now()
-	var rows []row
-	for _, s := range sessions {
-		r := row{Session: s.Name, Status: s.Status, Iteration: s.Iteration, Holder: s.Holder, Updated: s.Updated}
-		if !s.Updated.IsZero() {
-			r.Age = now.Sub(s.Updated).Round(time.Second).String()
-		}
-		if r.Status == "" {
-			r.Status = "starting"
-		}
-		if j := jobs[s.Name]; j != nil {
-			r.Job, r.Attempt = string(j.State), j.Attempt
-			delete(jobs, s.Name)
-		}
-		rows = append(rows, r)
-	}
-	for name, j := range jobs {
-		rows = append(rows, row{Session: name, Status: "queued", Job: string(j.State), Attempt: j.Attempt})
-	}
-	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.Session, b.Session) })
-	return rows, nil
+	fmt.Fprintf(stdout, "fleet cancel: session %s cancelled; it stops at its next safe point\n", session)
+	return nil
 }

@@ -1,10 +1,10 @@
 package main
 
-// The synthetic loop every session of the fleet runs: deterministic, so
-// that a session run across kills, takeovers and graceful stops can be
-// compared with an uninterrupted run in one process (see fleet_test.go).
-// It has several iterations of 2 to 4 parallel tasks, one of which fails
-// now and then, and the task journal is on.
+// The synthetic kind of loop: deterministic, so that a session run across
+// kills, takeovers and graceful stops can be compared with an
+// uninterrupted run in one process (see fleet_test.go). It has several
+// iterations of 2 to 4 parallel tasks, one of which fails now and then;
+// the fleet runs it with the task journal, as every kind.
 
 import (
 	"context"
@@ -18,25 +18,30 @@ import (
 	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
+	"github.com/refine-go/refine/iterate/fleet"
 )
 
-// spec is what a job asks for: the session and the shape of its loop. It is
-// River's job args (kind "refine_session"); uniqueness is by session only.
-type spec struct {
-	Session    string `json:"session" river:"unique"`
-	Question   string `json:"question,omitempty"`
+// syntheticArgs are a synthetic session's arguments.
+type syntheticArgs struct {
+	// Name seeds the state's digest, so that every session ends somewhere
+	// else (the session's name, by convention).
+	Name       string `json:"name"`
 	Iterations int    `json:"iterations"`
 	// TaskMillis is how long each task takes (it waits, cancellably).
 	TaskMillis int `json:"task_ms"`
+	// EscalateAt, when set, makes the session ask a question after that
+	// many iterations, until it is answered.
+	EscalateAt int `json:"escalate_at,omitempty"`
 }
 
 // state is the loop's state: the iterations integrated, a digest of every
-// outcome in task order, and one short line per task.
+// outcome in task order, one short line per task, and the answer to its
+// question, if it asked one.
 type state struct {
-	Question string   `json:"question,omitempty"`
-	Round    int      `json:"round"`
-	Sum      string   `json:"sum"`
-	Log      []string `json:"log,omitempty"`
+	Round  int      `json:"round"`
+	Sum    string   `json:"sum"`
+	Log    []string `json:"log,omitempty"`
+	Answer string   `json:"answer,omitempty"`
 }
 
 func hash(parts ...string) string {
@@ -50,7 +55,7 @@ func hash(parts ...string) string {
 
 // initial is the state a session starts from: its digest is seeded by the
 // session's name, so that every session ends somewhere else.
-func initial(sp spec) state { return state{Question: sp.Question, Sum: hash(sp.Session)} }
+func initial(a syntheticArgs) state { return state{Sum: hash(a.Name)} }
 
 // plan is iteration n's plan: 2 to 4 parallel tasks, each with its own gap.
 func plan(n int) iterate.Plan {
@@ -76,16 +81,17 @@ func taskUsage(it, idx int) budget.Usage {
 
 func taskID(it, idx int) string { return strconv.Itoa(it) + "." + strconv.Itoa(idx+1) }
 
-// part is what a task finds, from the state it was given.
-func part(s state, it, idx int) state {
+// part is what a task finds, from the state it was given and the answer
+// its task carries.
+func part(s state, it, idx int, answer string) state {
 	id := taskID(it, idx)
-	d := hash(s.Sum, id)
-	return state{Sum: d, Log: []string{id + "=" + d[:16]}}
+	d := hash(s.Sum, id, answer)
+	return state{Sum: d, Log: []string{id + "=" + d[:16]}, Answer: answer}
 }
 
 // integrate folds the outcomes, in task order, into the state.
 func integrate(s state, outs []iterate.Outcome[state]) state {
-	next := state{Question: s.Question, Round: s.Round + 1, Sum: s.Sum, Log: append([]string(nil), s.Log...)}
+	next := state{Round: s.Round + 1, Sum: s.Sum, Log: append([]string(nil), s.Log...), Answer: s.Answer}
 	for i := range outs {
 		id := taskID(outs[i].Task.Iteration, outs[i].Task.Index)
 		if outs[i].Err != nil {
@@ -93,15 +99,19 @@ func integrate(s state, outs []iterate.Outcome[state]) state {
 			next.Sum = hash(next.Sum, id+"!")
 			continue
 		}
+		if outs[i].Part.Answer != "" {
+			next.Answer = outs[i].Part.Answer
+		}
 		next.Log = append(next.Log, outs[i].Part.Log...)
 		next.Sum = hash(next.Sum, outs[i].Part.Sum)
 	}
 	return next
 }
 
-// model is the state after n iterations, computed without the engine.
-func model(sp spec, n int) state {
-	s := initial(sp)
+// model is the state after n iterations of a session that asks no
+// question, computed without the engine.
+func model(a syntheticArgs, n int) state {
+	s := initial(a)
 	for it := 1; it <= n; it++ {
 		p := plan(it)
 		outs := make([]iterate.Outcome[state], len(p.Tasks))
@@ -110,7 +120,7 @@ func model(sp spec, n int) state {
 			if fails(it, i) {
 				outs[i].Err = errors.New("fails")
 			} else {
-				outs[i].Part = part(s, it, i)
+				outs[i].Part = part(s, it, i, "")
 			}
 		}
 		s = integrate(s, outs)
@@ -122,28 +132,28 @@ func model(sp spec, n int) state {
 // ledger.go); nil records nothing. It never fails the loop: a loop's
 // counters must not depend on the ledger.
 type recorder interface {
-	task(ctx context.Context, session string, it, idx int)
-	integrated(ctx context.Context, session string, it int)
+	task(ctx context.Context, it, idx int)
+	integrated(ctx context.Context, it int)
 }
 
 // worker is the loop's iterate.Worker.
 type worker struct {
-	sp  spec
+	a   syntheticArgs
 	rec recorder
 }
 
 func (w *worker) Assess(_ context.Context, s state) (gap.Assessment, error) {
 	return gap.Assessment{
-		WorkRemaining: []string{fmt.Sprintf("%d of %d", s.Round, w.sp.Iterations)}, // changes: never stuck
-		Complete:      s.Round >= w.sp.Iterations,
+		WorkRemaining: []string{fmt.Sprintf("%d of %d", s.Round, w.a.Iterations)}, // changes: never stuck
+		Complete:      s.Round >= w.a.Iterations,
 	}, nil
 }
 
 func (w *worker) Work(ctx context.Context, s state, t iterate.Task) (iterate.Outcome[state], error) {
-	if w.sp.TaskMillis > 0 {
+	if w.a.TaskMillis > 0 {
 		// Tasks take a little longer or shorter, so that they finish in
 		// varying orders.
-		d := time.Duration(w.sp.TaskMillis)*time.Millisecond + time.Duration(t.Index*37%11)*time.Millisecond
+		d := time.Duration(w.a.TaskMillis)*time.Millisecond + time.Duration(t.Index*37%11)*time.Millisecond
 		tm := time.NewTimer(d)
 		select {
 		case <-tm.C:
@@ -152,9 +162,9 @@ func (w *worker) Work(ctx context.Context, s state, t iterate.Task) (iterate.Out
 			return iterate.Outcome[state]{}, context.Cause(ctx)
 		}
 	}
-	out := iterate.Outcome[state]{Part: part(s, t.Iteration, t.Index), Usage: taskUsage(t.Iteration, t.Index)}
+	out := iterate.Outcome[state]{Part: part(s, t.Iteration, t.Index, t.Answer), Usage: taskUsage(t.Iteration, t.Index)}
 	if w.rec != nil {
-		w.rec.task(ctx, w.sp.Session, t.Iteration, t.Index)
+		w.rec.task(ctx, t.Iteration, t.Index)
 	}
 	if fails(t.Iteration, t.Index) {
 		return out, fmt.Errorf("task %s: scripted failure", taskID(t.Iteration, t.Index))
@@ -165,21 +175,41 @@ func (w *worker) Work(ctx context.Context, s state, t iterate.Task) (iterate.Out
 func (w *worker) Integrate(ctx context.Context, s state, outs []iterate.Outcome[state]) (state, error) {
 	next := integrate(s, outs)
 	if w.rec != nil {
-		w.rec.integrated(ctx, w.sp.Session, next.Round)
+		w.rec.integrated(ctx, next.Round)
 	}
 	return next, nil
 }
 
-// newEngine returns the session's engine on store, with the journal on.
-func newEngine(sp spec, store iterate.Checkpointer, rec recorder) iterate.Engine[state] {
-	return iterate.New[state](&worker{sp: sp, rec: rec},
-		iterate.WithStrategy(iterate.StrategyFunc(func(_ context.Context, sit *iterate.Situation) (iterate.Plan, error) {
-			return plan(sit.Iteration), nil
-		})),
-		iterate.WithMaxIterations(sp.Iterations+1),
-		iterate.WithCheckpointer(store, iterate.Journal),
-		iterate.WithSession(sp.Session),
-	)
+// syntheticKind returns the build function of the synthetic kind: the
+// loop of a session from its arguments, recording what it executes with
+// rec (nil: nothing). Every process of the fleet registers it alike.
+func syntheticKind(rec recorder) func(context.Context, syntheticArgs) (fleet.Loop[state], error) {
+	return func(_ context.Context, a syntheticArgs) (fleet.Loop[state], error) {
+		if a.Iterations < 1 || a.TaskMillis < 0 || a.EscalateAt < 0 {
+			return fleet.Loop[state]{}, fmt.Errorf("synthetic: bad arguments %+v", a)
+		}
+		return syntheticLoop(a, rec), nil
+	}
+}
+
+// syntheticLoop is a session's loop: its worker, its strategy (the plan
+// of each iteration, or a question after EscalateAt iterations until it is
+// answered) and its iteration limit.
+func syntheticLoop(a syntheticArgs, rec recorder) fleet.Loop[state] {
+	return fleet.Loop[state]{
+		Worker: &worker{a: a, rec: rec},
+		Options: []iterate.Option{
+			iterate.WithStrategy(iterate.StrategyFunc(func(_ context.Context, sit *iterate.Situation) (iterate.Plan, error) {
+				if a.EscalateAt > 0 && sit.AnsweredAt == 0 && sit.History.Iteration >= a.EscalateAt {
+					return iterate.Plan{Action: iterate.Escalate, Escalation: &iterate.Escalation{
+						Reason: "scripted", Question: "which way, " + a.Name + "?"}}, nil
+				}
+				return plan(sit.Iteration), nil
+			})),
+			iterate.WithMaxIterations(a.Iterations + 1),
+		},
+		Initial: initial(a),
+	}
 }
 
 // summary is what a finished session is compared on: the final state,
