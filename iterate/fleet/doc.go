@@ -51,10 +51,13 @@
 //   - A graceful stop (the context given to [Fleet.Work] ends: SIGTERM)
 //     stops every loop at its next safe point, saves it as interrupted, and
 //     hands its job back to be continued at once by any worker.
-//   - With the task journal (always on under the fleet), an interrupted and
-//     resumed session spends exactly what an uninterrupted one would: after
-//     a graceful stop nothing runs again; after a SIGKILL only the tasks that
-//     were in flight.
+//   - With the task journal (always on under the fleet), a task that
+//     finished, failed or not, is never run nor paid for twice: an
+//     interrupted and resumed session spends what an uninterrupted one
+//     would, and only the tasks in flight at the interruption run again
+//     (after a graceful stop, what they had spent when they stopped is
+//     charged too: a Work that spent nothing, or returns its context's
+//     error with no usage, costs nothing).
 //   - A session that escalates to a human is parked, not failed:
 //     [Fleet.Answer], from any process, resumes it on some worker with the
 //     answer. [Fleet.Cancel] stops a session for good: the worker running it

@@ -8,7 +8,7 @@ replace github.com/refine-go/refine/checkpoint/pgcheckpoint => ../../checkpoint/
 
 require (
 	github.com/google/go-cmp v0.7.0
-	github.com/jackc/pgx/v5 v5.12.0
+	github.com/jackc/pgx/v5 v5.13.0
 	github.com/refine-go/refine v0.0.0-00010101000000-000000000000
 	github.com/refine-go/refine/checkpoint/pgcheckpoint v0.0.0-00010101000000-000000000000
 	github.com/riverqueue/river v0.51.2

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"maps"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -65,29 +67,36 @@ func TestPickup(t *testing.T) {
 		c, name := start()
 		workers[name] = c
 	}
-	for i := range 2 {
+	for i := range 4 {
 		name := fmt.Sprintf("p-%d", i)
 		kind.Submit(ctx, name, synthArgs{Name: name, Iterations: 100000, TaskMillis: 50})
 	}
 	results := map[bool][]time.Duration{}
-	for run := range *pickupRuns {
-		leaderWanted := run%2 == 0
-		// Wait until both sessions are held, and find the worker to kill.
+	for range *pickupRuns {
+		// Wait until every session is held, and kill a worker holding
+		// some, noting whether it is River's leader.
 		var victim string
-		for victim == "" {
+		var leaderKilled bool
+		for wait := time.Now(); victim == ""; {
+			if time.Since(wait) > 2*time.Minute {
+				t.Fatal("the sessions were not all held after 2 minutes")
+			}
 			time.Sleep(100 * time.Millisecond) // polling the server
 			var leader string
 			pool.QueryRow(ctx, `SELECT leader_id FROM `+q+`.river_leader`).Scan(&leader)
 			rows, _ := pool.Query(ctx, `SELECT holder FROM `+q+`.leases WHERE holder <> '' AND expires_at > clock_timestamp()`)
 			holders, _ := pgx.CollectRows(rows, pgx.RowTo[string])
-			if len(holders) < 2 {
+			if len(holders) < 4 {
 				continue
 			}
-			for name := range workers {
-				isLeader := leader != "" && len(leader) >= len(name) && leader[:len(name)] == name
-				holds := slices.ContainsFunc(holders, func(h string) bool { return len(h) > len(name) && h[:len(name)+1] == name+" " })
-				if holds && isLeader == leaderWanted {
-					victim = name
+			names := slices.Sorted(maps.Keys(workers))
+			// Alternate leader and non-leader where the holders allow.
+			wantLeader := len(results[true]) <= len(results[false])
+			for _, name := range names {
+				isLeader := strings.HasPrefix(leader, name+"_")
+				holds := slices.ContainsFunc(holders, func(h string) bool { return strings.HasPrefix(h, name+" #") })
+				if holds && (victim == "" || isLeader == wantLeader) {
+					victim, leaderKilled = name, isLeader
 				}
 			}
 		}
@@ -104,7 +113,7 @@ func TestPickup(t *testing.T) {
 		c, name := start()
 		workers[name] = c
 		for s, old := range tokens {
-			for {
+			for wait := time.Now(); time.Since(wait) < 5*time.Minute; {
 				var now int64
 				pool.QueryRow(ctx, `SELECT token FROM `+q+`.leases WHERE session = $1`, s).Scan(&now)
 				if now > old {
@@ -112,7 +121,7 @@ func TestPickup(t *testing.T) {
 				}
 				time.Sleep(20 * time.Millisecond) // polling the server
 			}
-			results[leaderWanted] = append(results[leaderWanted], time.Since(at))
+			results[leaderKilled] = append(results[leaderKilled], time.Since(at))
 		}
 	}
 	for _, leader := range []bool{true, false} {
