@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/refine-go/refine/checkpoint"
@@ -349,5 +350,79 @@ func TestExample(t *testing.T) {
 	out, _ := io.ReadAll(r)
 	if want := "asked: approve T-42?\nconverged approved 4 steps\n"; string(out) != want {
 		t.Errorf("Example printed %q, want %q", out, want)
+	}
+}
+
+// A session's job completes only once its final checkpoint is durable:
+// while the store refuses the final save (a trigger on the server), the
+// job is retried and never completed over a checkpoint that says
+// "running"; once the fault is gone the session converges, as an
+// uninterrupted run, and its job completes. (Mutation caught: completing
+// the job on any final status, without the durable check of
+// jobWorker.Work: the job completes at its first attempt and the session
+// stays "running" for good.)
+func TestFinalSaveFails(t *testing.T) {
+	url := serverURL(t)
+	pool := newPool(t, 4)
+	schema := newSchema(t, pool)
+	w, _ := startFleet(t, url, schema, fleet.Lease(2*time.Second))
+	kind := registerSynth(w, nil)
+	ctx := waitCtx(t)
+	q := pgx.Identifier{schema}.Sanitize()
+	if _, err := pool.Exec(ctx, `
+		CREATE TABLE `+q+`.fault (on_ bool);
+		INSERT INTO `+q+`.fault VALUES (true);
+		CREATE FUNCTION `+q+`.refuse_final() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.status = 'converged' AND EXISTS (SELECT 1 FROM `+q+`.fault) THEN
+				RAISE EXCEPTION 'injected: the final save is refused';
+			END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER refuse_final BEFORE INSERT ON `+q+`.checkpoints
+			FOR EACH ROW EXECUTE FUNCTION `+q+`.refuse_final();`); err != nil {
+		t.Fatal(err)
+	}
+	a := synthArgs{Name: "final", Iterations: 3, TaskMillis: 1}
+	if _, err := kind.Submit(ctx, "final", a); err != nil {
+		t.Fatal(err)
+	}
+	work(t, w)
+	// The job is retried, never completed, while the fault lasts.
+	for {
+		s, err := w.Session(ctx, "final")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Job == "completed" {
+			t.Fatalf("the job completed while the final save was refused: %+v", s)
+		}
+		if s.Attempt >= 2 {
+			if s.Status.Final() {
+				t.Fatalf("the newest checkpoint says %s though every final save was refused", s.Status)
+			}
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // polling a real server, not timing
+	}
+	if _, err := pool.Exec(ctx, `DELETE FROM `+q+`.fault`); err != nil {
+		t.Fatal(err)
+	}
+	res, err := kind.Wait(ctx, "final")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(reference(t, "final", a, ""), summarize(res)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for {
+		s, err := w.Session(ctx, "final")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Job == "completed" {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // polling a real server, not timing
 	}
 }
