@@ -16,15 +16,7 @@ import (
 // TestTaskJournal: tasks that finished before an interruption are not run
 // again on resume; the resumed loop ends as an uninterrupted one.
 func TestTaskJournal(t *testing.T) {
-	mk := func(work func(ctx context.Context, tk iterate.Task) error) []iteratetest.Step {
-		return []iteratetest.Step{
-			{Assessment: research(0.3, 0.85, 0, 3), Usage: budget.Usage{Tokens: 100}, Work: work},
-			{Assessment: research(0.9, 0.95, 0, 0)},
-		}
-	}
-	opts := func(store iterate.Checkpointer) []iterate.Option {
-		return []iterate.Option{iterate.WithCheckpointer(store, iterate.Journal), iterate.WithParallelism(1)}
-	}
+	mk, opts := journalSteps, journalOptions
 	want, err := iterate.New(&iteratetest.Script{Steps: mk(nil)}, opts(&checkpoint.Memory{})...).Run(context.Background(), iteratetest.State{})
 	if err != nil {
 		t.Fatal(err)
@@ -88,15 +80,7 @@ func TestTaskJournalFailed(t *testing.T) {
 		}
 		return nil
 	}
-	mk := func(work func(ctx context.Context, tk iterate.Task) error) []iteratetest.Step {
-		return []iteratetest.Step{
-			{Assessment: research(0.3, 0.85, 0, 3), Usage: budget.Usage{Tokens: 100}, Work: work},
-			{Assessment: research(0.9, 0.95, 0, 0)},
-		}
-	}
-	opts := func(store iterate.Checkpointer) []iterate.Option {
-		return []iterate.Option{iterate.WithCheckpointer(store, iterate.Journal), iterate.WithParallelism(1)}
-	}
+	mk, opts := journalSteps, journalOptions
 	want, err := iterate.New(&iteratetest.Script{Steps: mk(boom)}, opts(&checkpoint.Memory{})...).Run(context.Background(), iteratetest.State{})
 	if err != nil {
 		t.Fatal(err)
@@ -155,15 +139,7 @@ func TestTaskJournalFailed(t *testing.T) {
 // skipping every failure once the context has ended, which reran task 1.2
 // of the fleet's sessions stopped by SIGTERM and charged it twice.)
 func TestTaskJournalFailedAtInterruption(t *testing.T) {
-	mk := func(work func(ctx context.Context, tk iterate.Task) error) []iteratetest.Step {
-		return []iteratetest.Step{
-			{Assessment: research(0.3, 0.85, 0, 3), Usage: budget.Usage{Tokens: 100}, Work: work},
-			{Assessment: research(0.9, 0.95, 0, 0)},
-		}
-	}
-	opts := func(store iterate.Checkpointer) []iterate.Option {
-		return []iterate.Option{iterate.WithCheckpointer(store, iterate.Journal), iterate.WithParallelism(1)}
-	}
+	mk, opts := journalSteps, journalOptions
 	boom := func(_ context.Context, tk iterate.Task) error {
 		if tk.Index == 1 {
 			return errors.New("boom")
@@ -207,4 +183,18 @@ func TestTaskJournalFailedAtInterruption(t *testing.T) {
 		t.Errorf("tokens %d, %d failed tasks; want %d, %d", got.Usage.Tokens, got.Totals.FailedTasks,
 			want.Usage.Tokens+100, want.Totals.FailedTasks)
 	}
+}
+
+// journalSteps is the script of the journal's tests: one iteration of three
+// tasks of 100 tokens each, running work, then convergence.
+func journalSteps(work func(ctx context.Context, tk iterate.Task) error) []iteratetest.Step {
+	return []iteratetest.Step{
+		{Assessment: research(0.3, 0.85, 0, 3), Usage: budget.Usage{Tokens: 100}, Work: work},
+		{Assessment: research(0.9, 0.95, 0, 0)},
+	}
+}
+
+// journalOptions journals on store, one task at a time.
+func journalOptions(store iterate.Checkpointer) []iterate.Option {
+	return []iterate.Option{iterate.WithCheckpointer(store, iterate.Journal), iterate.WithParallelism(1)}
 }

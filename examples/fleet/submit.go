@@ -209,30 +209,33 @@ func dash(s string) string {
 }
 
 func answer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("answer", flag.ContinueOnError)
-	var c common
-	c.register(fs)
-	if err := parse(fs, args, stderr, 2); err != nil {
-		return err
-	}
-	h, err := c.open(ctx, 4, false)
-	if err != nil {
-		return err
-	}
-	defer h.close()
-	session := fs.Arg(0)
-	if err := h.fleet.Answer(ctx, session, fs.Arg(1)); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "fleet answer: session %s answered; a worker resumes it\n", session)
-	return nil
+	return onSession(ctx, "answer", args, stderr, 2, func(h *host, args []string) error {
+		if err := h.fleet.Answer(ctx, args[0], args[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "fleet answer: session %s answered; a worker resumes it\n", args[0])
+		return nil
+	})
 }
 
 func cancel(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("cancel", flag.ContinueOnError)
+	return onSession(ctx, "cancel", args, stderr, 1, func(h *host, args []string) error {
+		if err := h.fleet.Cancel(ctx, args[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "fleet cancel: session %s cancelled; it stops at its next safe point\n", args[0])
+		return nil
+	})
+}
+
+// onSession runs a command that acts on one session: it parses the common
+// flags and want positional arguments (the session first), opens the fleet
+// and calls do with the arguments.
+func onSession(ctx context.Context, name string, args []string, stderr io.Writer, want int, do func(h *host, args []string) error) error {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var c common
 	c.register(fs)
-	if err := parse(fs, args, stderr, 1); err != nil {
+	if err := parse(fs, args, stderr, want); err != nil {
 		return err
 	}
 	h, err := c.open(ctx, 4, false)
@@ -240,10 +243,5 @@ func cancel(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer h.close()
-	session := fs.Arg(0)
-	if err := h.fleet.Cancel(ctx, session); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "fleet cancel: session %s cancelled; it stops at its next safe point\n", session)
-	return nil
+	return do(h, fs.Args())
 }

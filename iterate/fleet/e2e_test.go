@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -127,20 +128,7 @@ func TestFleetUnderFire(t *testing.T) {
 		n++
 		name := fmt.Sprintf("worker-%d", n)
 		mu.Unlock()
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), workerEnv+"="+name, "FLEET_TEST_SCHEMA="+schema, "FLEET_TEST_LEASE="+lease.String())
-		cmd.Stderr = os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
-			t.Fatalf("%s: %q", name, line)
-		}
+		cmd := startWorkerProcess(t, name, schema, lease)
 		mu.Lock()
 		procs[name] = cmd
 		mu.Unlock()
@@ -215,6 +203,22 @@ func TestFleetUnderFire(t *testing.T) {
 	}
 
 	rng := rand.New(rand.NewPCG(7, 19))
+	// pick takes a random worker out of procs if it holds sessions, and
+	// returns it with the sessions it holds; cmd is nil if it holds none.
+	pick := func() (name string, cmd *exec.Cmd, sessions map[string]int64) {
+		mu.Lock()
+		names := slices.Sorted(maps.Keys(procs))
+		mu.Unlock()
+		name = names[rng.IntN(len(names))]
+		if sessions = held(name); len(sessions) == 0 {
+			return name, nil, nil
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		cmd = procs[name]
+		delete(procs, name)
+		return name, cmd, sessions
+	}
 	killed, terms, answered, cancelled, restarted := 0, 0, false, false, restart == ""
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
@@ -256,22 +260,10 @@ func TestFleetUnderFire(t *testing.T) {
 		switch {
 		case killed < kills && done >= killed*4:
 			// SIGKILL a random worker holding sessions; replace it.
-			mu.Lock()
-			var names []string
-			for name := range procs {
-				names = append(names, name)
-			}
-			mu.Unlock()
-			slices.Sort(names)
-			victim := names[rng.IntN(len(names))]
-			before := held(victim)
-			if len(before) == 0 {
+			_, cmd, before := pick()
+			if cmd == nil {
 				break
 			}
-			mu.Lock()
-			cmd := procs[victim]
-			delete(procs, victim)
-			mu.Unlock()
 			at := time.Now()
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			cmd.Wait()
@@ -285,21 +277,10 @@ func TestFleetUnderFire(t *testing.T) {
 			// SIGTERM a worker holding sessions (a deploy): its loops stop
 			// at a safe point, saved as interrupted, and go on elsewhere
 			// having spent exactly what they would have uninterrupted.
-			mu.Lock()
-			var names []string
-			for name := range procs {
-				names = append(names, name)
-			}
-			mu.Unlock()
-			slices.Sort(names)
-			victim := names[rng.IntN(len(names))]
-			if len(held(victim)) == 0 {
+			victim, cmd, _ := pick()
+			if cmd == nil {
 				break
 			}
-			mu.Lock()
-			cmd := procs[victim]
-			delete(procs, victim)
-			mu.Unlock()
 			cmd.Process.Signal(syscall.SIGTERM)
 			if err := cmd.Wait(); err != nil {
 				t.Errorf("%s after SIGTERM: %v", victim, err)
@@ -379,4 +360,26 @@ func TestFleetUnderFire(t *testing.T) {
 			ORDER BY c.generation LIMIT 1)`).Scan(&lost)
 	pool.QueryRow(ctx, `SELECT count(*) - count(DISTINCT (session, iteration, task)) FROM `+q+`.test_task_runs`).Scan(&redone)
 	t.Logf("%d SIGKILLs, %d SIGTERMs, a server restart: %d integrations lost to a kill and redone; %d task runs repeated (in flight at a kill)", killed, terms, lost, redone)
+}
+
+// startWorkerProcess starts a worker process of the test binary (see
+// workerMain), in its own process group, with env added to its
+// environment, and waits until it is ready.
+func startWorkerProcess(t testing.TB, name, schema string, lease time.Duration, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), workerEnv+"="+name, "FLEET_TEST_SCHEMA="+schema, "FLEET_TEST_LEASE="+lease.String()), env...)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("%s: %q", name, line)
+	}
+	return cmd
 }

@@ -3,13 +3,11 @@
 package fleet_test
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"os/exec"
 	"maps"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -47,15 +45,7 @@ func TestPickup(t *testing.T) {
 	start := func() (*exec.Cmd, string) {
 		n++
 		name := fmt.Sprintf("worker-%d", n)
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), workerEnv+"="+name, "FLEET_TEST_SCHEMA="+schema, "FLEET_TEST_LEASE="+lease.String())
-		cmd.Stderr = os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		out, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		bufio.NewReader(out).ReadString('\n')
+		cmd := startWorkerProcess(t, name, schema, lease)
 		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
 		return cmd, name
 	}

@@ -3,7 +3,6 @@
 package fleet_test
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -77,23 +76,11 @@ func rate(t *testing.T, url string, workers int, noop bool) float64 {
 	kind := registerSynth(client, nil)
 	var procs []*exec.Cmd
 	for i := range workers {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), workerEnv+fmt.Sprintf("=tp-%d", i), "FLEET_TEST_SCHEMA="+schema, "FLEET_TEST_LEASE=30s", "FLEET_TEST_LEDGER=off")
+		env := []string{"FLEET_TEST_LEDGER=off"}
 		if noop {
-			cmd.Env = append(cmd.Env, noopEnv+"=1")
+			env = append(env, noopEnv+"=1")
 		}
-		cmd.Stderr = os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
-			t.Fatalf("worker %d: %q", i, line)
-		}
+		cmd := startWorkerProcess(t, fmt.Sprintf("tp-%d", i), schema, 30*time.Second, env...)
 		procs = append(procs, cmd)
 	}
 	defer func() {
