@@ -42,10 +42,10 @@ refine_pg_start() {
     if [ "$(id -u)" -ne 0 ]; then
       refine_pg_fail "initdb and pg_ctl not found (PATH, /usr/lib/postgresql/*/bin) and not running as root to install them: install PostgreSQL (e.g. apt-get install -y postgresql) or run as root" || return 1
     fi
-    echo "postgres.sh: installing PostgreSQL (apt-get install -y postgresql)"
+    echo "postgres.sh: installing PostgreSQL (apt-get install -y --no-install-recommends postgresql)"
     DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null ||
-      { refine_pg_fail "apt-get install -y postgresql failed"; return 1; }
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null ||
+      { refine_pg_fail "apt-get install -y --no-install-recommends postgresql failed"; return 1; }
     bindir=$(refine_pg_bindir) || { refine_pg_fail "initdb and pg_ctl still not found after installing postgresql"; return 1; }
   fi
 
