@@ -107,11 +107,15 @@ func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
 	if r.journal.err != nil {
 		return // the run ends after this iteration; save nothing more
 	}
-	if err := r.saveRetrying(context.WithoutCancel(ctx), Running, "", r.journal.entries); err != nil {
+	err = r.saveRetrying(context.WithoutCancel(ctx), Running, "", r.journal.entries)
+	if err != nil {
 		r.hostWarn(fmt.Sprintf("journaling task %s: %v", t.ID(), err))
 		if r.fatalSave(err) {
 			r.journal.err = err
 		}
+	}
+	if r.observing { // a journal save is a save attempt too (see CheckpointSaved)
+		r.emit(CheckpointSaved{it: it{t.Iteration}, Session: r.cfg.session, Generation: r.generation, Status: Running, Err: err})
 	}
 }
 

@@ -421,8 +421,9 @@ func WithLogger(l *zap.Logger) Option {
 
 // WithObserver adds an observer that receives every [Event], in the loop's
 // goroutine except TaskStarted and TaskEnded, which arrive from the task's
-// goroutine, and Warned events of host code ([Warn], Round.Warn) and of the
-// task journal, which arrive from the goroutine that raised them. Observers
+// goroutine, Warned events of host code ([Warn], Round.Warn), which arrive
+// from the goroutine that raised them, and the task journal's Warned and
+// CheckpointSaved events, which arrive from the task's goroutine. Observers
 // must be quick and safe for concurrent use.
 func WithObserver(fn func(Event)) Option {
 	return optionFunc(func(c *config) {
