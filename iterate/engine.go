@@ -22,9 +22,9 @@ import (
 // runs at most [DefaultMaxIterations] iterations with the default gap
 // analyzer ([gap.Default]), strategy ([Adaptive]) and convergence policy
 // ([converge.Default]: completion, passing checks, early exit, thresholds,
-// consecutive failures, stuck detection and the iteration limit, with the
-// threshold of [WithFailureThreshold]), no budget limits and no
-// checkpoints.
+// consecutive failures, stuck detection and the iteration limit), no
+// budget limits and no checkpoints. The failure threshold of
+// [WithFailureThreshold] holds under any policy.
 //
 // Invalid options do not panic: Run and Resume return a *ConfigError (all of
 // them, joined) before doing anything.
@@ -603,9 +603,18 @@ func (r *run[S]) analyze(ctx context.Context, a *gap.Assessment) (gaps []gap.Gap
 	return r.cfg.analyzer.Analyze(ctx, *a, r.cfg.thresholds)
 }
 
+// decide asks the convergence policy, and enforces the failure threshold
+// whatever the policy (see [WithFailureThreshold]): a policy without a
+// [converge.Failures] rule that continues past it is overruled.
 func (r *run[S]) decide() (d converge.Decision, err error) {
 	defer recoverInto(&err, "decide")
-	return r.cfg.policy.Decide(&r.hist), nil
+	d = r.cfg.policy.Decide(&r.hist)
+	if !d.Stop() && r.hist.ConsecutiveFailures >= r.cfg.failureThreshold {
+		crit := d.Criteria
+		d = (converge.Failures{}).Decide(&r.hist)
+		d.Criteria = crit
+	}
+	return d, nil
 }
 
 func (r *run[S]) integrate(ctx context.Context, outs []Outcome[S]) (s S, err error) {

@@ -205,9 +205,11 @@ func WithMaxIterations(n int) Option {
 }
 
 // WithFailureThreshold sets how many consecutive failed iterations abort the
-// loop (default [converge.DefaultFailureThreshold]). The engine hands it to
-// the convergence policy as History.FailureThreshold, which
-// [converge.Failures] reads, so it holds with [WithConvergence] too.
+// loop (default [converge.DefaultFailureThreshold]): status Aborted, a
+// *StopError matching [ErrAborted]. It holds whatever the convergence
+// policy: the engine hands it to the policy as History.FailureThreshold,
+// which [converge.Failures] reads, and aborts the loop itself when a policy
+// of [WithConvergence] without that rule decides to continue past it.
 func WithFailureThreshold(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 1 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/checkpoint/checkpointtest"
+	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/iterate"
 	"github.com/refine-go/refine/iterate/iteratetest"
 )
@@ -78,4 +79,51 @@ func TestJournalSavesReported(t *testing.T) {
 	}
 }
 
-var _ = errors.Is
+// TestFailureThresholdWhateverThePolicy (issue 20, item 1): the threshold
+// of WithFailureThreshold aborts the loop under a policy that has no
+// converge.Failures rule, as options.go promises; it is never silently
+// ignored.
+func TestFailureThresholdWhateverThePolicy(t *testing.T) {
+	limitOnly := converge.PolicyFunc(func(h *converge.History) converge.Decision {
+		return converge.IterationLimit{}.Decide(h)
+	})
+	failEvery := func(context.Context, int, iterate.Round) (int, error) { return 0, errors.New("boom") }
+	failOdd := func(_ context.Context, n int, r iterate.Round) (int, error) {
+		if r.Iteration%2 == 1 {
+			return n, errors.New("boom")
+		}
+		return n + 1, nil
+	}
+	tests := []struct {
+		name      string
+		policy    converge.Policy // nil: the default
+		threshold int             // 0: not set
+		step      func(context.Context, int, iterate.Round) (int, error)
+		wantIters int
+		want      iterate.Status
+	}{
+		{"PolicyFunc, threshold 2", limitOnly, 2, failEvery, 2, iterate.Aborted},
+		{"PolicyFunc, default threshold", limitOnly, 0, failEvery, 3, iterate.Aborted},
+		{"Any without Failures, threshold 1", converge.Any(converge.IterationLimit{}), 1, failEvery, 1, iterate.Aborted},
+		{"default policy, threshold 2", nil, 2, failEvery, 2, iterate.Aborted},
+		{"PolicyFunc, failures not consecutive", limitOnly, 2, failOdd, 10, iterate.MaxIterations},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := []iterate.Option{iterate.WithMaxIterations(10)}
+			if tt.policy != nil {
+				opts = append(opts, iterate.WithConvergence(tt.policy))
+			}
+			if tt.threshold != 0 {
+				opts = append(opts, iterate.WithFailureThreshold(tt.threshold))
+			}
+			res, err := iterate.New(iterate.Func(tt.step), opts...).Run(context.Background(), 0)
+			if res.Status != tt.want || res.Iterations != tt.wantIters {
+				t.Fatalf("%s after %d iterations (%v), want %s after %d", res.Status, res.Iterations, err, tt.want, tt.wantIters)
+			}
+			if aborted := errors.Is(err, iterate.ErrAborted); aborted != (tt.want == iterate.Aborted) {
+				t.Errorf("err = %v, want ErrAborted: %t", err, tt.want == iterate.Aborted)
+			}
+		})
+	}
+}
