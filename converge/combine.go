@@ -53,6 +53,10 @@ func Default() Policy { return standard{} }
 // decisions, without seven dynamic dispatches per round.
 type standard struct{}
 
+// Settings describes the policy as a host configures it, for the
+// fingerprint of a loop's settings and the changes a resume reports.
+func (standard) Settings() string { return "converge.Default()" }
+
 // Decide asks each policy's predicate first and builds a policy's Decision
 // only when that policy stops (or, for ThresholdsMet, has criteria to
 // report), so that the common round (nothing measured, no counter near its

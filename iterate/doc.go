@@ -23,8 +23,8 @@
 // [Persist]). Every setting that changes a decision is part of the resume
 // fingerprint, by value: a resume under a changed threshold, limit, window
 // or strategy or policy parameter is refused with a *SettingsChangedError
-// naming what changed ("coverage threshold 0.30 → 0.90"), unless Resume is
-// given [AllowSettingsChange].
+// naming what changed, with exact values ("coverage threshold 0.3 → 0.9"),
+// unless Resume is given [AllowSettingsChange].
 //
 // # One iteration
 //

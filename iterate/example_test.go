@@ -223,7 +223,7 @@ func ExampleWithThresholds() {
 	// iteration 1 targets coverage
 	// iteration 2 targets coverage
 	// true
-	// [coverage threshold 0.90 → 0.50]
+	// [coverage threshold 0.9 → 0.5]
 }
 
 // Persistence settings go with their store: here a failed save ends the run

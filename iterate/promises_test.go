@@ -6,6 +6,7 @@ package iterate_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -15,6 +16,7 @@ import (
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/checkpoint/checkpointtest"
 	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
 	"github.com/refine-go/refine/iterate/iteratetest"
 )
@@ -123,6 +125,60 @@ func TestFailureThresholdWhateverThePolicy(t *testing.T) {
 			}
 			if aborted := errors.Is(err, iterate.ErrAborted); aborted != (tt.want == iterate.Aborted) {
 				t.Errorf("err = %v, want ErrAborted: %t", err, tt.want == iterate.Aborted)
+			}
+		})
+	}
+}
+
+// TestFingerprintExact (issue 20, item 2): the fingerprint covers exact
+// values, and the changes a refused resume names print them exactly; the
+// default analyzer and policy are named as a host configures them, not by
+// their unexported types (item 8).
+func TestFingerprintExact(t *testing.T) {
+	tests := []struct {
+		name       string
+		saved, now []iterate.Option
+		want       []string // nil: the resume is not refused; a trailing "…": a prefix
+	}{
+		{"0.875 → 0.88", []iterate.Option{iterate.WithThresholds(gap.Thresholds{MinCoverage: 0.875})},
+			[]iterate.Option{iterate.WithThresholds(gap.Thresholds{MinCoverage: 0.88})}, []string{"coverage threshold 0.875 → 0.88"}},
+		{"0.705 → 0.709", []iterate.Option{iterate.WithThresholds(gap.Thresholds{MinConfidence: 0.705})},
+			[]iterate.Option{iterate.WithThresholds(gap.Thresholds{MinConfidence: 0.709})},
+			// The signal confidence threshold defaults to the confidence threshold.
+			[]string{"confidence threshold 0.705 → 0.709", "signal confidence threshold 0.705 → 0.709"}},
+		{"the default is 0.7", nil, []iterate.Option{iterate.WithThresholds(gap.Thresholds{MinCoverage: 0.7})}, nil},
+		{"default policy named", nil, []iterate.Option{iterate.WithConvergence(converge.Any(converge.IterationLimit{}))},
+			[]string{"policy converge.Default() → …"}},
+		{"default analyzer named", nil, []iterate.Option{iterate.WithAnalyzer(gap.Combine(gap.Default()))},
+			[]string{"analyzer gap.Default() → …"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &checkpoint.Memory{}
+			base := []iterate.Option{iterate.WithMaxIterations(1), iterate.WithCheckpointer(store)}
+			if _, err := iterate.New(iterate.Func(step1), append(base, tt.saved...)...).Run(context.Background(), 0); err != nil {
+				t.Fatal(err)
+			}
+			_, err := iterate.New(iterate.Func(step1), append(base, tt.now...)...).Resume(context.Background())
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("resume refused: %v", err)
+				}
+				return
+			}
+			var sc *iterate.SettingsChangedError
+			if !errors.As(err, &sc) || !errors.Is(err, iterate.ErrSettingsChanged) || len(sc.Changes) != len(tt.want) {
+				t.Fatalf("err = %v, want a *SettingsChangedError naming %q", err, tt.want)
+			}
+			for i, want := range tt.want {
+				got := sc.Changes[i]
+				if prefix, ok := strings.CutSuffix(want, "…"); ok {
+					if !strings.HasPrefix(got, prefix) {
+						t.Errorf("change %q, want it to start with %q", got, prefix)
+					}
+				} else if got != want {
+					t.Errorf("change %q, want %q", got, want)
+				}
 			}
 		})
 	}

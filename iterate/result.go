@@ -207,7 +207,7 @@ var ErrSettingsChanged = errors.New("iterate: settings changed since the checkpo
 type SettingsChangedError struct {
 	Session string
 	// Changes names each setting that differs, with its saved and current
-	// value, e.g. "coverage threshold 0.30 → 0.90".
+	// value, exactly, e.g. "coverage threshold 0.3 → 0.9".
 	Changes []string
 }
 
