@@ -133,7 +133,9 @@ func (a anyOf) Decide(h *History) Decision {
 }
 
 // Validate validates every policy.
-func (a anyOf) Validate() error { return validateAll("Any", a) }
+func (a anyOf) Validate() error { return validateAll("Any", a, DefaultWindow) }
+
+func (a anyOf) validateWindow(window int) error { return validateAll("Any", a, window) }
 
 type allOf []Policy
 
@@ -167,16 +169,19 @@ func (a allOf) Decide(h *History) Decision {
 }
 
 // Validate validates every policy.
-func (a allOf) Validate() error { return validateAll("All", a) }
+func (a allOf) Validate() error { return validateAll("All", a, DefaultWindow) }
 
-func validateAll(name string, policies []Policy) error {
+func (a allOf) validateWindow(window int) error { return validateAll("All", a, window) }
+
+// validateAll validates policies for a history of the given window.
+func validateAll(name string, policies []Policy, window int) error {
 	var errs []error
 	for i, p := range policies {
 		if p == nil {
 			errs = append(errs, invalid(name, "policies["+strconv.Itoa(i)+"]", "must not be nil"))
 			continue
 		}
-		if err := Validate(p); err != nil {
+		if err := ValidateWindow(p, window); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -70,14 +70,17 @@ type EarlyStopping struct {
 
 // Validate returns an error matching [ErrInvalidPolicy] when Patience is negative or not less
 // than [DefaultWindow], MinDelta is negative or not finite, WarmUp is
-// negative, Baseline is not finite, or a metric name is empty.
-func (p EarlyStopping) Validate() error {
+// negative, Baseline is not finite, or a metric name is empty. For a loop
+// with another window, [ValidateWindow] checks Patience against it.
+func (p EarlyStopping) Validate() error { return p.validateWindow(DefaultWindow) }
+
+func (p EarlyStopping) validateWindow(window int) error {
 	if err := checkCount("EarlyStopping", "Patience", p.Patience); err != nil {
 		return err
 	}
-	if p.Patience >= DefaultWindow {
+	if countOr(p.Patience, defaultPatience) >= window {
 		return invalid("EarlyStopping", "Patience",
-			"must be less than the history window ("+strconv.Itoa(DefaultWindow)+"), got "+strconv.Itoa(p.Patience))
+			"must be less than the history window ("+strconv.Itoa(window)+"), got "+strconv.Itoa(countOr(p.Patience, defaultPatience)))
 	}
 	if p.MinDelta < 0 || math.IsNaN(p.MinDelta) || math.IsInf(p.MinDelta, 0) {
 		return invalid("EarlyStopping", "MinDelta", "must be a finite value >= 0, got "+formatFloat(p.MinDelta))

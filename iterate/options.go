@@ -455,7 +455,9 @@ func WithFingerprint(extra string) Option {
 }
 
 // WithHistoryWindow sets how many recent records the convergence history
-// keeps (default [converge.DefaultWindow]). Plateau patience must be less.
+// keeps (default [converge.DefaultWindow]). The patience of a
+// [converge.EarlyStopping] in the policy must be less than n: Run and
+// Resume return a *ConfigError otherwise (see [converge.ValidateWindow]).
 func WithHistoryWindow(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 2 {
@@ -517,7 +519,7 @@ func (c *config) finish() error {
 	if c.checkpointer == nil && c.codec != JSON {
 		c.invalid("WithCodec", "has no effect without WithCheckpointer")
 	}
-	if err := converge.Validate(c.policy); err != nil {
+	if err := converge.ValidateWindow(c.policy, c.window); err != nil {
 		c.errs = append(c.errs, &ConfigError{Option: "WithConvergence", Reason: "invalid policy", Err: err})
 	}
 	for _, v := range []any{c.strategy, c.analyzer} {

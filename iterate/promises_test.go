@@ -183,3 +183,46 @@ func TestFingerprintExact(t *testing.T) {
 		})
 	}
 }
+
+// TestPatienceLongerThanWindow (issue 20, item 4): an EarlyStopping whose
+// patience is not less than the loop's history window could never plateau;
+// the combination is a *ConfigError, through combinators too, instead of a
+// loop that runs to its limit.
+func TestPatienceLongerThanWindow(t *testing.T) {
+	tests := []struct {
+		name    string
+		window  int // 0: not set
+		policy  converge.Policy
+		wantErr bool
+		want    iterate.Status // when valid, on flat scores
+	}{
+		{"patience 5, window 5", 5, converge.EarlyStopping{Patience: 5}, true, ""},
+		{"patience 4, window 5", 5, converge.EarlyStopping{Patience: 4}, false, iterate.Plateau},
+		{"inside Any", 5, converge.Any(converge.IterationLimit{}, converge.EarlyStopping{Patience: 6}), true, ""},
+		{"inside All", 3, converge.All(converge.EarlyStopping{}), true, ""}, // default patience 3
+		{"default window", 0, converge.EarlyStopping{Patience: 31}, false, iterate.MaxIterations},
+	}
+	flat := func(_ context.Context, n int, _ iterate.Round) (int, error) { return n + 1, nil }
+	assess := func(context.Context, int) (gap.Assessment, error) { return gap.Assessment{Score: 0.5}, nil }
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := iterate.Func(flat)
+			w.AssessFunc = assess
+			opts := []iterate.Option{iterate.WithMaxIterations(10), iterate.WithConvergence(converge.Any(tt.policy, converge.IterationLimit{}))}
+			if tt.window != 0 {
+				opts = append(opts, iterate.WithHistoryWindow(tt.window))
+			}
+			res, err := iterate.New(w, opts...).Run(context.Background(), 0)
+			var ce *iterate.ConfigError
+			if tt.wantErr {
+				if !errors.As(err, &ce) || !errors.Is(err, iterate.ErrInvalidOption) || !errors.Is(err, converge.ErrInvalidPolicy) {
+					t.Fatalf("err = %v, want a *ConfigError matching converge.ErrInvalidPolicy", err)
+				}
+				return
+			}
+			if err != nil || res.Status != tt.want {
+				t.Fatalf("%v, %v; want %s", res, err, tt.want)
+			}
+		})
+	}
+}
