@@ -198,7 +198,9 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 // Resume needs a checkpointer. A session without a checkpoint gives an error
 // matching checkpoint.ErrNotFound; a damaged one, checkpoint.ErrCorrupt; a
 // checkpoint written under other settings, a *SettingsChangedError unless
-// [AllowSettingsChange] was given.
+// [AllowSettingsChange] was given. Under a context that has already ended
+// it runs nothing and returns an *InterruptedError (BeforeStart) with the
+// session's saved state and counters in the Result.
 func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S], error) {
 	if e.err != nil {
 		return nil, e.err
@@ -207,8 +209,7 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 		return nil, &ConfigError{Option: "WithCheckpointer", Reason: "Resume needs a checkpointer"}
 	}
 	if ctx.Err() != nil {
-		var zero S
-		return notStarted(zero, ctx)
+		return e.resumeNotStarted(ctx)
 	}
 	var rc resumeConfig
 	for _, o := range opts {
@@ -220,11 +221,10 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	if err != nil {
 		return nil, err
 	}
-	var zero S
 	release, err := r.lock(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return notStarted(zero, ctx)
+			return e.resumeNotStarted(ctx)
 		}
 		return nil, err
 	}
@@ -232,7 +232,7 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	c, err := e.cfg.checkpointer.Load(ctx, e.cfg.session)
 	if err != nil {
 		if ctx.Err() != nil {
-			return notStarted(zero, ctx)
+			return e.resumeNotStarted(ctx)
 		}
 		return nil, fmt.Errorf("iterate: resume session %q: %w", e.cfg.session, err)
 	}
@@ -277,6 +277,29 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 func notStarted[S any](s S, ctx context.Context) (*Result[S], error) {
 	err := &InterruptedError{Cause: context.Cause(ctx), BeforeStart: true}
 	return &Result[S]{State: s, Status: Interrupted, Reason: "interrupted before starting: " + err.Cause.Error(), Err: err}, err
+}
+
+// resumeNotStarted is the result of a Resume whose context ended before
+// it started: interrupted, nothing run and nothing saved, but with the
+// session's saved state and counters (iterations, usage, history, totals)
+// when its latest checkpoint can be read, as a resumed loop interrupted at
+// once would report them. The checkpoint is read without the session lock
+// and under a context that has not ended, bounded by the grace period of
+// [WithGrace]; when it cannot be read, the state is S's zero value.
+func (e *engine[S]) resumeNotStarted(ctx context.Context) (*Result[S], error) {
+	var zero S
+	r, err := e.newRun()
+	if err != nil {
+		return notStarted(zero, ctx)
+	}
+	loadCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.grace)
+	defer cancel()
+	c, err := e.cfg.checkpointer.Load(loadCtx, e.cfg.session)
+	if err != nil || r.restore(c) != nil {
+		return notStarted(zero, ctx)
+	}
+	ie := &InterruptedError{Iteration: r.hist.Iteration, Cause: context.Cause(ctx), BeforeStart: true}
+	return r.result(Interrupted, "interrupted before starting: "+ie.Cause.Error(), ie), ie
 }
 
 // applyLimit sets the effective iteration limit: an answer opens a fresh

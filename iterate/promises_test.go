@@ -6,6 +6,7 @@ package iterate_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -222,6 +223,66 @@ func TestPatienceLongerThanWindow(t *testing.T) {
 			}
 			if err != nil || res.Status != tt.want {
 				t.Fatalf("%v, %v; want %s", res, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestResumeUnderEndedContext (issue 20, item 6): Resume under a context
+// that has already ended runs nothing, and returns the session's saved
+// state and counters, not a zero state and "interrupted after 0
+// iterations".
+func TestResumeUnderEndedContext(t *testing.T) {
+	tests := []struct {
+		name      string
+		iters     int // completed before the interruption; -1: no session
+		wantState int
+	}{
+		{"after 2 iterations", 2, 2},
+		{"after 3 iterations", 3, 3},
+		{"no checkpoint", -1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &checkpoint.Memory{}
+			opts := []iterate.Option{iterate.WithMaxIterations(10), iterate.WithCheckpointer(store)}
+			var want *iterate.Result[int]
+			if tt.iters >= 0 {
+				ctx, cancel := context.WithCancel(context.Background())
+				stop := func(_ context.Context, n int, r iterate.Round) (int, error) {
+					if r.Iteration == tt.iters {
+						cancel()
+					}
+					return n + 1, nil
+				}
+				var err error
+				want, err = iterate.New(iterate.Func(stop), opts...).Run(ctx, 0)
+				if !errors.Is(err, iterate.ErrInterrupted) || want.Iterations != tt.iters {
+					t.Fatalf("first run: %v after %d iterations", err, want.Iterations)
+				}
+			}
+			ended, cancel := context.WithCancel(context.Background())
+			cancel()
+			calls := 0
+			counted := func(_ context.Context, n int, _ iterate.Round) (int, error) { calls++; return n + 1, nil }
+			res, err := iterate.New(iterate.Func(counted), opts...).Resume(ended)
+			var ie *iterate.InterruptedError
+			if !errors.As(err, &ie) || !ie.BeforeStart || !errors.Is(err, context.Canceled) || calls != 0 {
+				t.Fatalf("err = %v after %d calls, want an InterruptedError before the start, nothing run", err, calls)
+			}
+			if res.Status != iterate.Interrupted || res.State != tt.wantState {
+				t.Errorf("status %s, state %d; want interrupted, state %d", res.Status, res.State, tt.wantState)
+			}
+			if want == nil {
+				return
+			}
+			if res.Iterations != tt.iters || ie.Iteration != tt.iters || res.Usage != want.Usage || res.Totals != want.Totals ||
+				res.History.Iteration != tt.iters {
+				t.Errorf("iterations %d (error %d), usage %+v, totals %+v; want %d, %+v, %+v",
+					res.Iterations, ie.Iteration, res.Usage, res.Totals, tt.iters, want.Usage, want.Totals)
+			}
+			if want := "interrupted after " + strconv.Itoa(tt.iters) + " iterations"; !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %q, want it to say %q", err, want)
 			}
 		})
 	}

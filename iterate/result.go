@@ -176,7 +176,8 @@ type InterruptedError struct {
 	Cause     error
 	Last      error
 	// BeforeStart is true when the context had ended before Run or Resume
-	// began: nothing ran and nothing was saved.
+	// began: nothing ran and nothing was saved. (Resume still reports the
+	// session's completed iterations, and its Result the saved state.)
 	BeforeStart bool
 }
 
