@@ -511,6 +511,7 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	usage.Iterations++
 	usage.Wall += dur
 	r.settle(reservation, usage)
+	r.data.Completed = r.data.Completed.Add(usage)
 	r.hist.Complete(converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
 		Tasks: len(outs), FailedTasks: failedTasks})
 	if r.cfg.persist&Journal != 0 {
@@ -723,13 +724,13 @@ func (r *run[S]) wallLeft() (time.Duration, bool) {
 
 // estimate returns what the next iteration is expected to spend: the
 // host's estimate, or the mean of the completed iterations' tokens, cost
-// and calls.
+// and calls (what an interrupted attempt spent is not theirs).
 func (r *run[S]) estimate() budget.Usage {
 	if r.cfg.estimated {
 		return r.cfg.estimate
 	}
 	est := budget.Usage{Iterations: 1}
-	spent := r.usage()
+	spent := &r.data.Completed
 	if n := int64(spent.Iterations); n > 0 {
 		est.Tokens = (spent.Tokens + n - 1) / n
 		est.Cost = spent.Cost / float64(n)

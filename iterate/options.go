@@ -358,7 +358,8 @@ func WithBudget(l budget.Limits) Option {
 //
 // By default the engine estimates each iteration from the ones before: the
 // mean tokens, cost and calls a completed iteration spent (nothing before
-// the first), so that a token limit of 1,000 at 400 tokens an iteration
+// the first; an attempt interrupted after spending counts in the usage,
+// not in the mean), so that a token limit of 1,000 at 400 tokens an iteration
 // stops after two iterations rather than after spending 1,200. Wall time is
 // not estimated: a hard wall-time limit bounds the iteration in flight
 // instead.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/checkpoint/checkpointtest"
 	"github.com/refine-go/refine/converge"
@@ -283,6 +284,70 @@ func TestResumeUnderEndedContext(t *testing.T) {
 			}
 			if want := "interrupted after " + strconv.Itoa(tt.iters) + " iterations"; !strings.Contains(err.Error(), want) {
 				t.Errorf("err = %q, want it to say %q", err, want)
+			}
+		})
+	}
+}
+
+// TestEstimateIgnoresInterruptedAttempt (issue 20, item 3): the default
+// estimate is the mean of what a completed iteration spent, as WithEstimate
+// says; an attempt interrupted after charging is in the usage but not in
+// the mean. With a 2,000-token limit and 400 tokens an iteration, the
+// resumed loop spends the whole budget (the issue's run stopped after 3
+// iterations and 1,600 tokens, "requested 534").
+func TestEstimateIgnoresInterruptedAttempt(t *testing.T) {
+	const perIteration = 400
+	tests := []struct {
+		name        string
+		limit       int64
+		interruptAt int // the iteration interrupted after charging; 0: none
+		wantIters   int
+		wantTokens  int64
+	}{
+		{"uninterrupted", 2000, 0, 5, 2000},
+		{"iteration 2 interrupted", 2000, 2, 4, 2000},
+		{"iteration 1 interrupted", 2000, 1, 4, 2000},
+		// WithEstimate's example: 1,000 at 400 an iteration stops after two
+		// iterations rather than after spending 1,200.
+		{"WithEstimate's example", 1000, 0, 2, 800},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := &checkpoint.Memory{}
+			opts := []iterate.Option{iterate.WithMaxIterations(0), iterate.WithCheckpointer(store),
+				iterate.WithBudget(budget.Limits{Tokens: tt.limit})}
+			charge := func(_ context.Context, n int, r iterate.Round) (int, error) {
+				r.Charge(budget.Usage{Tokens: perIteration})
+				return n + 1, nil
+			}
+			eng := iterate.New(iterate.Func(charge), opts...)
+			var res *iterate.Result[int]
+			var err error
+			if tt.interruptAt == 0 {
+				res, err = eng.Run(context.Background(), 0)
+			} else {
+				ctx, cancel := context.WithCancel(context.Background())
+				interrupted := func(ctx context.Context, n int, r iterate.Round) (int, error) {
+					r.Charge(budget.Usage{Tokens: perIteration})
+					if r.Iteration == tt.interruptAt {
+						cancel()
+						return n, ctx.Err()
+					}
+					return n + 1, nil
+				}
+				first, err := iterate.New(iterate.Func(interrupted), opts...).Run(ctx, 0)
+				if !errors.Is(err, iterate.ErrInterrupted) || first.Iterations != tt.interruptAt-1 ||
+					first.Usage.Tokens != int64(tt.interruptAt*perIteration) {
+					t.Fatalf("first run: %v after %d iterations, %d tokens", err, first.Iterations, first.Usage.Tokens)
+				}
+				res, err = eng.Resume(context.Background())
+			}
+			if err != nil || res.Status != iterate.BudgetExhausted {
+				t.Fatalf("%v: %s (%s), want budget_exhausted", err, res.Status, res.Reason)
+			}
+			if res.Iterations != tt.wantIters || res.Usage.Tokens != tt.wantTokens {
+				t.Errorf("stopped after %d iterations and %d tokens (%s), want %d and %d",
+					res.Iterations, res.Usage.Tokens, res.Reason, tt.wantIters, tt.wantTokens)
 			}
 		})
 	}
