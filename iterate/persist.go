@@ -27,26 +27,24 @@ import (
 type engineData struct {
 	// Version is recordVersion when saved; a record of another version is
 	// refused by name rather than misread.
-	Version         int             `json:"v"`
-	Settings        []setting       `json:"settings"`
-	StartedAt       time.Time       `json:"started_at"`
-	LastIterationAt time.Time       `json:"last_iteration_at,omitzero"`
-	Elapsed         time.Duration   `json:"elapsed,omitempty"`
-	Durations       []time.Duration `json:"durations,omitempty"`
-	Usage           budget.Usage    `json:"usage"`
-	// Completed is what the completed iterations spent, Usage less what
-	// interrupted attempts did: the default estimate is its mean.
-	Completed  budget.Usage      `json:"completed,omitzero"`
-	History    *converge.History `json:"history,omitempty"`
-	Gaps       []gap.Gap         `json:"gaps,omitempty"`
-	Journal    []entry           `json:"journal,omitempty"`
-	Complete   bool              `json:"complete,omitempty"` // a task said the work is done
-	AnsweredAt int               `json:"answered_at,omitempty"`
-	Answer     string            `json:"answer,omitempty"`
-	Escalation *Escalation       `json:"escalation,omitempty"`
-	Unresolved []gap.Gap         `json:"unresolved,omitempty"`
-	Totals     Totals            `json:"totals"`
-	Decision   converge.Decision `json:"decision"`
+	Version         int               `json:"v"`
+	Settings        []setting         `json:"settings"`
+	StartedAt       time.Time         `json:"started_at"`
+	LastIterationAt time.Time         `json:"last_iteration_at,omitzero"`
+	Elapsed         time.Duration     `json:"elapsed,omitempty"`
+	Durations       []time.Duration   `json:"durations,omitempty"`
+	Usage           budget.Usage      `json:"usage"`
+	Completed       budget.Usage      `json:"completed,omitzero"` // what completed iterations spent: the default estimate's
+	History         *converge.History `json:"history,omitempty"`
+	Gaps            []gap.Gap         `json:"gaps,omitempty"`
+	Journal         []entry           `json:"journal,omitempty"`
+	Complete        bool              `json:"complete,omitempty"` // a task said the work is done
+	AnsweredAt      int               `json:"answered_at,omitempty"`
+	Answer          string            `json:"answer,omitempty"`
+	Escalation      *Escalation       `json:"escalation,omitempty"`
+	Unresolved      []gap.Gap         `json:"unresolved,omitempty"`
+	Totals          Totals            `json:"totals"`
+	Decision        converge.Decision `json:"decision"`
 }
 
 // recordVersion is the version of engineData that this engine writes.
