@@ -145,6 +145,7 @@ type config struct {
 	logger           *zap.Logger
 	observers        []func(Event)
 	codec            Codec
+	codecSet         bool // by WithCodec
 	persist          Persist
 	fingerprintExtra string
 	window           int
@@ -260,7 +261,15 @@ func WithStrategy(s Strategy) Option {
 // WithConvergence sets the convergence policy (default [converge.Default]).
 // The policy reads the loop's thresholds and failure threshold from the
 // History it is given. A policy with a Validate() error method is validated
-// when the loop starts.
+// when the loop starts (with [converge.ValidateWindow], against the loop's
+// history window).
+//
+// The policy is not the only thing that stops a loop. Whatever the policy,
+// the failure threshold aborts it ([WithFailureThreshold]), a hard budget
+// limit ends it ([WithBudget]), and the strategy may stop it: the default
+// [Adaptive] stops a loop whose same problems survived its attempts (status
+// Stuck) even under a policy with no stuck rule; give it EscalateAfter, or
+// another [Strategy], to do otherwise.
 func WithConvergence(p ConvergencePolicy) Option {
 	return optionFunc(func(c *config) {
 		if p == nil {
@@ -439,13 +448,15 @@ func WithObserver(fn func(Event)) Option {
 }
 
 // WithCodec sets how the state is encoded in checkpoints (default [JSON]).
+// Like the other settings of checkpoints, it needs [WithCheckpointer]:
+// without one, any codec, JSON included, is a *ConfigError.
 func WithCodec(codec Codec) Option {
 	return optionFunc(func(c *config) {
 		if codec == nil {
 			c.invalid("WithCodec", "nil codec")
 			return
 		}
-		c.codec = codec
+		c.codec, c.codecSet = codec, true
 	})
 }
 
@@ -517,7 +528,7 @@ func (c *config) finish() error {
 	if c.policy == nil {
 		c.policy = converge.Default()
 	}
-	if c.checkpointer == nil && c.codec != JSON {
+	if c.checkpointer == nil && c.codecSet {
 		c.invalid("WithCodec", "has no effect without WithCheckpointer")
 	}
 	if err := converge.ValidateWindow(c.policy, c.window); err != nil {

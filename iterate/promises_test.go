@@ -6,6 +6,11 @@ package iterate_test
 import (
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -348,6 +353,92 @@ func TestEstimateIgnoresInterruptedAttempt(t *testing.T) {
 			if res.Iterations != tt.wantIters || res.Usage.Tokens != tt.wantTokens {
 				t.Errorf("stopped after %d iterations and %d tokens (%s), want %d and %d",
 					res.Iterations, res.Usage.Tokens, res.Reason, tt.wantIters, tt.wantTokens)
+			}
+		})
+	}
+}
+
+// TestCodecWithoutStore (issue 20, item 8): WithCodec without a
+// checkpointer is a *ConfigError for every codec, JSON included, as for
+// any other codec.
+func TestCodecWithoutStore(t *testing.T) {
+	for _, codec := range []iterate.Codec{iterate.JSON, gobLike{}} {
+		_, err := iterate.New(iterate.Func(step1), iterate.WithCodec(codec)).Run(context.Background(), 0)
+		var ce *iterate.ConfigError
+		if !errors.As(err, &ce) || ce.Option != "WithCodec" || !errors.Is(err, iterate.ErrInvalidOption) {
+			t.Errorf("WithCodec(%T) without a store: err = %v, want a *ConfigError for WithCodec", codec, err)
+		}
+	}
+}
+
+// TestEventDocListsEveryEvent (issue 20, item 8): the Event doc names every
+// concrete event type (it omitted Recovered), read from the package's
+// source: every type that embeds the events' it.
+func TestEventDocListsEveryEvent(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eventDoc string
+	var events []string
+	for _, f := range pkgs["iterate"].Files {
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.TYPE {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				ts := spec.(*ast.TypeSpec)
+				if ts.Name.Name == "Event" {
+					eventDoc = gd.Doc.Text()
+				}
+				st, ok := ts.Type.(*ast.StructType)
+				if !ok {
+					continue
+				}
+				for _, field := range st.Fields.List {
+					if id, ok := field.Type.(*ast.Ident); ok && len(field.Names) == 0 && id.Name == "it" {
+						events = append(events, ts.Name.Name)
+					}
+				}
+			}
+		}
+	}
+	if len(events) < 12 || eventDoc == "" {
+		t.Fatalf("found %d event types and doc %q", len(events), eventDoc)
+	}
+	for _, name := range events {
+		if !regexp.MustCompile(`\b` + name + `\b`).MatchString(eventDoc) {
+			t.Errorf("the Event doc does not name %s:\n%s", name, eventDoc)
+		}
+	}
+}
+
+// TestStuckNotAborted (issue 20, item 8): a strategy's Stop plan ends the
+// loop Stuck, with no error (result.go said Aborted covered "the strategy
+// gave up"); and the default strategy stops a loop Stuck under a host policy
+// with no stuck rule, as WithConvergence now says. (Both held before; the
+// docs were wrong, so these tests pass on the old code too.)
+func TestStuckNotAborted(t *testing.T) {
+	limitOnly := converge.PolicyFunc(func(h *converge.History) converge.Decision { return converge.IterationLimit{}.Decide(h) })
+	stop := iterate.StrategyFunc(func(context.Context, *iterate.Situation) (iterate.Plan, error) {
+		return iterate.Plan{Action: iterate.Stop, Reason: "stuck: nothing to try"}, nil
+	})
+	failing := gap.Assessment{Signals: gap.Signals{Tests: &gap.TestResult{Failures: []gap.TestCaseFailure{{Name: "TestX", Expected: "1", Received: "2"}}}}}
+	tests := []struct {
+		name string
+		opts []iterate.Option
+	}{
+		{"a Stop plan", []iterate.Option{iterate.WithStrategy(stop)}},
+		{"the default strategy under a policy without a stuck rule", []iterate.Option{iterate.WithConvergence(limitOnly)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			script := &iteratetest.Script{Steps: []iteratetest.Step{{Assessment: failing}}}
+			res, err := iterate.New(script, append(tt.opts, iterate.WithMaxIterations(20))...).Run(context.Background(), iteratetest.State{})
+			if err != nil || res.Status != iterate.Stuck || !strings.HasPrefix(res.Reason, "stuck") {
+				t.Fatalf("%s (%s), %v; want stuck, no error", res.Status, res.Reason, err)
 			}
 		})
 	}
