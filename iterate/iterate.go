@@ -91,9 +91,9 @@ type Task struct {
 	MaxIterations int
 	// Action is the strategy the task follows.
 	Action Action
-	// Role names the worker role, e.g. "explore", "citation", "verify",
-	// "implement" (see [Adaptive]).
-	Role string
+	// Role names the worker role: one of the default roles of [Adaptive]
+	// ([RoleExplore], [RoleCitation], ... [RoleImplement]) or a host's.
+	Role RoleName
 	// Gaps are the gaps the task addresses; the first is the main one. A
 	// broad task (no actionable gap) has none.
 	Gaps []gap.Gap

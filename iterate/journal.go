@@ -51,7 +51,7 @@ func (j *journal) entryFor(t *Task) (entry, bool) {
 		key = ""
 	}
 	for _, e := range j.entries {
-		if e.Iteration == t.Iteration && e.Index == t.Index && e.Role == t.Role && e.Key == key {
+		if e.Iteration == t.Iteration && e.Index == t.Index && e.Role == string(t.Role) && e.Key == key {
 			return e, true
 		}
 	}
@@ -97,7 +97,7 @@ func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
 		r.hostWarn(fmt.Sprintf("journaling task %s: encoding its outcome: %v", t.ID(), err))
 		return
 	}
-	e := entry{Iteration: t.Iteration, Index: t.Index, Role: t.Role, Part: part, Usage: out.Usage, Done: out.Done}
+	e := entry{Iteration: t.Iteration, Index: t.Index, Role: string(t.Role), Part: part, Usage: out.Usage, Done: out.Done}
 	if len(t.Gaps) > 0 {
 		e.Key = t.Gaps[0].Key()
 	}

@@ -6,6 +6,7 @@ package iterate_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -442,4 +443,64 @@ func TestStuckNotAborted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDefaultRolesAndFeedbackLimit (issue 20, item 9): each kind of gap
+// goes to its default role, named by a typed constant a host can switch
+// on; the default feedback bound is DefaultFeedbackLimit, next to the
+// FeedbackLimit it is the default of (it was borrowed from
+// gap.MaxFeedbackLength, the truncation of raw test output).
+func TestDefaultRolesAndFeedbackLimit(t *testing.T) {
+	tests := []struct {
+		kind gap.Kind
+		want iterate.RoleName
+	}{
+		{gap.Coverage, iterate.RoleExplore},
+		{gap.MissingContext, iterate.RoleExplore},
+		{gap.UnansweredQuestion, iterate.RoleExplore},
+		{"host_kind", iterate.RoleExplore},
+		{gap.Evidence, iterate.RoleCitation},
+		{gap.Confidence, iterate.RoleCitation},
+		{gap.Pattern, iterate.RolePattern},
+		{gap.ConflictingFindings, iterate.RoleVerify},
+		{gap.Security, iterate.RoleSecurity},
+		{gap.Performance, iterate.RolePerformance},
+		{gap.TestFailure, iterate.RoleImplement},
+		{gap.ValidationFailure, iterate.RoleImplement},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.kind), func(t *testing.T) {
+			h := &converge.History{MaxIterations: 4}
+			h.Observe(gap.Assessment{}, []gap.Gap{{Kind: tt.kind, Target: "t", Priority: gap.P1}})
+			p, err := (&iterate.Adaptive{}).Plan(context.Background(), &iterate.Situation{Iteration: 1, History: h})
+			if err != nil || len(p.Tasks) != 1 || p.Tasks[0].Role != tt.want {
+				t.Fatalf("plan %+v (%v), want one %s task", p.Tasks, err, tt.want)
+			}
+		})
+	}
+
+	t.Run("feedback limit", func(t *testing.T) {
+		if iterate.DefaultFeedbackLimit != 500 { // seed 002's feedback_max_length
+			t.Fatalf("DefaultFeedbackLimit = %d, want seed 002's 500", iterate.DefaultFeedbackLimit)
+		}
+		var gaps []gap.Gap
+		for i := range 40 {
+			gaps = append(gaps, gap.Gap{Kind: gap.TestFailure, Target: fmt.Sprintf("Test%02d", i), Priority: gap.P1,
+				Detail: fmt.Sprintf("expected %d, received %d", i, i+1), Severity: 0.9})
+		}
+		plan := func(s *iterate.Adaptive) string {
+			h := &converge.History{MaxIterations: 4}
+			h.Observe(gap.Assessment{}, gaps)
+			p, err := s.Plan(context.Background(), &iterate.Situation{Iteration: 1, History: h})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p.Feedback
+		}
+		def, explicit := plan(&iterate.Adaptive{}), plan(&iterate.Adaptive{FeedbackLimit: iterate.DefaultFeedbackLimit})
+		if def != explicit || len(def) > iterate.DefaultFeedbackLimit || len(def) < iterate.DefaultFeedbackLimit-100 {
+			t.Errorf("default feedback (%d bytes) differs from FeedbackLimit: DefaultFeedbackLimit's (%d bytes), or misses the bound %d",
+				len(def), len(explicit), iterate.DefaultFeedbackLimit)
+		}
+	})
 }

@@ -56,9 +56,9 @@ func initial(sp spec) state { return state{Question: sp.Question, Sum: hash(sp.S
 func plan(n int) iterate.Plan {
 	tasks := make([]iterate.Task, 2+n%3)
 	for i := range tasks {
-		role := "explore"
+		role := iterate.RoleExplore
 		if i%2 == 1 {
-			role = "verify"
+			role = iterate.RoleVerify
 		}
 		tasks[i] = iterate.Task{Role: role, Gaps: []gap.Gap{{Kind: gap.MissingContext, Target: fmt.Sprintf("item-%d-%d", n, i)}}}
 	}
