@@ -514,3 +514,56 @@ func TestDefaultRolesAndFeedbackLimit(t *testing.T) {
 		}
 	})
 }
+
+// TestREADMEDefaults (issue 20, re-reading the README): each row of the
+// README's Defaults table that states a number holds for a loop configured
+// with nothing. (These held before; the test keeps them holding.)
+func TestREADMEDefaults(t *testing.T) {
+	ctx := context.Background()
+	t.Run("iteration limit 4", func(t *testing.T) {
+		res, err := iterate.New(iterate.Func(step1)).Run(ctx, 0)
+		if err != nil || res.Status != iterate.MaxIterations || res.Iterations != 4 || iterate.DefaultMaxIterations != 4 {
+			t.Fatalf("%s after %d iterations (%v), want max_iterations after 4", res.Status, res.Iterations, err)
+		}
+	})
+	t.Run("thresholds 0.70, 0.80, 2 conflicts, early exit 0.85 and 0.90", func(t *testing.T) {
+		th := gap.Thresholds{}.Effective()
+		if th.MinCoverage != 0.70 || th.MinConfidence != 0.80 || th.MaxConflicts != 2 || th.EarlyCoverage != 0.85 || th.EarlyConfidence != 0.90 {
+			t.Fatalf("effective thresholds %+v", th)
+		}
+	})
+	t.Run("3 consecutive failures, reset by a success", func(t *testing.T) {
+		fails := func(_ context.Context, n int, r iterate.Round) (int, error) {
+			if r.Iteration == 3 { // failures 1, 2, success, then failures 4, 5, 6
+				return n + 1, nil
+			}
+			return n, errors.New("boom")
+		}
+		res, err := iterate.New(iterate.Func(fails), iterate.WithMaxIterations(10)).Run(ctx, 0)
+		if !errors.Is(err, iterate.ErrAborted) || res.Iterations != 6 || converge.DefaultFailureThreshold != 3 {
+			t.Fatalf("%s after %d iterations (%v), want aborted after 6", res.Status, res.Iterations, err)
+		}
+	})
+	t.Run("stuck after 2 unchanged assessments", func(t *testing.T) {
+		w := iterate.Func(step1)
+		w.AssessFunc = func(context.Context, int) (gap.Assessment, error) {
+			return gap.Assessment{WorkRemaining: []string{"Phase_6"}}, nil
+		}
+		res, err := iterate.New(w, iterate.WithMaxIterations(10)).Run(ctx, 0)
+		if err != nil || res.Status != iterate.Stuck || res.Iterations != 2 {
+			t.Fatalf("%s after %d iterations (%v), want stuck after 2", res.Status, res.Iterations, err)
+		}
+	})
+	t.Run("3 tasks per iteration, highest priority first", func(t *testing.T) {
+		h := &converge.History{MaxIterations: 4}
+		var gaps []gap.Gap
+		for i := range 5 {
+			gaps = append(gaps, gap.Gap{Kind: gap.UnansweredQuestion, Target: fmt.Sprintf("q%d", i), Priority: gap.P1})
+		}
+		h.Observe(gap.Assessment{}, gaps)
+		p, err := (&iterate.Adaptive{}).Plan(ctx, &iterate.Situation{Iteration: 1, History: h})
+		if err != nil || len(p.Tasks) != 3 || len(p.Deferred) != 2 || p.Tasks[0].Gap().Target != "q0" {
+			t.Fatalf("%d tasks, %d deferred (%v), want 3 and 2", len(p.Tasks), len(p.Deferred), err)
+		}
+	})
+}
