@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -564,6 +565,32 @@ func TestREADMEDefaults(t *testing.T) {
 		p, err := (&iterate.Adaptive{}).Plan(ctx, &iterate.Situation{Iteration: 1, History: h})
 		if err != nil || len(p.Tasks) != 3 || len(p.Deferred) != 2 || p.Tasks[0].Gap().Target != "q0" {
 			t.Fatalf("%d tasks, %d deferred (%v), want 3 and 2", len(p.Tasks), len(p.Deferred), err)
+		}
+	})
+}
+
+// blockingStore is a store whose Load waits for its context to end.
+type blockingStore struct{ checkpoint.Memory }
+
+func (*blockingStore) Load(ctx context.Context, _ string) (*checkpoint.Checkpoint, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestResumeUnderEndedContextBounded (issue 20, item 6): the read of the
+// saved state under a context that has ended is bounded by the grace
+// period; a store that does not answer gives the zero state, after it.
+func TestResumeUnderEndedContextBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		start := time.Now()
+		res, err := iterate.New(iterate.Func(step1), iterate.WithCheckpointer(&blockingStore{}), iterate.WithGrace(2*time.Second)).Resume(ended)
+		if !errors.Is(err, iterate.ErrInterrupted) || res.State != 0 || res.Iterations != 0 {
+			t.Fatalf("%v, state %d after %d iterations; want interrupted, zero state", err, res.State, res.Iterations)
+		}
+		if waited := time.Since(start); waited != 2*time.Second {
+			t.Errorf("waited %v for the store, want the grace period, 2s", waited)
 		}
 	})
 }
