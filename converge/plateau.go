@@ -39,9 +39,8 @@ var defaultPlateauMetrics = []string{metricScore}
 // Decide returns verdict Plateau when every metric has a full block and a
 // reference and none of them improved; otherwise it returns Continue. So a
 // metric that stays flat stops the loop after exactly WarmUp + Patience
-// iterations, with or without a Baseline (with one, when it stays at or
-// below the baseline), and never before. A metric missing from the records
-// (an unknown name) never lets the loop plateau.
+// iterations, with or without a Baseline, and never before. A metric
+// missing from the records (an unknown name) never lets the loop plateau.
 //
 // Unlike Keras, the reference is the best value seen before the block, not
 // the running best that only moves by more than MinDelta; the verdicts
