@@ -125,7 +125,7 @@ func referencePlateauAt(p converge.EarlyStopping, window int, scores []float64) 
 // 3), and each agrees with the reference implementation of the documented
 // rule.
 func TestEarlyStoppingWarmUp(t *testing.T) {
-	below := 0.8
+	below, low := 0.8, 0.1 // the flat score 0.5 is below the one, above the other
 	flat := []float64{0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5}
 	tests := []struct {
 		name   string
@@ -137,6 +137,7 @@ func TestEarlyStoppingWarmUp(t *testing.T) {
 		{"baseline, warm-up 1", converge.EarlyStopping{Patience: 2, Baseline: &below, WarmUp: 1}, flat, 3},
 		{"baseline, warm-up 2", converge.EarlyStopping{Patience: 2, Baseline: &below, WarmUp: 2}, flat, 4},
 		{"baseline, warm-up 3, patience 1", converge.EarlyStopping{Patience: 1, Baseline: &below, WarmUp: 3}, flat, 4},
+		{"a baseline the flat score beats, warm-up 2", converge.EarlyStopping{Patience: 2, Baseline: &low, WarmUp: 2}, flat, 4},
 		{"no baseline, no warm-up", converge.EarlyStopping{Patience: 2}, flat, 2},
 		{"no baseline, warm-up 1", converge.EarlyStopping{Patience: 2, WarmUp: 1}, flat, 3},
 		{"no baseline, warm-up 2", converge.EarlyStopping{Patience: 2, WarmUp: 2}, flat, 4},
