@@ -67,8 +67,8 @@ func (w ContextWindow) Exhausted(tokens int64) bool {
 // EstimateContext estimates the context tokens a session needs: completed
 // work items at perCompleted tokens each plus remaining ones at perRemaining
 // tokens each. A perCompleted or perRemaining of 0 or less means the default
-// (8,000 tokens per completed item and 6,000 per remaining one, seed 003's
-// estimate); negative counts count as 0. The result saturates
+// ([DefaultTokensPerCompleted], 8,000, and [DefaultTokensPerRemaining],
+// 6,000: seed 003's estimate); negative counts count as 0. The result saturates
 // at the largest int64 instead of overflowing.
 func EstimateContext(completed, remaining int, perCompleted, perRemaining int64) int64 {
 	if perCompleted <= 0 {
