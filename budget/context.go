@@ -2,17 +2,18 @@ package budget
 
 import "math"
 
-// Defaults of [ContextWindow] and [EstimateContext], documented there.
+// Defaults of [ContextWindow] and [EstimateContext]: seed 003's context
+// budget.
 const (
-	// defaultContextThreshold is the share of a context window at which work
-	// should checkpoint when [ContextWindow.Threshold] is 0.
-	defaultContextThreshold = 0.90
-	// defaultTokensPerCompleted is the context a completed work item is
-	// assumed to take when EstimateContext is given 0.
-	defaultTokensPerCompleted = 8000
-	// defaultTokensPerRemaining is the context a remaining work item is
-	// assumed to take when EstimateContext is given 0.
-	defaultTokensPerRemaining = 6000
+	// DefaultContextThreshold is the share of a context window at which
+	// work should checkpoint, when [ContextWindow].Threshold is 0.
+	DefaultContextThreshold = 0.90
+	// DefaultTokensPerCompleted is the context a completed work item is
+	// assumed to take, when [EstimateContext] is given 0 for it.
+	DefaultTokensPerCompleted = 8000
+	// DefaultTokensPerRemaining is the context a remaining work item is
+	// assumed to take, when [EstimateContext] is given 0 for it.
+	DefaultTokensPerRemaining = 6000
 )
 
 // ContextWindow describes a model's context window and the share of it at
@@ -22,7 +23,7 @@ const (
 type ContextWindow struct {
 	// Size in tokens; 0 means unknown (never exhausted).
 	Size int64
-	// Threshold in (0, 1]; 0 means the default, 0.90.
+	// Threshold in (0, 1]; 0 means [DefaultContextThreshold] (0.90).
 	Threshold float64
 }
 
@@ -56,7 +57,7 @@ func (w ContextWindow) Exhausted(tokens int64) bool {
 	}
 	th := w.Threshold
 	if th == 0 {
-		th = defaultContextThreshold
+		th = DefaultContextThreshold
 	}
 	// The division is correctly rounded, so a share exactly equal to the
 	// threshold compares equal to it.
@@ -66,15 +67,15 @@ func (w ContextWindow) Exhausted(tokens int64) bool {
 // EstimateContext estimates the context tokens a session needs: completed
 // work items at perCompleted tokens each plus remaining ones at perRemaining
 // tokens each. A perCompleted or perRemaining of 0 or less means the default
-// (8,000 tokens per completed item and 6,000 per remaining one, seed 003's
-// estimate); negative counts count as 0. The result saturates
+// ([DefaultTokensPerCompleted], 8,000, and [DefaultTokensPerRemaining],
+// 6,000: seed 003's estimate); negative counts count as 0. The result saturates
 // at the largest int64 instead of overflowing.
 func EstimateContext(completed, remaining int, perCompleted, perRemaining int64) int64 {
 	if perCompleted <= 0 {
-		perCompleted = defaultTokensPerCompleted
+		perCompleted = DefaultTokensPerCompleted
 	}
 	if perRemaining <= 0 {
-		perRemaining = defaultTokensPerRemaining
+		perRemaining = DefaultTokensPerRemaining
 	}
 	c := satMul(int64(max(completed, 0)), perCompleted)
 	r := satMul(int64(max(remaining, 0)), perRemaining)

@@ -53,6 +53,10 @@ func Default() Policy { return standard{} }
 // decisions, without seven dynamic dispatches per round.
 type standard struct{}
 
+// Settings describes the policy as a host configures it, for the
+// fingerprint of a loop's settings and the changes a resume reports.
+func (standard) Settings() string { return "converge.Default()" }
+
 // Decide asks each policy's predicate first and builds a policy's Decision
 // only when that policy stops (or, for ThresholdsMet, has criteria to
 // report), so that the common round (nothing measured, no counter near its
@@ -129,7 +133,9 @@ func (a anyOf) Decide(h *History) Decision {
 }
 
 // Validate validates every policy.
-func (a anyOf) Validate() error { return validateAll("Any", a) }
+func (a anyOf) Validate() error { return validateAll("Any", a, DefaultWindow) }
+
+func (a anyOf) validateWindow(window int) error { return validateAll("Any", a, window) }
 
 type allOf []Policy
 
@@ -163,16 +169,19 @@ func (a allOf) Decide(h *History) Decision {
 }
 
 // Validate validates every policy.
-func (a allOf) Validate() error { return validateAll("All", a) }
+func (a allOf) Validate() error { return validateAll("All", a, DefaultWindow) }
 
-func validateAll(name string, policies []Policy) error {
+func (a allOf) validateWindow(window int) error { return validateAll("All", a, window) }
+
+// validateAll validates policies for a history of the given window.
+func validateAll(name string, policies []Policy, window int) error {
 	var errs []error
 	for i, p := range policies {
 		if p == nil {
 			errs = append(errs, invalid(name, "policies["+strconv.Itoa(i)+"]", "must not be nil"))
 			continue
 		}
-		if err := Validate(p); err != nil {
+		if err := ValidateWindow(p, window); err != nil {
 			errs = append(errs, err)
 		}
 	}

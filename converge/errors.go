@@ -36,6 +36,28 @@ func Validate(p Policy) error {
 	return nil
 }
 
+// ValidateWindow is [Validate] for a policy that decides over a history
+// window of the given size (History.Window; 0 or less means
+// [DefaultWindow]), as a loop configured with a window other than the
+// default does: an [EarlyStopping]'s Patience must be less than window,
+// through [Any] and [All] too, or its patience block would never fill and
+// the loop never plateau. The engine calls it with the loop's window before
+// the loop starts.
+func ValidateWindow(p Policy, window int) error {
+	if window <= 0 {
+		window = DefaultWindow
+	}
+	if v, ok := p.(windowValidator); ok {
+		return v.validateWindow(window)
+	}
+	return Validate(p)
+}
+
+// windowValidator is a policy whose validity depends on the history window.
+type windowValidator interface {
+	validateWindow(window int) error
+}
+
 // checkCount returns an error when n is negative.
 func checkCount(policy, field string, n int) error {
 	if n < 0 {

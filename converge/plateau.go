@@ -18,31 +18,40 @@ var defaultPlateauMetrics = []string{metricScore}
 // Keras' EarlyStopping callback (verdict Plateau), over the bounded window of records of the
 // [History] (h.Recent).
 //
-// For each metric, EarlyStopping looks at the monitored records: those of the
-// window that have the metric (a non-NaN value) and were assessed after at
-// least WarmUp iterations (Record.Iteration ≥ WarmUp). The last Patience
-// monitored records form the patience block; each of them must be the result
-// of an iteration (Iteration ≥ 1), so the initial assessment never counts
-// toward the patience. The reference is the best of Baseline (when set) and
-// the monitored records before the block; best is the highest value, or the
-// lowest with Minimize. The metric improved when a value of the block is
-// better than the reference by more than MinDelta (v − MinDelta > reference,
-// or v + MinDelta < reference with Minimize).
+// The rule, for each metric, over the records of the window that have it
+// (a non-NaN value):
 //
-// Decide returns verdict Plateau when none of the metrics improved, more than WarmUp
-// iterations have completed (h.Iteration > WarmUp), and every metric has a
-// full patience block and a reference: Patience+1 monitored records, or
-// Patience of them with a Baseline. Otherwise it returns Continue. So with a
-// Baseline, a metric that never beats the baseline by more than MinDelta
-// within Patience iterations after the warm-up stops the loop. A metric
+//   - Warm-up: the first WarmUp iterations are not monitored, as Keras'
+//     start_from_epoch: their records neither count towards the patience
+//     nor serve as the reference. The record of the state the warm-up ends
+//     with (Record.Iteration = WarmUp; the initial assessment when WarmUp
+//     is 0) is monitored as the reference only: the first monitored
+//     iteration is measured against the state it started from.
+//   - Block: the last Patience monitored records, each the result of an
+//     iteration after the warm-up (Record.Iteration > WarmUp).
+//   - Reference: the best of Baseline (when set) and the monitored records
+//     before the block (Record.Iteration ≥ WarmUp); best is the highest
+//     value, or the lowest with Minimize.
+//   - Improvement: a value of the block better than the reference by more
+//     than MinDelta (v − MinDelta > reference, or v + MinDelta < reference
+//     with Minimize).
+//
+// Decide returns verdict Plateau when every metric has a full block and a
+// reference and none of them improved; otherwise it returns Continue. So a
+// metric that stays flat stops the loop after exactly WarmUp + Patience
+// iterations, with or without a Baseline, and never before. A metric
 // missing from the records (an unknown name) never lets the loop plateau.
 //
 // Unlike Keras, the reference is the best value seen before the block, not
 // the running best that only moves by more than MinDelta; the verdicts
-// differ only when several small steps add up to more than MinDelta.
+// differ only when several small steps add up to more than MinDelta. And
+// Keras, with no assessment before the first epoch, takes the first
+// monitored epoch as the reference when there is no baseline, stopping one
+// epoch later than the rule above.
 //
-// Patience must be less than the window of the History (see [EarlyStopping.Validate]);
-// a block larger than the window never fills and the loop never plateaus.
+// Patience must be less than the window of the History (see
+// [EarlyStopping.Validate] and [ValidateWindow]); a block larger than the
+// window never fills and the loop never plateaus.
 //
 // Decide does not allocate when it continues. The zero value watches the
 // score with a patience of 3 and no warm-up. EarlyStopping is not modified by
@@ -61,8 +70,8 @@ type EarlyStopping struct {
 	// Baseline, when set, is a value each metric must beat by more than
 	// MinDelta.
 	Baseline *float64 `json:"baseline,omitempty"`
-	// WarmUp is the number of iterations during which the metrics are not
-	// monitored and no plateau is reported.
+	// WarmUp is the number of first iterations whose records are not
+	// monitored (Keras' start_from_epoch); see the rule above.
 	WarmUp int `json:"warm_up,omitempty"`
 	// Minimize makes lower values better (e.g. for "conflicts").
 	Minimize bool `json:"minimize,omitempty"`
@@ -70,14 +79,17 @@ type EarlyStopping struct {
 
 // Validate returns an error matching [ErrInvalidPolicy] when Patience is negative or not less
 // than [DefaultWindow], MinDelta is negative or not finite, WarmUp is
-// negative, Baseline is not finite, or a metric name is empty.
-func (p EarlyStopping) Validate() error {
+// negative, Baseline is not finite, or a metric name is empty. For a loop
+// with another window, [ValidateWindow] checks Patience against it.
+func (p EarlyStopping) Validate() error { return p.validateWindow(DefaultWindow) }
+
+func (p EarlyStopping) validateWindow(window int) error {
 	if err := checkCount("EarlyStopping", "Patience", p.Patience); err != nil {
 		return err
 	}
-	if p.Patience >= DefaultWindow {
+	if countOr(p.Patience, defaultPatience) >= window {
 		return invalid("EarlyStopping", "Patience",
-			"must be less than the history window ("+strconv.Itoa(DefaultWindow)+"), got "+strconv.Itoa(p.Patience))
+			"must be less than the history window ("+strconv.Itoa(window)+"), got "+strconv.Itoa(countOr(p.Patience, defaultPatience)))
 	}
 	if p.MinDelta < 0 || math.IsNaN(p.MinDelta) || math.IsInf(p.MinDelta, 0) {
 		return invalid("EarlyStopping", "MinDelta", "must be a finite value >= 0, got "+formatFloat(p.MinDelta))
@@ -127,16 +139,16 @@ func (p *EarlyStopping) monitored(r *Record, metric string) (float64, bool) {
 // stalled reports whether metric has a full patience block and a reference
 // and did not improve within the block.
 func (p *EarlyStopping) stalled(h *History, metric string, patience int) bool {
-	n, fromIterations := 0, 0 // monitored records; those with Iteration ≥ 1
+	n, after := 0, 0 // monitored records; those after the warm-up (Iteration > WarmUp)
 	for i := range h.Recent {
 		if _, ok := p.monitored(&h.Recent[i], metric); ok {
 			n++
-			if h.Recent[i].Iteration >= 1 {
-				fromIterations++
+			if h.Recent[i].Iteration > p.WarmUp {
+				after++
 			}
 		}
 	}
-	if fromIterations < patience || (p.Baseline == nil && n < patience+1) {
+	if after < patience || (p.Baseline == nil && n < patience+1) {
 		return false
 	}
 	var ref float64

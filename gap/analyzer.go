@@ -100,6 +100,10 @@ func Default() Analyzer { return defaultAnalyzer{} }
 // allocate, one copy of the assessment and one slice for all gaps.
 type defaultAnalyzer struct{}
 
+// Settings describes the analyzer as a host configures it, for the
+// fingerprint of a loop's settings and the changes a resume reports.
+func (defaultAnalyzer) Settings() string { return "gap.Default()" }
+
 func (defaultAnalyzer) Analyze(ctx context.Context, a Assessment, t Thresholds) ([]Gap, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)

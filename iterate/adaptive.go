@@ -12,8 +12,8 @@ import (
 
 // Role describes the worker that should close a kind of gap.
 type Role struct {
-	// Name is the role, e.g. "explore"; it becomes Task.Role.
-	Name string
+	// Name is the role, e.g. [RoleExplore]; it becomes Task.Role.
+	Name RoleName
 	// Prompt is the instruction template. {target}, {detail} and {focus}
 	// are replaced by the gap's Target, Detail and Focus (comma-separated).
 	Prompt string
@@ -26,24 +26,50 @@ type Role struct {
 // Roles maps gap kinds to worker roles.
 type Roles map[gap.Kind]Role
 
-// The default roles name the worker of each kind of gap after seed 000's
-// agents, with the implementer for the quality triggers of seeds 001 and
-// 002: "explore" (files, flows, context, questions), "citation" (evidence
-// for a finding), "pattern", "verify" (conflicts), "security",
-// "performance" and "implement". The citation, pattern and implement roles
-// are grouped: one task takes every such gap of the iteration, so that
-// twenty weak findings do not need seven iterations of three tasks each.
-// Prompts, agents and models are the host's (see examples/research for seed
-// 000's).
-var (
-	exploreRole     = Role{Name: "explore"}
-	citationRole    = Role{Name: "citation", Group: true}
-	patternRole     = Role{Name: "pattern", Group: true}
-	verifyRole      = Role{Name: "verify"}
-	securityRole    = Role{Name: "security"}
-	performanceRole = Role{Name: "performance"}
-	implementRole   = Role{Name: "implement", Group: true}
+// RoleName names a worker role: a [Role]'s Name and the Role of the tasks
+// it gets ([Task]). The default roles of [Adaptive] are the constants
+// below; a host's own roles are any other names.
+type RoleName string
+
+// The default roles of [Adaptive] name the worker of each kind of gap after
+// seed 000's agents, with the implementer for the quality triggers of seeds
+// 001 and 002. The citation, pattern and implement roles are grouped: one
+// task takes every such gap of the iteration, so that twenty weak findings
+// do not need seven iterations of three tasks each. Prompts, agents and
+// models are the host's (see examples/research for seed 000's).
+const (
+	// RoleExplore takes coverage, missing context and unanswered question
+	// gaps, gaps of a kind no role names, and the broad task of an
+	// iteration without actionable gaps.
+	RoleExplore RoleName = "explore"
+	// RoleCitation takes confidence and evidence gaps (grouped).
+	RoleCitation RoleName = "citation"
+	// RolePattern takes pattern gaps (grouped).
+	RolePattern RoleName = "pattern"
+	// RoleVerify takes conflicting findings.
+	RoleVerify RoleName = "verify"
+	// RoleSecurity takes security gaps.
+	RoleSecurity RoleName = "security"
+	// RolePerformance takes performance gaps.
+	RolePerformance RoleName = "performance"
+	// RoleImplement takes the quality triggers: validation and test
+	// failures, rejections, unmet requirements and the like (grouped).
+	RoleImplement RoleName = "implement"
 )
+
+var (
+	exploreRole     = Role{Name: RoleExplore}
+	citationRole    = Role{Name: RoleCitation, Group: true}
+	patternRole     = Role{Name: RolePattern, Group: true}
+	verifyRole      = Role{Name: RoleVerify}
+	securityRole    = Role{Name: RoleSecurity}
+	performanceRole = Role{Name: RolePerformance}
+	implementRole   = Role{Name: RoleImplement, Group: true}
+)
+
+// DefaultFeedbackLimit bounds [Adaptive]'s synthesised feedback, in bytes,
+// when its FeedbackLimit is 0: seed 002's feedback_max_length.
+const DefaultFeedbackLimit = 500
 
 // defaultRole returns the default role of a kind of gap, and false for a
 // kind with none (the host's kinds and ""). A switch rather than a map: the
@@ -71,7 +97,7 @@ func defaultRole(k gap.Kind) (Role, bool) {
 
 // broadRole is used when a gap's kind has no role, and for the broad task of
 // an iteration without actionable gaps.
-var broadRole = Role{Name: "explore"}
+var broadRole = Role{Name: RoleExplore}
 
 // Adaptive is the default [Strategy]. It chooses an action from the gaps and
 // the history, and turns the highest-priority gaps into tasks:
@@ -101,16 +127,15 @@ var broadRole = Role{Name: "explore"}
 // everything it needs is in the [Situation] and its history, so a resumed
 // loop plans exactly as an uninterrupted one. Safe for concurrent use.
 type Adaptive struct {
-	// Roles maps gap kinds to worker roles; a kind it lacks gets the
-	// default role ("explore", "citation", "pattern", "verify", "security",
-	// "performance" or "implement", without a prompt). The role of the
-	// kind "" takes the broad task of an iteration without actionable gaps
-	// and the kinds no role names (default "explore").
+	// Roles maps gap kinds to worker roles; a kind it lacks gets its
+	// default role ([RoleExplore] ... [RoleImplement], without a prompt).
+	// The role of the kind "" takes the broad task of an iteration without
+	// actionable gaps and the kinds no role names (default [RoleExplore]).
 	Roles Roles
 	// MaxTasks bounds the tasks per iteration; 0 means 3.
 	MaxTasks int
 	// FeedbackLimit bounds the synthesised feedback in bytes; 0 means
-	// [gap.MaxFeedbackLength] (seed 002's 500).
+	// [DefaultFeedbackLimit].
 	FeedbackLimit int
 	// EscalateNearLimit escalates when one iteration is left and problems
 	// remain (seed 001's "previous attempts ≥ max − 1"). Off by default, so
@@ -147,7 +172,7 @@ func (s *Adaptive) feedbackLimit() int {
 	if s.FeedbackLimit > 0 {
 		return s.FeedbackLimit
 	}
-	return gap.MaxFeedbackLength
+	return DefaultFeedbackLimit
 }
 
 // stuckAfter is how many attempts the same triggers survive before the
@@ -261,7 +286,7 @@ func (s *Adaptive) tasks(dst []Task, selected, deferred []gap.Gap, action Action
 	return dst, deferred
 }
 
-func findRole(ts []Task, name string) int {
+func findRole(ts []Task, name RoleName) int {
 	for i := range ts {
 		if ts[i].Role == name {
 			return i

@@ -100,23 +100,23 @@ func TestAdaptiveRoles(t *testing.T) {
 	t1 := gap.Gap{Kind: gap.TestFailure, Target: "TestA", Detail: "expected 1, received 2", Priority: gap.P1, Severity: 0.9}
 	t2 := gap.Gap{Kind: gap.ReviewRejected, Target: "review", Detail: "missing doc comment", Priority: gap.P1, Severity: 0.7}
 	host := iterate.Roles{
-		gap.Coverage:            {Name: "explore", Prompt: "Analyze ONLY these files: {focus}."},
-		gap.ConflictingFindings: {Name: "verify", Prompt: "Resolve conflict: {detail}."},
-		gap.TestFailure:         {Name: "implement", Group: true, Prompt: "Address the identified issues: {detail}"},
-		gap.ReviewRejected:      {Name: "implement", Group: true, Prompt: "Address the identified issues: {detail}"},
+		gap.Coverage:            {Name: iterate.RoleExplore, Prompt: "Analyze ONLY these files: {focus}."},
+		gap.ConflictingFindings: {Name: iterate.RoleVerify, Prompt: "Resolve conflict: {detail}."},
+		gap.TestFailure:         {Name: iterate.RoleImplement, Group: true, Prompt: "Address the identified issues: {detail}"},
+		gap.ReviewRejected:      {Name: iterate.RoleImplement, Group: true, Prompt: "Address the identified issues: {detail}"},
 	}
 	tests := []struct {
 		gaps      []gap.Gap
-		wantRoles []string
+		wantRoles []iterate.RoleName
 		prompt    string
 	}{
-		{[]gap.Gap{cov}, []string{"explore"}, "Analyze ONLY these files: jwt.go, middleware.go."},
-		{[]gap.Gap{evid}, []string{"citation"}, ""},
-		{[]gap.Gap{pat}, []string{"pattern"}, ""},
-		{[]gap.Gap{conf}, []string{"verify"}, "Resolve conflict: SQL Server vs PostgreSQL."},
-		{[]gap.Gap{sec}, []string{"security"}, ""},
-		{[]gap.Gap{perf}, []string{"performance"}, ""},
-		{[]gap.Gap{t1, t2}, []string{"implement"}, "expected 1, received 2; missing doc comment"},
+		{[]gap.Gap{cov}, []iterate.RoleName{iterate.RoleExplore}, "Analyze ONLY these files: jwt.go, middleware.go."},
+		{[]gap.Gap{evid}, []iterate.RoleName{iterate.RoleCitation}, ""},
+		{[]gap.Gap{pat}, []iterate.RoleName{iterate.RolePattern}, ""},
+		{[]gap.Gap{conf}, []iterate.RoleName{iterate.RoleVerify}, "Resolve conflict: SQL Server vs PostgreSQL."},
+		{[]gap.Gap{sec}, []iterate.RoleName{iterate.RoleSecurity}, ""},
+		{[]gap.Gap{perf}, []iterate.RoleName{iterate.RolePerformance}, ""},
+		{[]gap.Gap{t1, t2}, []iterate.RoleName{iterate.RoleImplement}, "expected 1, received 2; missing doc comment"},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.gaps[0].Kind), func(t *testing.T) {
@@ -125,7 +125,7 @@ func TestAdaptiveRoles(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				var roles []string
+				var roles []iterate.RoleName
 				for _, tk := range p.Tasks {
 					roles = append(roles, tk.Role)
 				}
@@ -205,34 +205,34 @@ func TestAdaptiveValidate(t *testing.T) {
 // of a kind overrides the default.
 func TestAdaptiveDefaultRoleTable(t *testing.T) {
 	want := map[gap.Kind]iterate.Role{
-		gap.Coverage: {Name: "explore"}, gap.MissingContext: {Name: "explore"}, gap.UnansweredQuestion: {Name: "explore"},
-		gap.Confidence: {Name: "citation", Group: true}, gap.Evidence: {Name: "citation", Group: true},
-		gap.Pattern:             {Name: "pattern", Group: true},
-		gap.ConflictingFindings: {Name: "verify"},
-		gap.Security:            {Name: "security"},
-		gap.Performance:         {Name: "performance"},
-		"host_kind":             {Name: "explore"},
-		"":                      {Name: "explore"},
+		gap.Coverage: {Name: iterate.RoleExplore}, gap.MissingContext: {Name: iterate.RoleExplore}, gap.UnansweredQuestion: {Name: iterate.RoleExplore},
+		gap.Confidence: {Name: iterate.RoleCitation, Group: true}, gap.Evidence: {Name: iterate.RoleCitation, Group: true},
+		gap.Pattern:             {Name: iterate.RolePattern, Group: true},
+		gap.ConflictingFindings: {Name: iterate.RoleVerify},
+		gap.Security:            {Name: iterate.RoleSecurity},
+		gap.Performance:         {Name: iterate.RolePerformance},
+		"host_kind":             {Name: iterate.RoleExplore},
+		"":                      {Name: iterate.RoleExplore},
 	}
 	for _, k := range []gap.Kind{gap.ValidationFailure, gap.LowConfidence, gap.IncompleteOutput, gap.ExplicitFeedback,
 		gap.Hallucination, gap.RequirementUnmet, gap.QualityThreshold, gap.UserRejection, gap.TestFailure, gap.ReviewRejected} {
-		want[k] = iterate.Role{Name: "implement", Group: true}
+		want[k] = iterate.Role{Name: iterate.RoleImplement, Group: true}
 	}
-	roles := func(s *iterate.Adaptive, k gap.Kind) []string {
+	roles := func(s *iterate.Adaptive, k gap.Kind) []iterate.RoleName {
 		t.Helper()
 		gaps := []gap.Gap{{Kind: k, Target: "a", Priority: gap.P1}, {Kind: k, Target: "b", Priority: gap.P1}}
 		p, err := s.Plan(context.Background(), situation(9, nil, gaps))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []string
+		var got []iterate.RoleName
 		for _, tk := range p.Tasks {
 			got = append(got, tk.Role)
 		}
 		return got
 	}
 	for k, r := range want {
-		wantRoles := []string{r.Name, r.Name}
+		wantRoles := []iterate.RoleName{r.Name, r.Name}
 		if r.Group {
 			wantRoles = wantRoles[:1]
 		}
@@ -242,13 +242,13 @@ func TestAdaptiveDefaultRoleTable(t *testing.T) {
 		host := &iterate.Adaptive{Roles: iterate.Roles{"": {Name: "fallback"}}}
 		fallback := wantRoles
 		if k == "host_kind" || k == "" {
-			fallback = []string{"fallback", "fallback"}
+			fallback = []iterate.RoleName{"fallback", "fallback"}
 		}
 		if diff := cmp.Diff(fallback, roles(host, k)); diff != "" {
 			t.Errorf("kind %q with a role for \"\": roles (-want +got):\n%s", k, diff)
 		}
 		own := &iterate.Adaptive{Roles: iterate.Roles{k: {Name: "own", Group: true}}}
-		if diff := cmp.Diff([]string{"own"}, roles(own, k)); diff != "" {
+		if diff := cmp.Diff([]iterate.RoleName{"own"}, roles(own, k)); diff != "" {
 			t.Errorf("kind %q with a role of its own: roles (-want +got):\n%s", k, diff)
 		}
 	}

@@ -102,8 +102,8 @@ func TestResumeRefusesChangedSettingsByName(t *testing.T) {
 		want   string
 	}{
 		{"coverage threshold", []iterate.Option{iterate.WithThresholds(gap.Thresholds{MinCoverage: 0.3})},
-			[]iterate.Option{iterate.WithThresholds(gap.Thresholds{MinCoverage: 0.9})}, "coverage threshold 0.30 → 0.90"},
-		{"early exit", nil, []iterate.Option{iterate.WithThresholds(gap.Thresholds{EarlyConfidence: -1})}, "early-exit confidence 0.90 → off"},
+			[]iterate.Option{iterate.WithThresholds(gap.Thresholds{MinCoverage: 0.9})}, "coverage threshold 0.3 → 0.9"},
+		{"early exit", nil, []iterate.Option{iterate.WithThresholds(gap.Thresholds{EarlyConfidence: -1})}, "early-exit confidence 0.9 → off"},
 		{"iteration limit", nil, []iterate.Option{iterate.WithMaxIterations(9)}, "max iterations 5 → 9"},
 		{"failure threshold", nil, []iterate.Option{iterate.WithFailureThreshold(5)}, "failure threshold 3 → 5"},
 		{"token limit", []iterate.Option{iterate.WithBudget(budget.Limits{Tokens: 1000})},

@@ -18,13 +18,13 @@
 // [gap.Thresholds]): the engine hands the same values to the gap analyzer
 // and, as History.Thresholds, to the convergence policy, so whatever keeps
 // the loop from converging is a gap its strategy targets. The failure
-// threshold ([WithFailureThreshold]) reaches the policy the same way. The
-// persistence settings go with their store ([WithCheckpointer] and
-// [Persist]). Every setting that changes a decision is part of the resume
+// threshold ([WithFailureThreshold]) reaches the policy the same way, and
+// the engine enforces it whatever the policy. The persistence settings go
+// with their store ([WithCheckpointer] and [Persist]). Every setting that changes a decision is part of the resume
 // fingerprint, by value: a resume under a changed threshold, limit, window
 // or strategy or policy parameter is refused with a *SettingsChangedError
-// naming what changed ("coverage threshold 0.30 → 0.90"), unless Resume is
-// given [AllowSettingsChange].
+// naming what changed, with exact values ("coverage threshold 0.3 → 0.9"),
+// unless Resume is given [AllowSettingsChange].
 //
 // # One iteration
 //

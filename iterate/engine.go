@@ -22,9 +22,9 @@ import (
 // runs at most [DefaultMaxIterations] iterations with the default gap
 // analyzer ([gap.Default]), strategy ([Adaptive]) and convergence policy
 // ([converge.Default]: completion, passing checks, early exit, thresholds,
-// consecutive failures, stuck detection and the iteration limit, with the
-// threshold of [WithFailureThreshold]), no budget limits and no
-// checkpoints.
+// consecutive failures, stuck detection and the iteration limit), no
+// budget limits and no checkpoints. The failure threshold of
+// [WithFailureThreshold] holds under any policy.
 //
 // Invalid options do not panic: Run and Resume return a *ConfigError (all of
 // them, joined) before doing anything.
@@ -198,7 +198,9 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 // Resume needs a checkpointer. A session without a checkpoint gives an error
 // matching checkpoint.ErrNotFound; a damaged one, checkpoint.ErrCorrupt; a
 // checkpoint written under other settings, a *SettingsChangedError unless
-// [AllowSettingsChange] was given.
+// [AllowSettingsChange] was given. Under a context that has already ended
+// it runs nothing and returns an *InterruptedError (BeforeStart) with the
+// session's saved state and counters in the Result.
 func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S], error) {
 	if e.err != nil {
 		return nil, e.err
@@ -207,8 +209,7 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 		return nil, &ConfigError{Option: "WithCheckpointer", Reason: "Resume needs a checkpointer"}
 	}
 	if ctx.Err() != nil {
-		var zero S
-		return notStarted(zero, ctx)
+		return e.resumeNotStarted(ctx)
 	}
 	var rc resumeConfig
 	for _, o := range opts {
@@ -220,11 +221,10 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	if err != nil {
 		return nil, err
 	}
-	var zero S
 	release, err := r.lock(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return notStarted(zero, ctx)
+			return e.resumeNotStarted(ctx)
 		}
 		return nil, err
 	}
@@ -232,7 +232,7 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	c, err := e.cfg.checkpointer.Load(ctx, e.cfg.session)
 	if err != nil {
 		if ctx.Err() != nil {
-			return notStarted(zero, ctx)
+			return e.resumeNotStarted(ctx)
 		}
 		return nil, fmt.Errorf("iterate: resume session %q: %w", e.cfg.session, err)
 	}
@@ -277,6 +277,29 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 func notStarted[S any](s S, ctx context.Context) (*Result[S], error) {
 	err := &InterruptedError{Cause: context.Cause(ctx), BeforeStart: true}
 	return &Result[S]{State: s, Status: Interrupted, Reason: "interrupted before starting: " + err.Cause.Error(), Err: err}, err
+}
+
+// resumeNotStarted is the result of a Resume whose context ended before
+// it started: interrupted, nothing run and nothing saved, but with the
+// session's saved state and counters (iterations, usage, history, totals)
+// when its latest checkpoint can be read, as a resumed loop interrupted at
+// once would report them. The checkpoint is read without the session lock
+// and under a context that has not ended, bounded by the grace period of
+// [WithGrace]; when it cannot be read, the state is S's zero value.
+func (e *engine[S]) resumeNotStarted(ctx context.Context) (*Result[S], error) {
+	var zero S
+	r, err := e.newRun()
+	if err != nil {
+		return notStarted(zero, ctx)
+	}
+	loadCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.grace)
+	defer cancel()
+	c, err := e.cfg.checkpointer.Load(loadCtx, e.cfg.session)
+	if err != nil || r.restore(c) != nil {
+		return notStarted(zero, ctx)
+	}
+	ie := &InterruptedError{Iteration: r.hist.Iteration, Cause: context.Cause(ctx), BeforeStart: true}
+	return r.result(Interrupted, "interrupted before starting: "+ie.Cause.Error(), ie), ie
 }
 
 // applyLimit sets the effective iteration limit: an answer opens a fresh
@@ -488,6 +511,7 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	usage.Iterations++
 	usage.Wall += dur
 	r.settle(reservation, usage)
+	r.data.Completed = r.data.Completed.Add(usage)
 	r.hist.Complete(converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
 		Tasks: len(outs), FailedTasks: failedTasks})
 	if r.cfg.persist&Journal != 0 {
@@ -603,9 +627,18 @@ func (r *run[S]) analyze(ctx context.Context, a *gap.Assessment) (gaps []gap.Gap
 	return r.cfg.analyzer.Analyze(ctx, *a, r.cfg.thresholds)
 }
 
+// decide asks the convergence policy, and enforces the failure threshold
+// whatever the policy (see [WithFailureThreshold]): a policy without a
+// [converge.Failures] rule that continues past it is overruled.
 func (r *run[S]) decide() (d converge.Decision, err error) {
 	defer recoverInto(&err, "decide")
-	return r.cfg.policy.Decide(&r.hist), nil
+	d = r.cfg.policy.Decide(&r.hist)
+	if !d.Stop() && r.hist.ConsecutiveFailures >= r.cfg.failureThreshold {
+		crit := d.Criteria
+		d = (converge.Failures{}).Decide(&r.hist)
+		d.Criteria = crit
+	}
+	return d, nil
 }
 
 func (r *run[S]) integrate(ctx context.Context, outs []Outcome[S]) (s S, err error) {
@@ -691,13 +724,13 @@ func (r *run[S]) wallLeft() (time.Duration, bool) {
 
 // estimate returns what the next iteration is expected to spend: the
 // host's estimate, or the mean of the completed iterations' tokens, cost
-// and calls.
+// and calls (what an interrupted attempt spent is not theirs).
 func (r *run[S]) estimate() budget.Usage {
 	if r.cfg.estimated {
 		return r.cfg.estimate
 	}
 	est := budget.Usage{Iterations: 1}
-	spent := r.usage()
+	spent := &r.data.Completed
 	if n := int64(spent.Iterations); n > 0 {
 		est.Tokens = (spent.Tokens + n - 1) / n
 		est.Cost = spent.Cost / float64(n)

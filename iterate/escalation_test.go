@@ -58,7 +58,7 @@ func TestSeed002Decisions(t *testing.T) {
 		if !strings.Contains(fb, "TestLogin") || !strings.Contains(fb, "undefined") {
 			t.Errorf("retry feedback %q lacks the test name and received value", fb)
 		}
-		if len(fb) > gap.MaxFeedbackLength {
+		if len(fb) > iterate.DefaultFeedbackLimit {
 			t.Errorf("feedback is %d bytes, over the 500 limit", len(fb))
 		}
 		if got := []iterate.Action{tasks[0].Action, tasks[1].Action}; got[0] != iterate.Retry || got[1] != iterate.Refine {

@@ -18,7 +18,7 @@ import (
 // they hold (gaps, tasks) are shared with the engine and must not be
 // modified. The concrete types are LoopStarted, LoopStopped,
 // IterationStarted, GapsFound, Decided, Planned, TaskStarted, TaskEnded,
-// IterationEnded, CheckpointSaved and Warned; switch on them.
+// IterationEnded, CheckpointSaved, Recovered and Warned; switch on them.
 type Event interface {
 	// Iteration is the 1-indexed iteration the event belongs to (0 before
 	// the first).
@@ -134,7 +134,11 @@ type IterationEnded struct {
 	Usage               budget.Usage
 }
 
-// CheckpointSaved is sent after a save attempt; Err is set when it failed.
+// CheckpointSaved is sent after every save attempt, Err set when it failed:
+// the loop's save after each iteration and at its stop, and, under
+// [Journal], the save of each finished task (from the task's goroutine,
+// with Status Running and the task's iteration). A save retried under
+// [Strict] is one attempt.
 type CheckpointSaved struct {
 	it
 	Session    string

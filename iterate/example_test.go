@@ -223,7 +223,7 @@ func ExampleWithThresholds() {
 	// iteration 1 targets coverage
 	// iteration 2 targets coverage
 	// true
-	// [coverage threshold 0.90 → 0.50]
+	// [coverage threshold 0.9 → 0.5]
 }
 
 // Persistence settings go with their store: here a failed save ends the run
@@ -276,4 +276,36 @@ func ExampleStreamCodec() {
 	// Output:
 	// state "draft +1 +2 +3"
 	// saved "draft +1 +2 +3"
+}
+
+// A host's role table: prompts for the default roles, by their typed names
+// (a misspelt role name does not compile), and the default feedback bound
+// beside its setting.
+func ExampleRoles() {
+	s := &iterate.Adaptive{
+		Roles: iterate.Roles{
+			gap.Coverage:            {Name: iterate.RoleExplore, Prompt: "Analyze ONLY these files: {focus}."},
+			gap.ConflictingFindings: {Name: iterate.RoleVerify, Prompt: "Resolve conflict: {detail}."},
+		},
+		FeedbackLimit: iterate.DefaultFeedbackLimit,
+	}
+	h := &converge.History{MaxIterations: 4}
+	h.Observe(gap.Assessment{}, []gap.Gap{
+		{Kind: gap.Coverage, Target: "coverage", Focus: []string{"jwt.go"}, Priority: gap.P1},
+		{Kind: gap.ConflictingFindings, Target: "c1", Detail: "SQL Server vs PostgreSQL", Priority: gap.P2},
+		{Kind: gap.Evidence, Target: "F003", Priority: gap.P2},
+	})
+	plan, _ := s.Plan(context.Background(), &iterate.Situation{Iteration: 1, History: h})
+	for _, t := range plan.Tasks {
+		switch t.Role {
+		case iterate.RoleExplore, iterate.RoleVerify:
+			fmt.Printf("%s: %s\n", t.Role, t.Prompt)
+		default:
+			fmt.Printf("%s (default role, no prompt)\n", t.Role)
+		}
+	}
+	// Output:
+	// explore: Analyze ONLY these files: jwt.go.
+	// verify: Resolve conflict: SQL Server vs PostgreSQL.
+	// citation (default role, no prompt)
 }

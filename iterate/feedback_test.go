@@ -43,7 +43,7 @@ func TestSynthesizeFeedbackSeed002(t *testing.T) {
 			got := synthesizeFeedback(tt.gaps, tt.limit)
 			limit := tt.limit
 			if limit == 0 {
-				limit = gap.MaxFeedbackLength
+				limit = DefaultFeedbackLimit
 			}
 			if n := len(got.String()); n > limit {
 				t.Fatalf("feedback is %d bytes, limit %d", n, limit)

@@ -48,7 +48,7 @@ type Report struct {
 	// Escalation is the loop's escalation to a human, when it escalated.
 	Escalation *Escalation
 	// Settings are the loop's effective settings as name and value, in the
-	// engine's order, e.g. {"coverage threshold", "0.70"}: those the
+	// engine's order, e.g. {"coverage threshold", "0.7"}: those the
 	// checkpoint's Fingerprint hashes, and that a resume under other
 	// settings names when it refuses. Limits and History hold those a tool
 	// needs as numbers.

@@ -92,7 +92,7 @@ func TestInspect(t *testing.T) {
 	if want := (budget.Limits{Tokens: 100000, Calls: 50, Wall: time.Hour}); r.Limits != want {
 		t.Errorf("Limits %+v, want %+v", r.Limits, want)
 	}
-	if !slices.Contains(r.Settings, [2]string{"coverage threshold", "0.60"}) || !slices.Contains(r.Settings, [2]string{"token limit", "100000"}) {
+	if !slices.Contains(r.Settings, [2]string{"coverage threshold", "0.6"}) || !slices.Contains(r.Settings, [2]string{"token limit", "100000"}) {
 		t.Errorf("Settings lack the coverage threshold or the token limit: %q", r.Settings)
 	}
 	if r.Escalation != nil {

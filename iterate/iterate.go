@@ -91,9 +91,9 @@ type Task struct {
 	MaxIterations int
 	// Action is the strategy the task follows.
 	Action Action
-	// Role names the worker role, e.g. "explore", "citation", "verify",
-	// "implement" (see [Adaptive]).
-	Role string
+	// Role names the worker role: one of the default roles of [Adaptive]
+	// ([RoleExplore], [RoleCitation], ... [RoleImplement]) or a host's.
+	Role RoleName
 	// Gaps are the gaps the task addresses; the first is the main one. A
 	// broad task (no actionable gap) has none.
 	Gaps []gap.Gap
@@ -160,12 +160,24 @@ type ConvergencePolicy interface {
 }
 
 // Checkpointer saves and loads checkpoints. [checkpoint.Memory] and
-// [checkpoint.Dir] implement it. Load returns an error matching
-// checkpoint.ErrNotFound when the session has none.
+// [checkpoint.Dir] implement it. A store is a contract the engine counts
+// on, and checkpointtest.Run checks it:
+//
+//   - Save stores a copy of c (the store never modifies c, nor keeps it)
+//     as generation max(c.Generation, newest+1), where newest is the
+//     session's newest generation, so that the latest save wins even when
+//     two writers' numbering differs; it never stores c.Skipped.
+//   - Load returns a copy of the session's newest checkpoint, or an error
+//     matching checkpoint.ErrNotFound when the session has none. A store
+//     that keeps several generations may fall back past damaged ones; it
+//     then sets Skipped to their generations, newest first.
+//   - Save and Load under a context that has ended fail with its error
+//     (context.Canceled), Save saving nothing; neither keeps ctx.
 //
 // A Checkpointer may also implement [Locker], to refuse a second concurrent
-// run of a session, and [Remover], to delete a session's checkpoints when a
-// loop completes cleanly (see [Cleanup]).
+// run of a session and fence a writer that lost its lock, [Remover], to
+// delete a session's checkpoints when a loop completes cleanly (see
+// [Cleanup]), and [StreamSaver], to take a large state as a stream.
 type Checkpointer interface {
 	Save(ctx context.Context, c *checkpoint.Checkpoint) error
 	Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error)

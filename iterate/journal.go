@@ -58,7 +58,7 @@ func (j *journal) entryFor(t *Task) (entry, bool) {
 		key = ""
 	}
 	for _, e := range j.entries {
-		if e.Iteration == t.Iteration && e.Index == t.Index && e.Role == t.Role && e.Key == key {
+		if e.Iteration == t.Iteration && e.Index == t.Index && e.Role == string(t.Role) && e.Key == key {
 			return e, true
 		}
 	}
@@ -114,7 +114,7 @@ func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
 		r.hostWarn(fmt.Sprintf("journaling task %s: encoding its outcome: %v", t.ID(), err))
 		return
 	}
-	e := entry{Iteration: t.Iteration, Index: t.Index, Role: t.Role, Part: part, Usage: out.Usage, Done: out.Done}
+	e := entry{Iteration: t.Iteration, Index: t.Index, Role: string(t.Role), Part: part, Usage: out.Usage, Done: out.Done}
 	if out.Err != nil {
 		e.Err, e.Permanent = out.Err.Error(), IsPermanent(out.Err)
 	}
@@ -127,11 +127,15 @@ func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
 	if r.journal.err != nil {
 		return // the run ends after this iteration; save nothing more
 	}
-	if err := r.saveRetrying(context.WithoutCancel(ctx), Running, "", r.journal.entries); err != nil {
+	err = r.saveRetrying(context.WithoutCancel(ctx), Running, "", r.journal.entries)
+	if err != nil {
 		r.hostWarn(fmt.Sprintf("journaling task %s: %v", t.ID(), err))
 		if r.fatalSave(err) {
 			r.journal.err = err
 		}
+	}
+	if r.observing { // a journal save is a save attempt too (see CheckpointSaved)
+		r.emit(CheckpointSaved{it: it{t.Iteration}, Session: r.cfg.session, Generation: r.generation, Status: Running, Err: err})
 	}
 }
 

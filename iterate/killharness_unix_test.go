@@ -94,9 +94,9 @@ type killState struct {
 func killPlan(n int) iterate.Plan {
 	tasks := make([]iterate.Task, 2+n%4)
 	for i := range tasks {
-		role := "explore"
+		role := iterate.RoleExplore
 		if i%2 == 1 {
-			role = "verify"
+			role = iterate.RoleVerify
 		}
 		tasks[i] = iterate.Task{Role: role, Gaps: []gap.Gap{{Kind: gap.MissingContext, Target: fmt.Sprintf("item-%d-%d", n, i)}}}
 	}

@@ -145,6 +145,7 @@ type config struct {
 	logger           *zap.Logger
 	observers        []func(Event)
 	codec            Codec
+	codecSet         bool // by WithCodec
 	persist          Persist
 	fingerprintExtra string
 	window           int
@@ -205,9 +206,11 @@ func WithMaxIterations(n int) Option {
 }
 
 // WithFailureThreshold sets how many consecutive failed iterations abort the
-// loop (default [converge.DefaultFailureThreshold]). The engine hands it to
-// the convergence policy as History.FailureThreshold, which
-// [converge.Failures] reads, so it holds with [WithConvergence] too.
+// loop (default [converge.DefaultFailureThreshold]): status Aborted, a
+// *StopError matching [ErrAborted]. It holds whatever the convergence
+// policy: the engine hands it to the policy as History.FailureThreshold,
+// which [converge.Failures] reads, and aborts the loop itself when a policy
+// of [WithConvergence] without that rule decides to continue past it.
 func WithFailureThreshold(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 1 {
@@ -258,7 +261,15 @@ func WithStrategy(s Strategy) Option {
 // WithConvergence sets the convergence policy (default [converge.Default]).
 // The policy reads the loop's thresholds and failure threshold from the
 // History it is given. A policy with a Validate() error method is validated
-// when the loop starts.
+// when the loop starts (with [converge.ValidateWindow], against the loop's
+// history window).
+//
+// The policy is not the only thing that stops a loop. Whatever the policy,
+// the failure threshold aborts it ([WithFailureThreshold]), a hard budget
+// limit ends it ([WithBudget]), and the strategy may stop it: the default
+// [Adaptive] stops a loop whose same problems survived its attempts (status
+// Stuck) even under a policy with no stuck rule; give it EscalateAfter, or
+// another [Strategy], to do otherwise.
 func WithConvergence(p ConvergencePolicy) Option {
 	return optionFunc(func(c *config) {
 		if p == nil {
@@ -361,7 +372,8 @@ func WithBudget(l budget.Limits) Option {
 //
 // By default the engine estimates each iteration from the ones before: the
 // mean tokens, cost and calls a completed iteration spent (nothing before
-// the first), so that a token limit of 1,000 at 400 tokens an iteration
+// the first; an attempt interrupted after spending counts in the usage,
+// not in the mean), so that a token limit of 1,000 at 400 tokens an iteration
 // stops after two iterations rather than after spending 1,200. Wall time is
 // not estimated: a hard wall-time limit bounds the iteration in flight
 // instead.
@@ -426,8 +438,9 @@ func WithLogger(l *zap.Logger) Option {
 
 // WithObserver adds an observer that receives every [Event], in the loop's
 // goroutine except TaskStarted and TaskEnded, which arrive from the task's
-// goroutine, and Warned events of host code ([Warn], Round.Warn) and of the
-// task journal, which arrive from the goroutine that raised them. Observers
+// goroutine, Warned events of host code ([Warn], Round.Warn), which arrive
+// from the goroutine that raised them, and the task journal's Warned and
+// CheckpointSaved events, which arrive from the task's goroutine. Observers
 // must be quick and safe for concurrent use.
 func WithObserver(fn func(Event)) Option {
 	return optionFunc(func(c *config) {
@@ -440,13 +453,15 @@ func WithObserver(fn func(Event)) Option {
 }
 
 // WithCodec sets how the state is encoded in checkpoints (default [JSON]).
+// Like the other settings of checkpoints, it needs [WithCheckpointer]:
+// without one, any codec, JSON included, is a *ConfigError.
 func WithCodec(codec Codec) Option {
 	return optionFunc(func(c *config) {
 		if codec == nil {
 			c.invalid("WithCodec", "nil codec")
 			return
 		}
-		c.codec = codec
+		c.codec, c.codecSet = codec, true
 	})
 }
 
@@ -457,7 +472,9 @@ func WithFingerprint(extra string) Option {
 }
 
 // WithHistoryWindow sets how many recent records the convergence history
-// keeps (default [converge.DefaultWindow]). Plateau patience must be less.
+// keeps (default [converge.DefaultWindow]). The patience of a
+// [converge.EarlyStopping] in the policy must be less than n: Run and
+// Resume return a *ConfigError otherwise (see [converge.ValidateWindow]).
 func WithHistoryWindow(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 2 {
@@ -516,10 +533,10 @@ func (c *config) finish() error {
 	if c.policy == nil {
 		c.policy = converge.Default()
 	}
-	if c.checkpointer == nil && c.codec != JSON {
+	if c.checkpointer == nil && c.codecSet {
 		c.invalid("WithCodec", "has no effect without WithCheckpointer")
 	}
-	if err := converge.Validate(c.policy); err != nil {
+	if err := converge.ValidateWindow(c.policy, c.window); err != nil {
 		c.errs = append(c.errs, &ConfigError{Option: "WithConvergence", Reason: "invalid policy", Err: err})
 	}
 	for _, v := range []any{c.strategy, c.analyzer} {

@@ -34,6 +34,7 @@ type engineData struct {
 	Elapsed         time.Duration     `json:"elapsed,omitempty"`
 	Durations       []time.Duration   `json:"durations,omitempty"`
 	Usage           budget.Usage      `json:"usage"`
+	Completed       budget.Usage      `json:"completed,omitzero"` // what completed iterations spent: the default estimate's
 	History         *converge.History `json:"history,omitempty"`
 	Gaps            []gap.Gap         `json:"gaps,omitempty"`
 	Journal         []entry           `json:"journal,omitempty"`
@@ -132,6 +133,11 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 		r.budget.Restore(r.data.Usage)
 	}
 	r.spent = r.data.Usage
+	if r.data.Completed.Iterations == 0 && r.data.Usage.Iterations > 0 {
+		// A record without it (written before it was kept): as before,
+		// everything spent counts as the completed iterations'.
+		r.data.Completed = r.data.Usage
+	}
 	r.generation = c.Generation
 	r.durations.set(r.data.Durations)
 	r.decision = r.data.Decision

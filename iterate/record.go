@@ -64,6 +64,10 @@ func (e *recordEncoder) encode(d *engineData, durationsPushed int) ([]byte, erro
 	}
 	j.key("usage")
 	j.usage(d.Usage)
+	if d.Completed != (budget.Usage{}) {
+		j.key("completed")
+		j.usage(d.Completed)
+	}
 	if d.History != nil {
 		j.key("history")
 		e.history(d.History)

@@ -93,6 +93,9 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 			Elapsed: time.Duration(num()), Usage: usage(), Gaps: gaps(), Complete: pick(2) == 0, AnsweredAt: num(),
 			Answer: str(), Unresolved: gaps(), Totals: Totals{num(), num(), num(), time.Duration(num())},
 			Decision: converge.Decision{Verdict: converge.Verdict(pick(8)), Reason: str()}}
+		if pick(2) == 0 {
+			d.Completed = usage()
+		}
 		if pick(4) > 0 {
 			d.Settings = []setting{{str(), str()}, {"coverage threshold", "0.70"}}
 		} else if pick(2) == 0 {

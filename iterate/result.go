@@ -27,13 +27,17 @@ const (
 	// MaxIterations: the iteration limit was reached without convergence
 	// (partial convergence; Result.Decision.Unmet() lists the unmet criteria).
 	MaxIterations Status = "max_iterations"
-	// Stuck: the work remaining stopped changing.
+	// Stuck: the work remaining stopped changing (the policy's verdict), or
+	// the strategy sees no way forward (a plan with Action Stop; the
+	// default [Adaptive] gives one when the same problems survive its
+	// attempts, whatever the policy).
 	Stuck Status = "stuck"
 	// Plateau: the scores stopped improving.
 	Plateau Status = "plateau"
 	// BudgetExhausted: another iteration would exceed a hard budget limit.
 	BudgetExhausted Status = "budget_exhausted"
-	// Aborted: too many consecutive failures, or the strategy gave up.
+	// Aborted: too many consecutive failed iterations ([WithFailureThreshold]),
+	// or a policy's Aborted verdict.
 	Aborted Status = "aborted"
 	// Interrupted: the context was cancelled; Resume continues.
 	Interrupted Status = "interrupted"
@@ -176,7 +180,8 @@ type InterruptedError struct {
 	Cause     error
 	Last      error
 	// BeforeStart is true when the context had ended before Run or Resume
-	// began: nothing ran and nothing was saved.
+	// began: nothing ran and nothing was saved. (Resume still reports the
+	// session's completed iterations, and its Result the saved state.)
 	BeforeStart bool
 }
 
@@ -207,7 +212,7 @@ var ErrSettingsChanged = errors.New("iterate: settings changed since the checkpo
 type SettingsChangedError struct {
 	Session string
 	// Changes names each setting that differs, with its saved and current
-	// value, e.g. "coverage threshold 0.30 → 0.90".
+	// value, exactly, e.g. "coverage threshold 0.3 → 0.9".
 	Changes []string
 }
 

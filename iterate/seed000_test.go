@@ -51,7 +51,7 @@ func TestSeed000Scenarios(t *testing.T) {
 		wantStatus iterate.Status
 		wantIters  int
 		wantUnmet  []string
-		wantRole   string // a role that must have run
+		wantRole   iterate.RoleName // a role that must have run
 	}{
 		{
 			name:       "test1_single_iteration_to_convergence",
@@ -61,7 +61,7 @@ func TestSeed000Scenarios(t *testing.T) {
 		{
 			name:       "test2_two_iterations_coverage_gap",
 			steps:      steps(nothing, research(0.60, 0.85, 0, 0), research(0.75, 0.85, 0, 0)),
-			wantStatus: iterate.Converged, wantIters: 2, wantRole: "explore",
+			wantStatus: iterate.Converged, wantIters: 2, wantRole: iterate.RoleExplore,
 		},
 		{
 			name: "test3_max_iterations_partial_convergence",
@@ -73,7 +73,7 @@ func TestSeed000Scenarios(t *testing.T) {
 		{
 			name:       "test4_conflicting_findings_resolved",
 			steps:      steps(nothing, research(0.80, 0.85, 3, 0), research(0.80, 0.85, 0, 0)),
-			wantStatus: iterate.Converged, wantIters: 2, wantRole: "verify",
+			wantStatus: iterate.Converged, wantIters: 2, wantRole: iterate.RoleVerify,
 		},
 		{
 			name:       "test5_early_termination",

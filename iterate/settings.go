@@ -63,7 +63,7 @@ func fingerprintOf(settings []setting) string {
 }
 
 // changes lists what differs between the saved settings and the current
-// ones, e.g. "coverage threshold 0.30 → 0.90".
+// ones, with their exact values, e.g. "coverage threshold 0.875 → 0.88".
 func changes(saved, now []setting) []string {
 	old := make(map[string]string, len(saved))
 	for _, s := range saved {
@@ -95,11 +95,14 @@ func quoteEmpty(v string) string {
 	return v
 }
 
+// ratio formats a threshold exactly (the shortest decimal that reads back
+// as v), so that 0.875 and 0.88 are different settings and a change from
+// 0.705 to 0.709 reads as such; a negative threshold is "off".
 func ratio(v float64) string {
 	if v < 0 {
 		return "off"
 	}
-	return strconv.FormatFloat(v, 'f', 2, 64)
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 func durationOrNone(d time.Duration) string {

@@ -40,7 +40,9 @@ import (
 )
 
 // Store is what every checkpoint store provides: the method set of the
-// engine's Checkpointer.
+// engine's Checkpointer, whose doc states the contract [Run] and [Test]
+// check (a save as generation max(Generation, newest+1), Skipped never
+// saved, a Load that returns a copy, ...).
 type Store interface {
 	Save(ctx context.Context, c *checkpoint.Checkpoint) error
 	Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error)

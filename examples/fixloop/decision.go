@@ -341,7 +341,7 @@ func openItems(res *iterate.Result[state], last *planInfo, limit int) []string {
 // once; as many as fit in limit bytes of "\n- item" lines.
 func gapItems(gaps []gap.Gap, limit int) []string {
 	if limit <= 0 {
-		limit = gap.MaxFeedbackLength
+		limit = iterate.DefaultFeedbackLimit
 	}
 	order := slices.Clone(gaps)
 	slices.SortStableFunc(order, func(a, b gap.Gap) int { return cmp.Compare(b.Severity, a.Severity) })

@@ -110,7 +110,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.noReview, "no-review", false, "run no review; the tests alone decide")
 	fs.StringVar(&o.testArgs, "test-args", "./...", "`arguments` of go test -json, split on spaces")
 	fs.IntVar(&o.maxIterations, "max-iterations", 3, "attempts before escalating to a human (0: unlimited); each answer grants as many again")
-	fs.IntVar(&o.feedbackLimit, "feedback-limit", gap.MaxFeedbackLength, "bound of the synthesised feedback in `bytes`")
+	fs.IntVar(&o.feedbackLimit, "feedback-limit", iterate.DefaultFeedbackLimit, "bound of the synthesised feedback in `bytes`")
 	fs.Int64Var(&o.tokenBudget, "token-budget", 0, "token budget of the session (estimated tokens; 0: unlimited)")
 	fs.DurationVar(&o.taskTimeout, "task-timeout", 0, "time limit of one attempt of the implementer command (0: none)")
 	fs.StringVar(&o.answer, "answer", "", "answer to the first escalation (otherwise asked at the terminal)")

@@ -61,9 +61,9 @@ func initial(a syntheticArgs) state { return state{Sum: hash(a.Name)} }
 func plan(n int) iterate.Plan {
 	tasks := make([]iterate.Task, 2+n%3)
 	for i := range tasks {
-		role := "explore"
+		role := iterate.RoleExplore
 		if i%2 == 1 {
-			role = "verify"
+			role = iterate.RoleVerify
 		}
 		tasks[i] = iterate.Task{Role: role, Gaps: []gap.Gap{{Kind: gap.MissingContext, Target: fmt.Sprintf("item-%d-%d", n, i)}}}
 	}

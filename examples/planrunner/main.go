@@ -144,7 +144,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.parallel, "parallel", 3, "run at most `n` phases of a wave at once")
 	fs.IntVar(&o.maxIterations, "max-iterations", 5, "stop after `n` iterations with work remaining (0: unlimited)")
 	fs.Int64Var(&o.contextWindow, "context-window", 200000, "context window of one iteration in `tokens` (0: unknown, never exhausted)")
-	fs.Float64Var(&o.contextThreshold, "context-threshold", defaultContextThreshold, "share of the context window at which an iteration stops early and continues in the next (`ratio` in (0,1], or a percentage such as 90)")
+	fs.Float64Var(&o.contextThreshold, "context-threshold", budget.DefaultContextThreshold, "share of the context window at which an iteration stops early and continues in the next (`ratio` in (0,1], or a percentage such as 90)")
 	fs.IntVar(&o.rateBudget, "rate-limit-budget", 3, "allow `n` external calls per wave, divided among the wave's phases; a phase whose share is spent uses the local fallback")
 	fs.DurationVar(&o.phaseTimeout, "phase-timeout", 0, "bound each phase's implementer call (`duration`, e.g. 10m; 0: none)")
 	fs.StringVar(&o.summaries, "summaries", "", "write iteration summaries to `dir` (default: ../summaries when the plan is in a plans/ directory, else <plan dir>/summaries)")

@@ -30,11 +30,7 @@ const (
 
 	// roleImplement is the role of every task (iterate.Task.Role): the
 	// implementer's.
-	roleImplement = "implement"
-
-	// defaultContextThreshold is the default of --context-threshold: the
-	// default threshold of budget.ContextWindow (Threshold 0), 90%.
-	defaultContextThreshold = 0.90
+	roleImplement = iterate.RoleImplement
 )
 
 // State is the loop state the engine checkpoints. The plan file itself is
@@ -811,7 +807,7 @@ func (r *runner) Conclude(_ context.Context, s State, status iterate.Status, _ s
 
 func (r *runner) threshold() float64 {
 	if r.window.Threshold == 0 {
-		return defaultContextThreshold
+		return budget.DefaultContextThreshold
 	}
 	return r.window.Threshold
 }

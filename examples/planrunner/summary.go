@@ -208,7 +208,7 @@ func renderSummary(r *runner, rec *IterationRecord) []byte {
 	fmt.Fprintf(&b, "**Remaining Context**: %s tokens\n\n", textfmt.Tokens(max(rec.ContextSize-rec.ContextTokens, 0)))
 	fmt.Fprintf(&b, "**Threshold**: %s (%s tokens)\n\n", percent(rec.ContextThreshold), textfmt.Tokens(int64(float64(rec.ContextSize)*rec.ContextThreshold)))
 	fmt.Fprintf(&b, "**Estimate**: %d %s(s) completed × %s + %d remaining × %s\n\n", rec.CompletedNow, unit,
-		textfmt.Tokens(budget.EstimateContext(1, 0, 0, 0)), len(rec.WorkRemaining()), textfmt.Tokens(budget.EstimateContext(0, 1, 0, 0)))
+		textfmt.Tokens(budget.DefaultTokensPerCompleted), len(rec.WorkRemaining()), textfmt.Tokens(budget.DefaultTokensPerRemaining))
 
 	work := rec.WorkRemaining()
 	if len(work) > 0 {

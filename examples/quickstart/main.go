@@ -12,6 +12,7 @@
 //	-max-iterations N iteration limit (default 4)
 //	-resume           continue the interrupted session
 //	-slow D           make every task take D, to try Ctrl+C (default 0)
+//	-version          print the version and exit
 package main
 
 import (
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/examples/internal/buildinfo"
 	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
 )
@@ -144,8 +146,9 @@ func cli(args []string, stderr io.Writer) int {
 	max := fs.Int("max-iterations", 4, "iteration limit (0 = unlimited)")
 	resume := fs.Bool("resume", false, "continue the interrupted session")
 	slow := fs.Duration("slow", 0, "make every task take this long, to try Ctrl+C")
+	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: quickstart [-resume] [-state DIR] [-max-iterations N] [-slow D]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: quickstart [-resume] [-state DIR] [-max-iterations N] [-slow D]\n       quickstart -version\n\n"+
 			"Runs a small refinement loop that answers three questions about a toy codebase.\n\n")
 		fs.PrintDefaults()
 	}
@@ -158,6 +161,10 @@ func cli(args []string, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "quickstart: unexpected argument %q: quickstart takes flags only; run 'quickstart -help' for usage\n", fs.Arg(0))
 		return 2
+	}
+	if *version {
+		fmt.Fprintln(os.Stdout, buildinfo.Version("quickstart"))
+		return 0
 	}
 	return run(*state, *max, *resume, *slow)
 }

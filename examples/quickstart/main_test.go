@@ -65,3 +65,17 @@ func TestArguments(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 }
+
+// TestVersion (issue 20, item 10): --version prints the build, as the other
+// programs' do, instead of "flag provided but not defined".
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"--version", "-version"} {
+		t.Run(arg, func(t *testing.T) {
+			var stderr strings.Builder
+			out := capture(t, func() int { return cli([]string{arg}, &stderr) })
+			if !strings.HasPrefix(out, "quickstart ") || stderr.Len() > 0 {
+				t.Errorf("stdout %q, stderr %q; want the version line on stdout", out, stderr.String())
+			}
+		})
+	}
+}

@@ -311,7 +311,7 @@ func (o *Observer) startTask(r *run, t *iterate.Task) {
 		parent = r.iterCtx
 	}
 	attrs := []attribute.KeyValue{r.session, keyTaskID.String(t.ID()), keyIteration.Int(t.Iteration),
-		keyRole.String(t.Role), keyAction.String(string(t.Action))}
+		keyRole.String(string(t.Role)), keyAction.String(string(t.Action))}
 	if len(t.Gaps) > 0 {
 		g := t.Gap()
 		attrs = append(attrs, keyGapKind.String(string(g.Kind)), keyGapPriority.String(g.Priority.String()))
@@ -340,7 +340,7 @@ func (o *Observer) endTask(r *run, e iterate.TaskEnded) {
 	ctx := trace.ContextWithSpan(context.Background(), span)
 	span.End()
 
-	attrs := metric.WithAttributes(r.session, keyRole.String(e.Task.Role))
+	attrs := metric.WithAttributes(r.session, keyRole.String(string(e.Task.Role)))
 	o.tasks.Add(ctx, 1, attrs)
 	o.taskDuration.Record(ctx, e.Duration.Seconds(), attrs)
 	if e.Usage.Tokens != 0 {
@@ -350,7 +350,7 @@ func (o *Observer) endTask(r *run, e iterate.TaskEnded) {
 		o.cost.Add(ctx, e.Usage.Cost, attrs)
 	}
 	if e.Err != nil {
-		o.failures.Add(ctx, 1, metric.WithAttributes(r.session, keyScope.String("task"), keyRole.String(e.Task.Role)))
+		o.failures.Add(ctx, 1, metric.WithAttributes(r.session, keyScope.String("task"), keyRole.String(string(e.Task.Role))))
 	}
 }
 

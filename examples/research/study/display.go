@@ -83,7 +83,7 @@ func (d *display) plan(n int, p *iterate.Plan) {
 	for i := range p.Tasks {
 		t := &p.Tasks[i]
 		agent := agentName(t)
-		if cmd, ok := d.external[t.Role]; ok {
+		if cmd, ok := d.external[string(t.Role)]; ok {
 			agent += " (external: " + clip(cmd, 40) + ")"
 		}
 		fmt.Fprintf(d.w, "[%d/%d] %s - %s (Gap: %s)\n", i+1, len(p.Tasks), agent, taskSummary(t), gapLabel(t.Gap()))

@@ -175,21 +175,21 @@ func (w *researcher) external(ctx context.Context, command string, s *Notes, t i
 	stdout := &limitedBuffer{max: maxReply}
 	stderr := &xcmd.Tail{Max: maxStderr}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.Env = append(os.Environ(), "RESEARCH_ROOT="+w.ix.root, "RESEARCH_ROLE="+t.Role, "RESEARCH_TASK="+t.ID())
+	cmd.Env = append(os.Environ(), "RESEARCH_ROOT="+w.ix.root, "RESEARCH_ROLE="+string(t.Role), "RESEARCH_TASK="+t.ID())
 	xcmd.Prepare(cmd, killGrace)
 	start := time.Now()
 	if err := xcmd.Run(cmd); err != nil {
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}
-		return iterate.Outcome[Notes]{}, &AgentError{Role: t.Role, Command: command, Err: err, Stderr: stderrTail(stderr)}
+		return iterate.Outcome[Notes]{}, &AgentError{Role: string(t.Role), Command: command, Err: err, Stderr: stderrTail(stderr)}
 	}
 	if stdout.over {
-		return iterate.Outcome[Notes]{}, &AgentError{Role: t.Role, Command: command, Err: fmt.Errorf("reply larger than %d bytes", maxReply)}
+		return iterate.Outcome[Notes]{}, &AgentError{Role: string(t.Role), Command: command, Err: fmt.Errorf("reply larger than %d bytes", maxReply)}
 	}
 	reply, err := parseReply(stdout.Bytes())
 	if err != nil {
-		return iterate.Outcome[Notes]{}, &AgentError{Role: t.Role, Command: command, Err: err}
+		return iterate.Outcome[Notes]{}, &AgentError{Role: string(t.Role), Command: command, Err: err}
 	}
 	part := w.fromReply(s, reply)
 	usage := budget.Usage{Tokens: reply.Usage.Tokens, Wall: time.Since(start)}
@@ -205,7 +205,7 @@ func (w *researcher) external(ctx context.Context, command string, s *Notes, t i
 // agentTask builds the task description sent to an external agent.
 func (w *researcher) agentTask(s *Notes, t iterate.Task) AgentTask {
 	at := AgentTask{
-		Role: t.Role, Agent: agentName(&t), Model: agentOf(t.Role).Model, Task: t.ID(), Iteration: t.Iteration, MaxIterations: t.MaxIterations,
+		Role: string(t.Role), Agent: agentName(&t), Model: agentOf(t.Role).Model, Task: t.ID(), Iteration: t.Iteration, MaxIterations: t.MaxIterations,
 		Action: string(t.Action), Prompt: t.Prompt, Question: s.Question, Root: w.ix.root, Gaps: t.Gaps,
 		Conflicts: s.Conflicts, FilesAnalyzed: s.Analyzed, Feedback: t.Feedback, Guidance: t.Guidance, Answer: t.Answer,
 	}

@@ -5,27 +5,27 @@ import (
 	"github.com/refine-go/refine/iterate"
 )
 
-// The worker roles of seed 000's agents, as iterate.Adaptive names them in
-// Task.Role.
+// The worker roles of seed 000's agents: iterate.Adaptive's default roles,
+// which it names in Task.Role.
 const (
-	roleExplore     = "explore"     // ExploreAgent: files, directories, flows
-	roleCitation    = "citation"    // CitationAgent: evidence for a finding
-	rolePattern     = "pattern"     // PatternAgent: examples of a pattern
-	roleVerify      = "verify"      // PlanAgent: resolve conflicts
-	roleSecurity    = "security"    // SecurityAgent
-	rolePerformance = "performance" // PerformanceAgent
-	roleImplement   = "implement"   // implementer: fix the output (seeds 001, 002)
+	roleExplore     = iterate.RoleExplore     // ExploreAgent: files, directories, flows
+	roleCitation    = iterate.RoleCitation    // CitationAgent: evidence for a finding
+	rolePattern     = iterate.RolePattern     // PatternAgent: examples of a pattern
+	roleVerify      = iterate.RoleVerify      // PlanAgent: resolve conflicts
+	roleSecurity    = iterate.RoleSecurity    // SecurityAgent
+	rolePerformance = iterate.RolePerformance // PerformanceAgent
+	roleImplement   = iterate.RoleImplement   // implementer: fix the output (seeds 001, 002)
 )
 
 // knownRoles are the roles an external command can play (Args.Agents).
-var knownRoles = []string{roleExplore, roleCitation, rolePattern, roleVerify, roleSecurity, rolePerformance}
+var knownRoles = []string{string(roleExplore), string(roleCitation), string(rolePattern), string(roleVerify), string(roleSecurity), string(rolePerformance)}
 
 // agent is the agent that plays a role: its name in the displays, the
 // report and the log, and the model an external agent is told to use.
 type agent struct{ Name, Model string }
 
 // seed000Agents maps a role to seed 000's agent.
-var seed000Agents = map[string]agent{
+var seed000Agents = map[iterate.RoleName]agent{
 	roleExplore:     {"ExploreAgent", "haiku"},
 	roleCitation:    {"CitationAgent", "haiku"},
 	rolePattern:     {"PatternAgent", "haiku"},
@@ -37,7 +37,7 @@ var seed000Agents = map[string]agent{
 
 // agentOf returns the agent of a role; a role without one (a task planned
 // without a role, an unknown role) is the ExploreAgent's.
-func agentOf(role string) agent {
+func agentOf(role iterate.RoleName) agent {
 	if a, ok := seed000Agents[role]; ok {
 		return a
 	}

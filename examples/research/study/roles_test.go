@@ -27,19 +27,19 @@ func TestSeed000RoleTable(t *testing.T) {
 	t2 := gap.Gap{Kind: gap.ReviewRejected, Target: "review", Detail: "missing doc comment", Priority: gap.P1, Severity: 0.7}
 	tests := []struct {
 		gaps       []gap.Gap
-		wantRoles  []string
+		wantRoles  []iterate.RoleName
 		wantAgent  agent
 		wantPrompt string
 	}{
-		{[]gap.Gap{cov}, []string{roleExplore}, agent{"ExploreAgent", "haiku"}, "Analyze ONLY these files: jwt.go, middleware.go."},
-		{[]gap.Gap{evid}, []string{roleCitation}, agent{"CitationAgent", "haiku"}, "For finding 'finding-003', locate exact code implementation"},
-		{[]gap.Gap{pat}, []string{rolePattern}, agent{"PatternAgent", "haiku"}, "Find 3+ concrete examples"},
-		{[]gap.Gap{conf}, []string{roleVerify}, agent{"PlanAgent", "sonnet"}, "Resolve conflict: SQL Server vs PostgreSQL."},
-		{[]gap.Gap{sec}, []string{roleSecurity}, agent{"SecurityAgent", "sonnet"}, "security implications of 'token storage'"},
-		{[]gap.Gap{perf}, []string{rolePerformance}, agent{"PerformanceAgent", "sonnet"}, "performance characteristics of 'cache'"},
-		{[]gap.Gap{t1, t2}, []string{roleImplement}, agent{"Implementer", "sonnet"}, "expected 1, received 2; missing doc comment"},
+		{[]gap.Gap{cov}, []iterate.RoleName{roleExplore}, agent{"ExploreAgent", "haiku"}, "Analyze ONLY these files: jwt.go, middleware.go."},
+		{[]gap.Gap{evid}, []iterate.RoleName{roleCitation}, agent{"CitationAgent", "haiku"}, "For finding 'finding-003', locate exact code implementation"},
+		{[]gap.Gap{pat}, []iterate.RoleName{rolePattern}, agent{"PatternAgent", "haiku"}, "Find 3+ concrete examples"},
+		{[]gap.Gap{conf}, []iterate.RoleName{roleVerify}, agent{"PlanAgent", "sonnet"}, "Resolve conflict: SQL Server vs PostgreSQL."},
+		{[]gap.Gap{sec}, []iterate.RoleName{roleSecurity}, agent{"SecurityAgent", "sonnet"}, "security implications of 'token storage'"},
+		{[]gap.Gap{perf}, []iterate.RoleName{rolePerformance}, agent{"PerformanceAgent", "sonnet"}, "performance characteristics of 'cache'"},
+		{[]gap.Gap{t1, t2}, []iterate.RoleName{roleImplement}, agent{"Implementer", "sonnet"}, "expected 1, received 2; missing doc comment"},
 		// No actionable gap: the broad exploration.
-		{nil, []string{roleExplore}, agent{"ExploreAgent", "haiku"}, "Explore broadly for anything the previous iterations missed."},
+		{nil, []iterate.RoleName{roleExplore}, agent{"ExploreAgent", "haiku"}, "Explore broadly for anything the previous iterations missed."},
 	}
 	for _, tt := range tests {
 		name := "broad"
@@ -54,7 +54,7 @@ func TestSeed000RoleTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var roles []string
+			var roles []iterate.RoleName
 			for _, tk := range p.Tasks {
 				roles = append(roles, tk.Role)
 			}

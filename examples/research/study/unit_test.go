@@ -197,7 +197,7 @@ func fixture(t *testing.T, name string) (*researcher, Notes) {
 	return &researcher{ix: ix, lines: &lineCounter{ix: ix}, filesPerTask: 20}, n
 }
 
-func outcome(iteration, index int, role string, part Notes) iterate.Outcome[Notes] {
+func outcome(iteration, index int, role iterate.RoleName, part Notes) iterate.Outcome[Notes] {
 	return iterate.Outcome[Notes]{Task: iterate.Task{Iteration: iteration, Index: index, Role: role}, Part: part}
 }
 
@@ -690,7 +690,7 @@ func TestExplore(t *testing.T) {
 	})
 	t.Run("work_leaves_the_state_alone", func(t *testing.T) {
 		before := withLinux.clone()
-		for _, role := range []string{"explore", "citation", "pattern", "verify"} {
+		for _, role := range []iterate.RoleName{roleExplore, roleCitation, rolePattern, roleVerify} {
 			if _, err := w.Work(ctx, withLinux, iterate.Task{Iteration: 2, Role: role, Gaps: []gap.Gap{{Kind: gap.Evidence, Target: "F001"}}}); err != nil {
 				t.Fatal(err)
 			}

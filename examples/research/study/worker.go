@@ -102,7 +102,7 @@ func impactOf(s string) gap.Impact {
 // Work runs one task: an external command when one plays the task's role,
 // else the built-in agent of the role. It never modifies s.
 func (w *researcher) Work(ctx context.Context, s Notes, t iterate.Task) (iterate.Outcome[Notes], error) {
-	if cmd, ok := w.agents[t.Role]; ok {
+	if cmd, ok := w.agents[string(t.Role)]; ok {
 		return w.external(ctx, cmd, &s, t)
 	}
 	var part Notes
@@ -132,8 +132,8 @@ func (w *researcher) Integrate(_ context.Context, s Notes, outcomes []iterate.Ou
 	n := s.clone()
 	for i := range outcomes {
 		o := &outcomes[i]
-		log := AgentLog{Iteration: o.Task.Iteration, Task: o.Task.ID(), Agent: agentName(&o.Task), Role: o.Task.Role,
-			Gap: gapLabel(o.Task.Gap()), External: w.agents[o.Task.Role] != ""}
+		log := AgentLog{Iteration: o.Task.Iteration, Task: o.Task.ID(), Agent: agentName(&o.Task), Role: string(o.Task.Role),
+			Gap: gapLabel(o.Task.Gap()), External: w.agents[string(o.Task.Role)] != ""}
 		if o.Failed() {
 			log.Error = o.Err.Error()
 			n.Log = append(n.Log, log)
