@@ -18,8 +18,9 @@ type lease struct {
 	session string
 	token   uint64
 
-	mu   sync.Mutex
-	lost bool // expired, taken over or not renewable: saves are fenced
+	mu       sync.Mutex
+	lost     bool          // expired, taken over or not renewable: saves are fenced
+	lostChan chan struct{} // closed when lost: cancels the saves in flight
 
 	stop chan struct{} // closed by release
 	done chan struct{} // closed when the renewal goroutine returns
@@ -42,7 +43,10 @@ func (l *lease) lose() {
 		return
 	}
 	l.mu.Lock()
-	l.lost = true
+	if !l.lost {
+		l.lost = true
+		close(l.lostChan)
+	}
 	l.mu.Unlock()
 }
 
@@ -113,7 +117,7 @@ func (s *Store) Lock(ctx context.Context, session string) (token uint64, release
 			return 0, nil, &checkpoint.LockedError{Session: session, Holder: holder}
 		}
 	}
-	l := &lease{session: session, token: uint64(t), stop: make(chan struct{}), done: make(chan struct{})}
+	l := &lease{session: session, token: uint64(t), lostChan: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	s.mu.Lock()
 	if s.locks == nil {
 		s.locks = make(map[string]*lease)
