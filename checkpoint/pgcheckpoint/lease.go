@@ -89,7 +89,9 @@ func (s *Store) Lock(ctx context.Context, session string) (token uint64, release
 		return 0, nil, err
 	}
 	var t int64
+	var sent time.Time
 	for attempt := 0; ; attempt++ {
+		sent = time.Now()
 		err = s.pool.QueryRow(ctx, `
 			INSERT INTO `+s.table("leases")+` AS l (session, holder, token, expires_at)
 			VALUES ($1, $2,
@@ -127,28 +129,47 @@ func (s *Store) Lock(ctx context.Context, session string) (token uint64, release
 	}
 	s.locks[session] = l
 	s.mu.Unlock()
-	go s.renewLoop(l)
+	go s.renewLoop(l, sent)
 	return l.token, func() error { return s.release(l) }, nil
 }
 
 // renewLoop renews l every renewal interval until it is released or lost.
-func (s *Store) renewLoop(l *lease) {
+// taken is when the query that took the lease was sent.
+//
+// A renewal may take as long as the lease has left (by this host's clock,
+// counted from when the last successful renewal was sent, which is no
+// later than the server's count): one slowed down by a loaded server or
+// host still counts. When none has succeeded for a whole lease, the lease
+// may have run out and is counted lost.
+func (s *Store) renewLoop(l *lease, taken time.Time) {
 	defer close(l.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-l.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	ticker := time.NewTicker(s.renew)
 	defer ticker.Stop()
-	last := time.Now() // of the last successful renewal (or the taking)
+	last := taken // when the last successful renewal (or the taking) was sent
 	for {
 		select {
 		case <-l.stop:
 			return
 		case <-ticker.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.renew)
-		ok, err := s.renewOnce(ctx, l)
-		cancel()
+		sent := time.Now()
+		rctx, rcancel := context.WithDeadline(ctx, last.Add(s.lease))
+		ok, err := s.renewOnce(rctx, l)
+		rcancel()
 		switch {
+		case ctx.Err() != nil:
+			return // released
 		case err == nil && ok:
-			last = time.Now()
+			last = sent
 		case err == nil && !ok:
 			l.lose() // expired, released behind our back or taken over
 			return

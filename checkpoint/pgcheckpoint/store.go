@@ -201,8 +201,8 @@ func wrap(ctx context.Context, op, session string, err error) error {
 
 // saveRate is the pace, in bytes per second, that a save's deadline
 // allows for its Engine and State beyond the lease: a save has the lease,
-// plus a second per 8 MiB, to be answered.
-const saveRate = 8 << 20
+// plus a second per 4 MiB, to be answered.
+const saveRate = 4 << 20
 
 // saveDeadline returns how long a save of n bytes may take.
 func (s *Store) saveDeadline(n int) time.Duration {
@@ -231,7 +231,7 @@ var (
 // last statement, so that it holds the lease row for no longer than it
 // takes to commit. Renewals of the lease go on while the bytes travel.
 //
-// Every save has a deadline of its own: the lease, plus a second per 8 MiB
+// Every save has a deadline of its own: the lease, plus a second per 4 MiB
 // of Engine and State. A save not answered by then (a connection that stops
 // forwarding, a lock the server waits for) returns an error matching
 // [context.DeadlineExceeded]; the lease is not lost for that. A fenced save
@@ -311,7 +311,7 @@ func (s *Store) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
 		return wrap(ctx, "saving", c.Session, err)
 	case errors.Is(cause, errLeaseLost):
 		return &checkpoint.FencedError{Session: c.Session, Token: c.Token}
-	case errors.Is(cause, errSaveDeadline):
+	case errors.Is(cause, errSaveDeadline) || lockTimeout(err): // lock_timeout is the deadline too
 		return fmt.Errorf("pgcheckpoint: saving session %q: no answer within the save's deadline of %v: %w (%w)", c.Session, limit, context.DeadlineExceeded, err)
 	}
 	return wrap(ctx, "saving", c.Session, err)
