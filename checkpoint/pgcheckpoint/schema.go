@@ -15,7 +15,9 @@ import (
 // migrations are the steps of the schema, in order: migrations[i] takes the
 // schema from version i to version i+1. A step is only ever appended, never
 // changed, once released. Each statement is a format string whose verbs are
-// all the quoted schema name.
+// all the quoted schema name, and must be idempotent (IF NOT EXISTS...):
+// the script of SchemaSQL (schema.sql) runs them all, whatever the version
+// of the schema it runs on.
 var migrations = [][]string{
 	// Version 1: checkpoints, leases.
 	{`CREATE TABLE IF NOT EXISTS %[1]s.checkpoints (
@@ -111,11 +113,18 @@ func missing(err error) bool {
 // first, without a lock, and creates or migrates the schema only when it
 // is older (unless Migrate(false)).
 func (s *Store) prepare(ctx context.Context) error {
+	// One implicit transaction, so that lock_timeout bounds the wait for
+	// the table of versions too (a migration in progress may lock it).
+	var b pgx.Batch
+	b.Queue(`SELECT set_config('lock_timeout', $1, true)`, s.lockTimeoutSetting())
 	var v int
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+s.table("schema_version")).Scan(&v)
+	b.Queue(`SELECT coalesce(max(version), 0) FROM ` + s.table("schema_version")).QueryRow(func(row pgx.Row) error { return row.Scan(&v) })
+	err := s.pool.SendBatch(ctx, &b).Close()
 	switch {
 	case missing(err):
 		v = 0
+	case lockTimeout(err):
+		return fmt.Errorf("waited %v for a lock to read the version of schema %s: %w (%w)", s.migrationTimeout, s.q, ErrSchemaLocked, err)
 	case err != nil:
 		return err
 	}
@@ -143,7 +152,7 @@ func (s *Store) migrate(ctx context.Context) error {
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, strconv.FormatInt(max(s.migrationTimeout.Milliseconds(), 1), 10)); err != nil {
+	if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, s.lockTimeoutSetting()); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('refine-go/pgcheckpoint'), hashtext($1))`, s.schema); err != nil {
@@ -186,6 +195,12 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	return tx.Commit(ctx)
+}
+
+// lockTimeoutSetting returns the migration timeout as a value of
+// lock_timeout.
+func (s *Store) lockTimeoutSetting() string {
+	return strconv.FormatInt(max(s.migrationTimeout.Milliseconds(), 1), 10)
 }
 
 // lockTimeout reports whether err is PostgreSQL's lock_not_available, what
