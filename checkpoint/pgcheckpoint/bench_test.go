@@ -2,6 +2,7 @@ package pgcheckpoint_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"testing"
 
@@ -12,6 +13,14 @@ import (
 
 // benchSizes are the sizes of the states the benchmarks save.
 var benchSizes = []int{4 << 10, 1 << 20}
+
+// benchState returns a state of n bytes that does not compress, so that
+// the server stores all of them.
+func benchState(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
 
 func sizeName(n int) string {
 	if n >= 1<<20 {
@@ -36,7 +45,7 @@ func BenchmarkSave(b *testing.B) {
 				s := newStore(b)
 				ctx := context.Background()
 				c := checkpointtest.Checkpoint("bench", 1)
-				c.State = make([]byte, size)
+				c.State = benchState(size)
 				if fenced {
 					token, release, err := s.Lock(ctx, "bench")
 					if err != nil {
@@ -73,7 +82,7 @@ func BenchmarkSQLFloor(b *testing.B) {
 				b.Fatal(err)
 			}
 			c := checkpointtest.Checkpoint("bench", 1)
-			c.State = make([]byte, size)
+			c.State = benchState(size)
 			t := c.Time.UTC()
 			b.SetBytes(int64(len(c.Engine) + len(c.State)))
 			b.ReportAllocs()

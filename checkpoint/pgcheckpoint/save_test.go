@@ -29,16 +29,6 @@ func leaseRow(t testing.TB, pool *pgxpool.Pool, schema, session string) (holder 
 	return holder, token, expires
 }
 
-// serverNow returns the database server's clock.
-func serverNow(t testing.TB, pool *pgxpool.Pool) time.Time {
-	t.Helper()
-	var now time.Time
-	if err := pool.QueryRow(context.Background(), `SELECT clock_timestamp()`).Scan(&now); err != nil {
-		t.Fatal(err)
-	}
-	return now
-}
-
 // checkHeld fails t unless the session's lease is live and held by s with
 // token, as another store sees it.
 func checkHeld(t *testing.T, s, other *pgcheckpoint.Store, session string, token uint64) {

@@ -99,8 +99,8 @@ func Keep(n int) Option {
 // connection lost): another host can take the session over once the lease
 // has run out, at most this long after the holder's last renewal. A holder
 // that cannot renew for this long (paused, partitioned) loses the session
-// and its next save is refused; a save that idles inside its transaction
-// for this long is ended by the server. It must be at least 100ms.
+// and its next save is refused. It is also each save's deadline (plus a
+// second per 4 MiB of Engine and State). It must be at least 100ms.
 func Lease(d time.Duration) Option {
 	return optionFunc(func(s *Store) error {
 		if d < 100*time.Millisecond {
@@ -136,8 +136,9 @@ func Holder(name string) Option {
 }
 
 // New returns a store keeping checkpoints in the database of pool, creating
-// its schema and tables or migrating them to [SchemaVersion] first
-// (idempotent, and safe when several hosts start at once). The pool stays
+// its schema and tables or migrating them to [SchemaVersion] first unless
+// they are current (idempotent, and safe when several hosts start at once;
+// see [Migrate] and [MigrationTimeout]). The pool stays
 // the caller's: close it after the store's last use and after releasing
 // its locks (see [Store.Close]). A nil option is ignored; an invalid one is
 // an error.
