@@ -5,9 +5,12 @@ import (
 	"crypto/rand"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/checkpoint/checkpointtest"
 )
 
@@ -73,39 +76,105 @@ func BenchmarkSave(b *testing.B) {
 func BenchmarkSQLFloor(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(sizeName(size), func(b *testing.B) {
-			pool := newPool(b)
-			schema := newSchema(b, pool)
-			openStore(b, pool, schema) // creates the store's tables
-			ctx := context.Background()
-			floor := pgx.Identifier{schema, "floor"}.Sanitize()
-			if _, err := pool.Exec(ctx, `CREATE TABLE `+floor+` (LIKE `+pgx.Identifier{schema, "checkpoints"}.Sanitize()+` INCLUDING ALL)`); err != nil {
-				b.Fatal(err)
-			}
+			floor := newFloor(b)
 			c := checkpointtest.Checkpoint("bench", 1)
 			c.State = benchState(size)
-			t := c.Time.UTC()
 			b.SetBytes(int64(len(c.Engine) + len(c.State)))
 			b.ReportAllocs()
 			for b.Loop() {
-				tx, err := pool.Begin(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := tx.Exec(ctx, `INSERT INTO `+floor+`
-					(session, generation, token, status, reason, iteration, time, time_ns, question, fingerprint, engine, state)
-					VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-					ON CONFLICT (session, generation) DO UPDATE SET token = excluded.token, status = excluded.status,
-						reason = excluded.reason, iteration = excluded.iteration, time = excluded.time,
-						time_ns = excluded.time_ns, question = excluded.question, fingerprint = excluded.fingerprint,
-						engine = excluded.engine, state = excluded.state`,
-					c.Session, int64(c.Generation), int64(c.Token), c.Status, c.Reason, int64(c.Iteration),
-					t, int32(0), c.Question, c.Fingerprint, c.Engine, c.State); err != nil {
-					b.Fatal(err)
-				}
-				if err := tx.Commit(ctx); err != nil {
-					b.Fatal(err)
-				}
+				floor.write(b, c)
 			}
 		})
+	}
+}
+
+// BenchmarkSaveVsFloor alternates a fenced save and the SQL floor's
+// transaction of the same bytes, on one server, so that both see the same
+// load, and reports their times and their ratio (save/floor): on a shared
+// machine, a steadier figure than two benchmarks run one after the other.
+func BenchmarkSaveVsFloor(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(sizeName(size), func(b *testing.B) {
+			floor := newFloor(b)
+			s := openStore(b, floor.pool, floor.schema)
+			ctx := context.Background()
+			c := checkpointtest.Checkpoint("bench", 1)
+			c.State = benchState(size)
+			token, release, err := s.Lock(ctx, "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer release()
+			fenced := *c
+			fenced.Token = token
+			var saves, floors time.Duration
+			i := 0
+			for b.Loop() {
+				save := func() {
+					start := time.Now()
+					if err := s.Save(ctx, &fenced); err != nil {
+						b.Fatal(err)
+					}
+					saves += time.Since(start)
+				}
+				plain := func() {
+					start := time.Now()
+					floor.write(b, c)
+					floors += time.Since(start)
+				}
+				if i%2 == 0 {
+					save()
+					plain()
+				} else {
+					plain()
+					save()
+				}
+				i++
+			}
+			b.ReportMetric(float64(saves.Nanoseconds())/float64(i), "save-ns/op")
+			b.ReportMetric(float64(floors.Nanoseconds())/float64(i), "floor-ns/op")
+			b.ReportMetric(float64(saves)/float64(floors), "save/floor")
+		})
+	}
+}
+
+// floor writes checkpoints by the plainest transaction, into a table like
+// the store's.
+type floor struct {
+	pool   *pgxpool.Pool
+	schema string
+	sql    string
+}
+
+func newFloor(b *testing.B) *floor {
+	pool := newPool(b)
+	schema := newSchema(b, pool)
+	openStore(b, pool, schema) // creates the store's tables
+	table := pgx.Identifier{schema, "floor"}.Sanitize()
+	if _, err := pool.Exec(context.Background(), `CREATE TABLE `+table+` (LIKE `+pgx.Identifier{schema, "checkpoints"}.Sanitize()+` INCLUDING ALL)`); err != nil {
+		b.Fatal(err)
+	}
+	return &floor{pool: pool, schema: schema, sql: `INSERT INTO ` + table + `
+		(session, generation, token, status, reason, iteration, time, time_ns, question, fingerprint, engine, state)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		ON CONFLICT (session, generation) DO UPDATE SET token = excluded.token, status = excluded.status,
+			reason = excluded.reason, iteration = excluded.iteration, time = excluded.time,
+			time_ns = excluded.time_ns, question = excluded.question, fingerprint = excluded.fingerprint,
+			engine = excluded.engine, state = excluded.state`}
+}
+
+// write is BEGIN; INSERT ... ON CONFLICT DO UPDATE; COMMIT of c.
+func (f *floor) write(b *testing.B, c *checkpoint.Checkpoint) {
+	ctx := context.Background()
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, f.sql, c.Session, int64(c.Generation), int64(c.Token), c.Status, c.Reason, int64(c.Iteration),
+		c.Time.UTC(), int32(0), c.Question, c.Fingerprint, c.Engine, c.State); err != nil {
+		b.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		b.Fatal(err)
 	}
 }
