@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/refine-go/refine/checkpoint"
 )
@@ -91,8 +92,9 @@ func (s *Store) Lock(ctx context.Context, session string) (token uint64, release
 	var t int64
 	var sent time.Time
 	for attempt := 0; ; attempt++ {
-		sent = time.Now()
-		err = s.pool.QueryRow(ctx, `
+		err = s.acquired(ctx, func(conn *pgxpool.Conn) error {
+			sent = time.Now() // a connection at hand: the lease starts after this
+			return conn.QueryRow(ctx, `
 			INSERT INTO `+s.table("leases")+` AS l (session, holder, token, expires_at)
 			VALUES ($1, $2,
 				(SELECT coalesce(max(token), 0) + 1 FROM `+s.table("checkpoints")+` WHERE session = $1),
@@ -102,6 +104,7 @@ func (s *Store) Lock(ctx context.Context, session string) (token uint64, release
 					acquired_at = clock_timestamp(), renewed_at = clock_timestamp()
 				WHERE l.holder = '' OR l.expires_at <= clock_timestamp()
 			RETURNING token`, session, s.holder, s.lease.Microseconds()).Scan(&t)
+		})
 		if err == nil {
 			break
 		}
@@ -134,7 +137,9 @@ func (s *Store) Lock(ctx context.Context, session string) (token uint64, release
 }
 
 // renewLoop renews l every renewal interval until it is released or lost.
-// taken is when the query that took the lease was sent.
+// taken is when the query that took the lease was sent (a connection at
+// hand: connecting may take long on a loaded host, but the lease starts
+// only when the query runs).
 //
 // A renewal may take as long as the lease has left (by this host's clock,
 // counted from when the last successful renewal was sent, which is no
@@ -161,9 +166,8 @@ func (s *Store) renewLoop(l *lease, taken time.Time) {
 			return
 		case <-ticker.C:
 		}
-		sent := time.Now()
 		rctx, rcancel := context.WithDeadline(ctx, last.Add(s.lease))
-		ok, err := s.renewOnce(rctx, l)
+		sent, ok, err := s.renewOnce(rctx, l)
 		rcancel()
 		switch {
 		case ctx.Err() != nil:
@@ -181,17 +185,29 @@ func (s *Store) renewLoop(l *lease, taken time.Time) {
 	}
 }
 
-// renewOnce extends l, reporting whether the lease row was still l's and
-// live.
-func (s *Store) renewOnce(ctx context.Context, l *lease) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE `+s.table("leases")+`
-		SET expires_at = clock_timestamp() + $4 * interval '1 microsecond', renewed_at = clock_timestamp()
-		WHERE session = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp()`,
-		l.session, s.holder, int64(l.token), s.lease.Microseconds())
+// renewOnce extends l, reporting when the renewal was sent (once a
+// connection was at hand) and whether the lease row was still l's and live.
+func (s *Store) renewOnce(ctx context.Context, l *lease) (sent time.Time, ok bool, err error) {
+	err = s.acquired(ctx, func(conn *pgxpool.Conn) error {
+		sent = time.Now()
+		tag, err := conn.Exec(ctx, `UPDATE `+s.table("leases")+`
+			SET expires_at = clock_timestamp() + $4 * interval '1 microsecond', renewed_at = clock_timestamp()
+			WHERE session = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp()`,
+			l.session, s.holder, int64(l.token), s.lease.Microseconds())
+		ok = tag.RowsAffected() == 1
+		return err
+	})
+	return sent, ok && err == nil, err
+}
+
+// acquired calls f with a connection of the pool, released after.
+func (s *Store) acquired(ctx context.Context, f func(*pgxpool.Conn) error) error {
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return false, err
+		return err
 	}
-	return tag.RowsAffected() == 1, nil
+	defer conn.Release()
+	return f(conn)
 }
 
 // release stops l's renewals and frees its lease row, keeping its token.

@@ -335,3 +335,26 @@ func TestMigrateFalse(t *testing.T) {
 		t.Error("MigrationTimeout(0) accepted")
 	}
 }
+
+// TestNewFrozenConnection: New on a connection that stops answering
+// returns within about twice MigrationTimeout, with an error matching
+// context.DeadlineExceeded.
+func TestNewFrozenConnection(t *testing.T) {
+	other := newPool(t)
+	p := newProxy(t)
+	pool := p.pool(t)
+	schema := newSchema(t, other)
+	const timeout = time.Second
+	p.freeze()
+	start := time.Now()
+	_, err := pgcheckpoint.New(context.Background(), pool, pgcheckpoint.Schema(schema), pgcheckpoint.MigrationTimeout(timeout))
+	took := time.Since(start)
+	p.thaw()
+	t.Logf("after %v: %v", took.Round(time.Millisecond), err)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("New on a frozen connection: got %v, want a deadline error", err)
+	}
+	if took > 2*timeout+2*time.Second {
+		t.Errorf("New on a frozen connection returned after %v, want about %v", took, 2*timeout)
+	}
+}

@@ -138,10 +138,11 @@ func Holder(name string) Option {
 // New returns a store keeping checkpoints in the database of pool, creating
 // its schema and tables or migrating them to [SchemaVersion] first unless
 // they are current (idempotent, and safe when several hosts start at once;
-// see [Migrate] and [MigrationTimeout]). The pool stays
-// the caller's: close it after the store's last use and after releasing
-// its locks (see [Store.Close]). A nil option is ignored; an invalid one is
-// an error.
+// see [Migrate] and [MigrationTimeout]). It returns within twice the
+// migration timeout whatever the database does (sooner if ctx ends). The
+// pool stays the caller's: close it after the store's last use and after
+// releasing its locks (see [Store.Close]). A nil option is ignored; an
+// invalid one is an error.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("pgcheckpoint: nil pool")
@@ -175,9 +176,15 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	s.holder += " #" + hex.EncodeToString(suffix[:])
 	s.q = pgx.Identifier{s.schema}.Sanitize()
 	s.prepareSQL()
-	if err := s.prepare(ctx); err != nil {
+	// Each lock is waited for at most the migration timeout; the whole,
+	// twice that, also on a connection that stops answering.
+	pctx, cancel := context.WithTimeoutCause(ctx, 2*s.migrationTimeout, errSetupDeadline)
+	defer cancel()
+	if err := s.prepare(pctx); err != nil {
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			err = fmt.Errorf("%w (%w)", cerr, err)
+		} else if context.Cause(pctx) == errSetupDeadline {
+			err = fmt.Errorf("no answer within %v (twice the migration timeout): %w (%w)", 2*s.migrationTimeout, context.DeadlineExceeded, err)
 		}
 		return nil, fmt.Errorf("pgcheckpoint: preparing schema %s: %w", s.q, err)
 	}
@@ -210,10 +217,11 @@ func (s *Store) saveDeadline(n int) time.Duration {
 	return s.lease + time.Duration(float64(n)/saveRate*float64(time.Second))
 }
 
-// Causes of the end of a save's own context.
+// Causes of the end of a save's own context, and of New's.
 var (
-	errSaveDeadline = errors.New("pgcheckpoint: the save's deadline passed")
-	errLeaseLost    = errors.New("pgcheckpoint: the lease was lost during the save")
+	errSetupDeadline = errors.New("pgcheckpoint: the schema set-up's deadline passed")
+	errSaveDeadline  = errors.New("pgcheckpoint: the save's deadline passed")
+	errLeaseLost     = errors.New("pgcheckpoint: the lease was lost during the save")
 )
 
 // Save stores c as a new generation of its session, in one transaction:
