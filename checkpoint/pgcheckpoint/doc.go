@@ -36,8 +36,9 @@
 // transaction under an advisory lock, so hosts starting at once take turns
 // and find the work done; no lock (that one, or one on a table) is waited
 // for longer than [MigrationTimeout] (30s by default), after which New
-// fails with an error matching [ErrSchemaLocked] that names the lock. A
-// schema newer than [SchemaVersion] is refused.
+// fails with an error matching [ErrSchemaLocked] that names the lock; it
+// returns within twice that, whatever the database does. A schema newer
+// than [SchemaVersion] is refused.
 //
 // A role that may not create anything can use the store: an operator
 // creates the schema with the file schema.sql of this package (the output
@@ -55,7 +56,8 @@
 // implicit transaction committed at its end. It happens whole or not at
 // all, also when the connection drops in the middle; a save whose client
 // is gone is rolled back by the server within a second
-// (client_connection_check_interval), rather than left holding its row.
+// (client_connection_check_interval, on PostgreSQL 14 and newer), rather
+// than left holding its row.
 //
 // Every save has a deadline of its own: the lease, plus a second per 4 MiB
 // of Engine and State; no lock is waited for beyond it (lock_timeout).

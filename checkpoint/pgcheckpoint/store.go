@@ -392,7 +392,11 @@ func (s *Store) saveSettings(ctx context.Context) string {
 // prepareSQL sets the statements of a save, which name the store's tables.
 func (s *Store) prepareSQL() {
 	// Local to the save's transaction, like SET LOCAL.
-	s.sqlSettings = `SELECT set_config('lock_timeout', $1, true), set_config('client_connection_check_interval', '1000', true)`
+	// client_connection_check_interval is set where the server has it
+	// (PostgreSQL 14 and newer).
+	s.sqlSettings = `SELECT set_config('lock_timeout', $1, true),
+		CASE WHEN current_setting('client_connection_check_interval', true) IS NOT NULL
+			THEN set_config('client_connection_check_interval', '1000', true) END`
 	// The generation is computed in the insert, from the newest stored;
 	// a save that races another for it fails on the primary key, and
 	// Save tries again.
