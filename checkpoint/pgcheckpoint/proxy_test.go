@@ -18,8 +18,9 @@ type proxy struct {
 	ln     net.Listener
 	target string
 
-	mu     sync.Mutex
-	thawed chan struct{} // closed while not frozen
+	mu       sync.Mutex
+	thawed   chan struct{} // closed while not frozen
+	refusing bool          // new connections are closed at once
 	conns  []net.Conn
 	done   chan struct{} // closed by close
 	wg     sync.WaitGroup
@@ -95,6 +96,12 @@ func (p *proxy) accept() {
 			return
 		default:
 		}
+		if p.refusing {
+			p.mu.Unlock()
+			c.Close()
+			s.Close()
+			continue
+		}
 		p.conns = append(p.conns, c, s)
 		p.mu.Unlock()
 		p.wg.Go(func() { p.pipe(s, c) })
@@ -149,6 +156,14 @@ func (p *proxy) thaw() {
 	default:
 		close(p.thawed)
 	}
+}
+
+// refuse makes p close new connections at once (refusing) or forward them
+// again.
+func (p *proxy) refuse(refusing bool) {
+	p.mu.Lock()
+	p.refusing = refusing
+	p.mu.Unlock()
 }
 
 // cut closes every connection p forwards (new ones are forwarded).

@@ -357,6 +357,10 @@ func TestInterruptedSave(t *testing.T) {
 			return nil
 		}},
 		{"connection_closed", func(_ context.Context, _ uint32, _ *pgxpool.Pool, p *proxy, _ context.CancelFunc) error {
+			// No new connection gets through either, so that the
+			// server is not sent a cancel request (which pgx sends on
+			// its own): it must notice the lost client by itself.
+			p.refuse(true)
 			p.cut()
 			return nil
 		}},
@@ -414,9 +418,10 @@ func TestInterruptedSave(t *testing.T) {
 				t.Fatalf("the interrupted Save was fenced: %v", err)
 			}
 			t.Logf("interrupted Save: %v", err)
-			// The server rolls the save back once it notices (within a
-			// second): until then the save's uncommitted row would hold up
-			// the next one.
+			// The server rolls the save back once it notices (a cancel
+			// request pgx sends, or, the connection lost, within a
+			// second): until then the save's uncommitted row would hold
+			// up the next one.
 			eventually(t, 10*time.Second, "the interrupted save's backend is still running", func() bool {
 				var n int
 				if err := other.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(30)%' AND datname = current_database()`).Scan(&n); err != nil {
@@ -424,6 +429,7 @@ func TestInterruptedSave(t *testing.T) {
 				}
 				return n == 0
 			})
+			p.refuse(false)
 			got, err := s.Load(context.Background(), session)
 			if err != nil {
 				t.Fatal(err)
