@@ -21,9 +21,9 @@ type proxy struct {
 	mu       sync.Mutex
 	thawed   chan struct{} // closed while not frozen
 	refusing bool          // new connections are closed at once
-	conns  []net.Conn
-	done   chan struct{} // closed by close
-	wg     sync.WaitGroup
+	conns    []net.Conn
+	done     chan struct{} // closed by close
+	wg       sync.WaitGroup
 }
 
 // newProxy starts a proxy to the test server; it is closed when t ends.

@@ -235,10 +235,12 @@ var (
 // takes the next). Generations older than the newest Keep are deleted in
 // the same transaction. c is not modified, and Skipped is not saved.
 //
-// The transaction is one round trip: its statements are sent at once, in
-// a pipeline that commits at its end, and the fencing check (below) is its
-// last statement, so that it holds the lease row for no longer than it
-// takes to commit. Renewals of the lease go on while the bytes travel.
+// The transaction is one round trip (after the first save on a
+// connection, which prepares the statements): its statements are sent at
+// once, in a pipeline that commits at its end, and the fencing check
+// (below) is its last statement, so that it holds the lease row for no
+// longer than it takes to commit. Renewals of the lease go on while the
+// bytes travel.
 //
 // Every save has a deadline of its own: the lease, plus a second per 4 MiB
 // of Engine and State. A save not answered by then (a connection that stops
