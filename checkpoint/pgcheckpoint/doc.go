@@ -10,7 +10,7 @@
 //	pool, err := pgxpool.New(ctx, "postgres://refine@db.internal/refine")
 //	if err != nil { ... }
 //	defer pool.Close()
-//	store, err := pgcheckpoint.New(ctx, pool) // creates or migrates its tables
+//	store, err := pgcheckpoint.New(ctx, pool) // creates or migrates its tables if needed
 //	if err != nil { ... }
 //	defer store.Close() // releases leases still held
 //	eng := iterate.New(worker,
@@ -30,16 +30,40 @@
 // [New] creates, in the schema named by [Schema] ("refine" by default):
 // checkpoints (one row per generation: the envelope as columns, Engine and
 // State as bytea), leases (one row per session: holder, fencing token,
-// expiry) and schema_version. Creation and migration run in one
+// expiry) and schema_version. It first reads the schema's version, with
+// no lock: a current schema is used as it is, with no lock taken and
+// nothing changed. Otherwise creation or migration runs in one
 // transaction under an advisory lock, so hosts starting at once take turns
-// and find the work done; a schema newer than [SchemaVersion] is refused.
+// and find the work done; no lock (that one, or one on a table) is waited
+// for longer than [MigrationTimeout] (30s by default), after which New
+// fails with an error matching [ErrSchemaLocked] that names the lock; it
+// returns within twice that, whatever the database does. A schema newer
+// than [SchemaVersion] is refused.
+//
+// A role that may not create anything can use the store: an operator
+// creates the schema with the file schema.sql of this package (the output
+// of [SchemaSQL], which creates what New creates), grants the role USAGE
+// on the schema and SELECT, INSERT, UPDATE and DELETE on its tables, and
+// the store is opened with [Migrate](false), which only checks the
+// version.
 //
 // # Saves
 //
-// A save is one transaction: it checks the session's lease (below), writes
-// generation max(Generation, newest+1) and deletes the generations beyond
-// [Keep]. It happens whole or not at all, also when the connection drops
-// in the middle.
+// A save is one transaction in one round trip: its statements (settings,
+// the insert of generation max(Generation, newest+1), the deletion of the
+// generations beyond [Keep], and, for a save with a token, the fencing
+// check) are sent at once as a pipeline, which the server runs as one
+// implicit transaction committed at its end. It happens whole or not at
+// all, also when the connection drops in the middle; a save whose client
+// is gone is rolled back by the server within a second
+// (client_connection_check_interval, on PostgreSQL 14 and newer), rather
+// than left holding its row.
+//
+// Every save has a deadline of its own: the lease, plus a second per 4 MiB
+// of Engine and State; no lock is waited for beyond it (lock_timeout).
+// A save with a token also ends as soon as the Store counts its lease
+// lost. A connection that stops forwarding, or a lock the server waits
+// for, cannot hold a loop for much longer than its lease.
 //
 // # Leases and fencing
 //
@@ -53,10 +77,40 @@
 // the Lease setting bounds how long a dead holder blocks its session.
 //
 // A save carrying a token is refused with a *[checkpoint.FencedError]
-// unless, inside its transaction, the lease row (locked FOR UPDATE) still
-// names this Store with that token and has not expired. A holder paused or
-// cut off past its lease can therefore write nothing after losing it, and
-// the engine stops on the error. A save with token 0 is not fenced.
+// unless the lease row still names this Store with that token and has not
+// expired. A holder paused or cut off past its lease can therefore write
+// nothing after losing it, and the engine stops on the error. A save with
+// token 0 is not fenced.
+//
+// The check is the last statement of the save's transaction, and locks the
+// lease row (FOR NO KEY UPDATE) until the commit right after it:
+//
+//   - Renewals are never held up by a save in progress: until its last
+//     statement, a save holds no lock a renewal needs (it writes only the
+//     checkpoints table), however long its bytes take to arrive or to be
+//     written. A long save (a large state, a slow link) does not fence its
+//     own holder, its lease being renewed meanwhile.
+//   - A save by a holder that lost its lease is refused: a takeover
+//     changes the row's holder and token, and only happens once the lease
+//     has expired; the check sees either.
+//   - A takeover cannot interleave with a save's commit: a takeover updates
+//     the lease row, so it waits for the lock the check took, that is for
+//     the save's commit, and the new holder's Load then sees the save. A
+//     takeover that committed first is seen by the check (the lock is taken
+//     on the newest version of the row, which is checked again), and the
+//     save is rolled back. Either the save lands before the takeover, or
+//     not at all.
+//   - The lock is held for one statement and a commit, both in the same
+//     message as the rest of the pipeline: a client that stalls cannot
+//     hold it, where a save that locked the row first (as this package
+//     once did) held it, and so blocked renewals, for its whole length.
+//
+// A renewal may take as long as the lease has left. A Store counts its
+// lease lost when a renewal finds it expired or taken over, or when
+// renewals have failed for a whole lease (counted from when the last good
+// one was sent); its later saves are then refused at once, and its saves
+// in flight end. Renewals use the pool's connections: size the pool above
+// the number of saves that may run at once.
 //
 // # Time
 //

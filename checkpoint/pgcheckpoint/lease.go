@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/refine-go/refine/checkpoint"
 )
@@ -18,8 +19,9 @@ type lease struct {
 	session string
 	token   uint64
 
-	mu   sync.Mutex
-	lost bool // expired, taken over or not renewable: saves are fenced
+	mu       sync.Mutex
+	lost     bool          // expired, taken over or not renewable: saves are fenced
+	lostChan chan struct{} // closed when lost: cancels the saves in flight
 
 	stop chan struct{} // closed by release
 	done chan struct{} // closed when the renewal goroutine returns
@@ -42,7 +44,10 @@ func (l *lease) lose() {
 		return
 	}
 	l.mu.Lock()
-	l.lost = true
+	if !l.lost {
+		l.lost = true
+		close(l.lostChan)
+	}
 	l.mu.Unlock()
 }
 
@@ -85,8 +90,11 @@ func (s *Store) Lock(ctx context.Context, session string) (token uint64, release
 		return 0, nil, err
 	}
 	var t int64
+	var sent time.Time
 	for attempt := 0; ; attempt++ {
-		err = s.pool.QueryRow(ctx, `
+		err = s.acquired(ctx, func(conn *pgxpool.Conn) error {
+			sent = time.Now() // a connection at hand: the lease starts after this
+			return conn.QueryRow(ctx, `
 			INSERT INTO `+s.table("leases")+` AS l (session, holder, token, expires_at)
 			VALUES ($1, $2,
 				(SELECT coalesce(max(token), 0) + 1 FROM `+s.table("checkpoints")+` WHERE session = $1),
@@ -96,6 +104,7 @@ func (s *Store) Lock(ctx context.Context, session string) (token uint64, release
 					acquired_at = clock_timestamp(), renewed_at = clock_timestamp()
 				WHERE l.holder = '' OR l.expires_at <= clock_timestamp()
 			RETURNING token`, session, s.holder, s.lease.Microseconds()).Scan(&t)
+		})
 		if err == nil {
 			break
 		}
@@ -113,7 +122,7 @@ func (s *Store) Lock(ctx context.Context, session string) (token uint64, release
 			return 0, nil, &checkpoint.LockedError{Session: session, Holder: holder}
 		}
 	}
-	l := &lease{session: session, token: uint64(t), stop: make(chan struct{}), done: make(chan struct{})}
+	l := &lease{session: session, token: uint64(t), lostChan: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	s.mu.Lock()
 	if s.locks == nil {
 		s.locks = make(map[string]*lease)
@@ -123,28 +132,48 @@ func (s *Store) Lock(ctx context.Context, session string) (token uint64, release
 	}
 	s.locks[session] = l
 	s.mu.Unlock()
-	go s.renewLoop(l)
+	go s.renewLoop(l, sent)
 	return l.token, func() error { return s.release(l) }, nil
 }
 
 // renewLoop renews l every renewal interval until it is released or lost.
-func (s *Store) renewLoop(l *lease) {
+// taken is when the query that took the lease was sent (a connection at
+// hand: connecting may take long on a loaded host, but the lease starts
+// only when the query runs).
+//
+// A renewal may take as long as the lease has left (by this host's clock,
+// counted from when the last successful renewal was sent, which is no
+// later than the server's count): one slowed down by a loaded server or
+// host still counts. When none has succeeded for a whole lease, the lease
+// may have run out and is counted lost.
+func (s *Store) renewLoop(l *lease, taken time.Time) {
 	defer close(l.done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-l.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	ticker := time.NewTicker(s.renew)
 	defer ticker.Stop()
-	last := time.Now() // of the last successful renewal (or the taking)
+	last := taken // when the last successful renewal (or the taking) was sent
 	for {
 		select {
 		case <-l.stop:
 			return
 		case <-ticker.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.renew)
-		ok, err := s.renewOnce(ctx, l)
-		cancel()
+		rctx, rcancel := context.WithDeadline(ctx, last.Add(s.lease))
+		sent, ok, err := s.renewOnce(rctx, l)
+		rcancel()
 		switch {
+		case ctx.Err() != nil:
+			return // released
 		case err == nil && ok:
-			last = time.Now()
+			last = sent
 		case err == nil && !ok:
 			l.lose() // expired, released behind our back or taken over
 			return
@@ -156,17 +185,29 @@ func (s *Store) renewLoop(l *lease) {
 	}
 }
 
-// renewOnce extends l, reporting whether the lease row was still l's and
-// live.
-func (s *Store) renewOnce(ctx context.Context, l *lease) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE `+s.table("leases")+`
-		SET expires_at = clock_timestamp() + $4 * interval '1 microsecond', renewed_at = clock_timestamp()
-		WHERE session = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp()`,
-		l.session, s.holder, int64(l.token), s.lease.Microseconds())
+// renewOnce extends l, reporting when the renewal was sent (once a
+// connection was at hand) and whether the lease row was still l's and live.
+func (s *Store) renewOnce(ctx context.Context, l *lease) (sent time.Time, ok bool, err error) {
+	err = s.acquired(ctx, func(conn *pgxpool.Conn) error {
+		sent = time.Now()
+		tag, err := conn.Exec(ctx, `UPDATE `+s.table("leases")+`
+			SET expires_at = clock_timestamp() + $4 * interval '1 microsecond', renewed_at = clock_timestamp()
+			WHERE session = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp()`,
+			l.session, s.holder, int64(l.token), s.lease.Microseconds())
+		ok = tag.RowsAffected() == 1
+		return err
+	})
+	return sent, ok && err == nil, err
+}
+
+// acquired calls f with a connection of the pool, released after.
+func (s *Store) acquired(ctx context.Context, f func(*pgxpool.Conn) error) error {
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return false, err
+		return err
 	}
-	return tag.RowsAffected() == 1, nil
+	defer conn.Release()
+	return f(conn)
 }
 
 // release stops l's renewals and frees its lease row, keeping its token.

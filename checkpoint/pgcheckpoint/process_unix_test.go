@@ -74,7 +74,7 @@ func TestHelperHolder(t *testing.T) {
 	say := func(format string, args ...any) { fmt.Printf(helperPrefix+format+"\n", args...) }
 	ctx := context.Background()
 	pool := newPool(t)
-	s, err := pgcheckpoint.New(ctx, pool, append([]pgcheckpoint.Option{pgcheckpoint.Schema(os.Getenv(helperSchemaEnv)), pgcheckpoint.Keep(1000)}, short...)...)
+	s, err := pgcheckpoint.New(ctx, pool, append([]pgcheckpoint.Option{pgcheckpoint.Schema(os.Getenv(helperSchemaEnv)), pgcheckpoint.Keep(1000)}, leases...)...)
 	if err != nil {
 		say("error %v", err)
 		os.Exit(1)
@@ -184,7 +184,7 @@ func (c *child) await(t *testing.T, prefix string, deadline time.Duration) strin
 func TestKilledHolder(t *testing.T) {
 	pool := newPool(t)
 	schema := newSchema(t, pool)
-	s := openStore(t, pool, schema, short...)
+	s := openStore(t, pool, schema, leases...)
 	ctx := context.Background()
 
 	want, err := newEngine(new(checkpoint.Memory), nil).Run(ctx, Counter{})
@@ -218,7 +218,7 @@ func TestKilledHolder(t *testing.T) {
 		}
 		return true
 	})
-	t.Logf("taken over %v after the kill (lease 300ms)", time.Since(killed).Round(time.Millisecond))
+	t.Logf("taken over %v after the kill (lease %v)", time.Since(killed).Round(time.Millisecond), testLease)
 	// Wall time differs between runs; metrics and history hold timings.
 	opts := cmp.Options{cmpopts.IgnoreFields(iterate.Result[Counter]{}, "History"), cmpopts.IgnoreFields(iterate.Totals{}, "Duration"), cmpopts.IgnoreFields(budget.Usage{}, "Wall")}
 	if diff := cmp.Diff(want, got, opts); diff != "" {
@@ -232,7 +232,7 @@ func TestKilledHolder(t *testing.T) {
 func TestPausedHolder(t *testing.T) {
 	pool := newPool(t)
 	schema := newSchema(t, pool)
-	s := openStore(t, pool, schema, short...)
+	s := openStore(t, pool, schema, leases...)
 	ctx := context.Background()
 
 	c := startChild(t, "saver", schema)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/refine-go/refine/checkpoint"
@@ -47,9 +48,16 @@ type Store struct {
 	renew  time.Duration
 	holder string // unique to this Store: its description and a random suffix
 
-	// hook, set by tests only, is called inside a save's transaction after
-	// the new generation is written and before the commit.
-	hook func(ctx context.Context, tx pgx.Tx) error
+	noMigrate        bool          // Migrate(false): only check the schema's version
+	migrationTimeout time.Duration // for each lock New waits for to migrate
+
+	// The statements of a save (see prepareSQL).
+	sqlSettings, sqlInsert, sqlPrune, sqlFence string
+
+	// hook, set by tests only, is called by each save with the connection
+	// it runs on and its pipeline, after the insert and the pruning are
+	// queued and before the fencing check is.
+	hook func(ctx context.Context, conn *pgx.Conn, b *pgx.Batch)
 
 	mu    sync.Mutex
 	locks map[string]*lease // the leases this Store holds, by session
@@ -91,8 +99,8 @@ func Keep(n int) Option {
 // connection lost): another host can take the session over once the lease
 // has run out, at most this long after the holder's last renewal. A holder
 // that cannot renew for this long (paused, partitioned) loses the session
-// and its next save is refused; a save that idles inside its transaction
-// for this long is ended by the server. It must be at least 100ms.
+// and its next save is refused. It is also each save's deadline (plus a
+// second per 4 MiB of Engine and State). It must be at least 100ms.
 func Lease(d time.Duration) Option {
 	return optionFunc(func(s *Store) error {
 		if d < 100*time.Millisecond {
@@ -128,16 +136,18 @@ func Holder(name string) Option {
 }
 
 // New returns a store keeping checkpoints in the database of pool, creating
-// its schema and tables or migrating them to [SchemaVersion] first
-// (idempotent, and safe when several hosts start at once). The pool stays
-// the caller's: close it after the store's last use and after releasing
-// its locks (see [Store.Close]). A nil option is ignored; an invalid one is
-// an error.
+// its schema and tables or migrating them to [SchemaVersion] first unless
+// they are current (idempotent, and safe when several hosts start at once;
+// see [Migrate] and [MigrationTimeout]). It returns within twice the
+// migration timeout whatever the database does (sooner if ctx ends). The
+// pool stays the caller's: close it after the store's last use and after
+// releasing its locks (see [Store.Close]). A nil option is ignored; an
+// invalid one is an error.
 func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, errors.New("pgcheckpoint: nil pool")
 	}
-	s := &Store{pool: pool, schema: DefaultSchema, keep: checkpoint.DefaultKeep, lease: DefaultLease}
+	s := &Store{pool: pool, schema: DefaultSchema, keep: checkpoint.DefaultKeep, lease: DefaultLease, migrationTimeout: DefaultMigrationTimeout}
 	var errs []error
 	for _, o := range opts {
 		if o != nil {
@@ -165,9 +175,16 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	rand.Read(suffix[:])
 	s.holder += " #" + hex.EncodeToString(suffix[:])
 	s.q = pgx.Identifier{s.schema}.Sanitize()
-	if err := s.migrate(ctx); err != nil {
+	s.prepareSQL()
+	// Each lock is waited for at most the migration timeout; the whole,
+	// twice that, also on a connection that stops answering.
+	pctx, cancel := context.WithTimeoutCause(ctx, 2*s.migrationTimeout, errSetupDeadline)
+	defer cancel()
+	if err := s.prepare(pctx); err != nil {
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			err = fmt.Errorf("%w (%w)", cerr, err)
+		} else if context.Cause(pctx) == errSetupDeadline {
+			err = fmt.Errorf("no answer within %v (twice the migration timeout): %w (%w)", 2*s.migrationTimeout, context.DeadlineExceeded, err)
 		}
 		return nil, fmt.Errorf("pgcheckpoint: preparing schema %s: %w", s.q, err)
 	}
@@ -190,6 +207,23 @@ func wrap(ctx context.Context, op, session string, err error) error {
 	return fmt.Errorf("pgcheckpoint: %s session %q: %w", op, session, err)
 }
 
+// saveRate is the pace, in bytes per second, that a save's deadline
+// allows for its Engine and State beyond the lease: a save has the lease,
+// plus a second per 4 MiB, to be answered.
+const saveRate = 4 << 20
+
+// saveDeadline returns how long a save of n bytes may take.
+func (s *Store) saveDeadline(n int) time.Duration {
+	return s.lease + time.Duration(float64(n)/saveRate*float64(time.Second))
+}
+
+// Causes of the end of a save's own context, and of New's.
+var (
+	errSetupDeadline = errors.New("pgcheckpoint: the schema set-up's deadline passed")
+	errSaveDeadline  = errors.New("pgcheckpoint: the save's deadline passed")
+	errLeaseLost     = errors.New("pgcheckpoint: the lease was lost during the save")
+)
+
 // Save stores c as a new generation of its session, in one transaction:
 // the whole generation is committed or nothing is, also when the
 // connection is lost midway (then the caller may not learn which; a later
@@ -197,19 +231,31 @@ func wrap(ctx context.Context, op, session string, err error) error {
 //
 // The generation written is max(c.Generation, newest+1), newest being the
 // highest generation stored for the session, so that the latest save always
-// wins; saves of one session are serialised (a transaction-scoped advisory
-// lock keyed on the session). Generations older than the newest Keep are
-// deleted in the same transaction. c is not modified, and Skipped is not
-// saved.
+// wins (two saves of one session racing for a generation: the later one
+// takes the next). Generations older than the newest Keep are deleted in
+// the same transaction. c is not modified, and Skipped is not saved.
 //
-// A save that stalls inside its transaction for a lease's length (its
-// process paused, its network cut) has its database session ended by the
-// server (idle_in_transaction_session_timeout), which rolls it back and
-// frees the lease row for a takeover.
+// The transaction is one round trip (after the first save on a
+// connection, which prepares the statements): its statements are sent at
+// once, in a pipeline that commits at its end, and the fencing check
+// (below) is its last statement, so that it holds the lease row for no
+// longer than it takes to commit. Renewals of the lease go on while the
+// bytes travel.
+//
+// Every save has a deadline of its own: the lease, plus a second per 4 MiB
+// of Engine and State. A save not answered by then (a connection that stops
+// forwarding, a lock the server waits for) returns an error matching
+// [context.DeadlineExceeded]; the lease is not lost for that. A fenced save
+// (below) also ends, with a *[checkpoint.FencedError], as soon as this
+// Store counts its lease lost (renewals failing for a lease length): a
+// frozen connection cannot hold a loop past its lease. A save that ended
+// so may still land later, whole, if the server goes on with it: a later
+// save numbers above it; a fenced one lands only if the lease is still its
+// own then.
 //
 // A c with a non-zero Token is fenced: it is saved only if this Store holds
-// the session's lease with that token, and the lease row, locked FOR UPDATE
-// in the same transaction, still names this Store with that token and has
+// the session's lease with that token, and the lease row, locked at the
+// end of the transaction, still names this Store with that token and has
 // not expired by the database's clock; otherwise Save returns a
 // *[checkpoint.FencedError] and stores nothing. A lease that this Store
 // failed to renew, or found taken over, fences every later save. A c with
@@ -228,8 +274,9 @@ func (s *Store) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
 	if err := checkpoint.ValidateSession(c.Session); err != nil {
 		return err
 	}
-	if len(c.Engine)+len(c.State) > maxBytes {
-		return fmt.Errorf("pgcheckpoint: saving session %q: Engine and State take %d bytes, above the limit of %d", c.Session, len(c.Engine)+len(c.State), maxBytes)
+	size := len(c.Engine) + len(c.State)
+	if size > maxBytes {
+		return fmt.Errorf("pgcheckpoint: saving session %q: Engine and State take %d bytes, above the limit of %d", c.Session, size, maxBytes)
 	}
 	if c.Generation > math.MaxInt64 {
 		return fmt.Errorf("pgcheckpoint: saving session %q: generation %d above the largest storable, %d", c.Session, c.Generation, int64(math.MaxInt64))
@@ -241,73 +288,147 @@ func (s *Store) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
 			return s.fenced(ctx, c)
 		}
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// A writer that stalls inside the transaction (paused, cut off)
-		// holds the lease row's lock and so would block a takeover: the
-		// server ends its session once it has idled a lease's length.
-		if _, err := tx.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true), pg_advisory_xact_lock(hashtext($2), hashtext($3))`,
-			strconv.FormatInt(s.lease.Milliseconds(), 10), s.schema, c.Session); err != nil {
-			return err
-		}
-		if c.Token != 0 {
-			var holder string
-			var token int64
-			var live bool
-			err := tx.QueryRow(ctx, `SELECT holder, token, expires_at > clock_timestamp() FROM `+s.table("leases")+` WHERE session = $1 FOR UPDATE`, c.Session).Scan(&holder, &token, &live)
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return err
+	limit := s.saveDeadline(size)
+	sctx, cancelCause := context.WithCancelCause(ctx)
+	defer cancelCause(nil)
+	sctx, cancel := context.WithTimeoutCause(sctx, limit, errSaveDeadline)
+	defer cancel()
+	if held != nil {
+		go func() {
+			select {
+			case <-held.lostChan:
+				cancelCause(errLeaseLost)
+			case <-sctx.Done():
 			}
-			if err != nil || holder != s.holder || uint64(token) != c.Token || !live {
-				// The lease expired, was released or taken over: it never
-				// comes back to this holder.
-				held.lose()
-				return &checkpoint.FencedError{Session: c.Session, Token: c.Token, Current: uint64(token)}
-			}
-			if held.isLost() {
-				return &checkpoint.FencedError{Session: c.Session, Token: c.Token, Current: uint64(token)}
-			}
-		}
-		var newest int64
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(generation), 0) FROM `+s.table("checkpoints")+` WHERE session = $1`, c.Session).Scan(&newest); err != nil {
-			return err
-		}
-		if newest == math.MaxInt64 {
-			return fmt.Errorf("generations exhausted")
-		}
-		gen := max(int64(c.Generation), newest+1)
-		t := c.Time.UTC().Truncate(time.Microsecond) // what timestamptz keeps
-		_, err := tx.Exec(ctx, `INSERT INTO `+s.table("checkpoints")+`
-			(session, generation, token, status, reason, iteration, time, time_ns, question, fingerprint, engine, state)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			c.Session, gen, int64(c.Token), c.Status, c.Reason, int64(c.Iteration), t, c.Time.Nanosecond()%1000, c.Question, c.Fingerprint, c.Engine, c.State)
-		if err != nil {
-			return err
-		}
-		// Keep the newest Keep rows, whatever the gaps between their
-		// generations.
-		if _, err := tx.Exec(ctx, `DELETE FROM `+s.table("checkpoints")+` WHERE session = $1 AND generation < (
-			SELECT generation FROM `+s.table("checkpoints")+` WHERE session = $1
-			ORDER BY generation DESC OFFSET $2 LIMIT 1)`, c.Session, s.keep-1); err != nil {
-			return err
-		}
-		if s.hook != nil {
-			return s.hook(ctx, tx)
-		}
-		return nil
-	})
-	if err != nil {
-		var fe *checkpoint.FencedError
-		if errors.As(err, &fe) {
-			return fe
-		}
-		return wrap(ctx, "saving", c.Session, err)
+		}()
 	}
-	return nil
+	var err error
+	for attempt := 0; ; attempt++ {
+		err = s.write(sctx, c)
+		// Another save took the generation first: take the next.
+		if !errors.Is(err, errGenerationTaken) || attempt == 10 {
+			break
+		}
+	}
+	switch cause := context.Cause(sctx); {
+	case err == nil:
+		return nil
+	case errors.Is(err, errFenced):
+		// The lease expired, was released or taken over: it never comes
+		// back to this holder.
+		held.lose()
+		return s.fenced(ctx, c)
+	case ctx.Err() != nil:
+		return wrap(ctx, "saving", c.Session, err)
+	case errors.Is(cause, errLeaseLost):
+		return &checkpoint.FencedError{Session: c.Session, Token: c.Token}
+	case errors.Is(cause, errSaveDeadline) || lockTimeout(err): // lock_timeout is the deadline too
+		return fmt.Errorf("pgcheckpoint: saving session %q: no answer within the save's deadline of %v: %w (%w)", c.Session, limit, context.DeadlineExceeded, err)
+	}
+	return wrap(ctx, "saving", c.Session, err)
+}
+
+// Errors of write that Save handles.
+var (
+	errFenced          = errors.New("fenced")
+	errGenerationTaken = errors.New("generation taken")
+)
+
+// write runs a save's transaction: a pipeline of its statements, sent at
+// once, which the server runs as one implicit transaction, committed at the
+// pipeline's end or rolled back at its first error.
+func (s *Store) write(ctx context.Context, c *checkpoint.Checkpoint) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	t := c.Time.UTC().Truncate(time.Microsecond) // what timestamptz keeps
+	var b pgx.Batch
+	b.Queue(s.sqlSettings, s.saveSettings(ctx))
+	const insert = 1
+	b.Queue(s.sqlInsert, c.Session, int64(c.Generation), int64(c.Token), c.Status, c.Reason, int64(c.Iteration),
+		t, int32(c.Time.Nanosecond()%1000), c.Question, c.Fingerprint, c.Engine, c.State)
+	b.Queue(s.sqlPrune, c.Session, s.keep-1)
+	if s.hook != nil {
+		s.hook(ctx, conn.Conn(), &b)
+	}
+	fence := -1
+	if c.Token != 0 {
+		fence = b.Len()
+		b.Queue(s.sqlFence, c.Session, s.holder, int64(c.Token))
+	}
+	br := conn.SendBatch(ctx, &b)
+	for i := range b.Len() {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			var pe *pgconn.PgError
+			switch {
+			case !errors.As(err, &pe):
+			case i == fence && pe.Code == "22012": // division_by_zero: see sqlFence
+				return errFenced
+			case i == insert && pe.Code == "23505": // unique_violation
+				return errGenerationTaken
+			case i == insert && pe.Code == "22003": // numeric_value_out_of_range
+				return fmt.Errorf("generations exhausted: %w", err)
+			}
+			return err
+		}
+	}
+	return br.Close()
+}
+
+// saveSettings returns the settings of a save's transaction, for
+// sqlSettings: no lock is waited for beyond the save's deadline, and the
+// server checks every second, while a statement runs, that the client is
+// still connected, so that a save whose client is gone (its context ended,
+// its connection closed) is rolled back rather than going on.
+func (s *Store) saveSettings(ctx context.Context) string {
+	ms := int64(1000)
+	if d, ok := ctx.Deadline(); ok {
+		ms = max(time.Until(d).Milliseconds(), 1)
+	}
+	return strconv.FormatInt(ms, 10)
+}
+
+// prepareSQL sets the statements of a save, which name the store's tables.
+func (s *Store) prepareSQL() {
+	// Local to the save's transaction, like SET LOCAL.
+	// client_connection_check_interval is set where the server has it
+	// (PostgreSQL 14 and newer).
+	s.sqlSettings = `SELECT set_config('lock_timeout', $1, true),
+		CASE WHEN current_setting('client_connection_check_interval', true) IS NOT NULL
+			THEN set_config('client_connection_check_interval', '1000', true) END`
+	// The generation is computed in the insert, from the newest stored;
+	// a save that races another for it fails on the primary key, and
+	// Save tries again.
+	s.sqlInsert = `INSERT INTO ` + s.table("checkpoints") + `
+		(session, generation, token, status, reason, iteration, time, time_ns, question, fingerprint, engine, state)
+		SELECT $1::text, greatest($2::bigint, coalesce(max(generation), 0) + 1), $3::bigint, $4::text, $5::text, $6::bigint,
+			$7::timestamptz, $8::integer, $9::text, $10::text, $11::bytea, $12::bytea
+		FROM ` + s.table("checkpoints") + ` WHERE session = $1::text`
+	// Keep the newest Keep rows, whatever the gaps between their
+	// generations.
+	s.sqlPrune = `DELETE FROM ` + s.table("checkpoints") + ` WHERE session = $1 AND generation < (
+		SELECT generation FROM ` + s.table("checkpoints") + ` WHERE session = $1
+		ORDER BY generation DESC OFFSET $2 LIMIT 1)`
+	// The fencing check: it locks the lease row if it still names this
+	// Store with the token and has not expired, and divides by zero (so
+	// failing, and rolling the transaction back) if not. The lock, held
+	// until the commit that follows at once, keeps a takeover from
+	// committing in between.
+	s.sqlFence = `SELECT 1 / count(*)::integer FROM (
+		SELECT 1 FROM ` + s.table("leases") + `
+		WHERE session = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp()
+		FOR NO KEY UPDATE) l`
 }
 
 // fenced returns the *FencedError of a save of c that this Store cannot
-// make, naming the session's current token when it can be read.
+// make, naming the session's current token when it can be read within a
+// renewal interval.
 func (s *Store) fenced(ctx context.Context, c *checkpoint.Checkpoint) error {
+	ctx, cancel := context.WithTimeout(ctx, s.renew)
+	defer cancel()
 	var token int64
 	s.pool.QueryRow(ctx, `SELECT token FROM `+s.table("leases")+` WHERE session = $1`, c.Session).Scan(&token)
 	return &checkpoint.FencedError{Session: c.Session, Token: c.Token, Current: uint64(token)}
@@ -354,9 +475,6 @@ func (s *Store) Remove(ctx context.Context, session string) error {
 		return err
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))`, s.schema, session); err != nil {
-			return err
-		}
 		if _, err := tx.Exec(ctx, `DELETE FROM `+s.table("checkpoints")+` WHERE session = $1`, session); err != nil {
 			return err
 		}

@@ -19,8 +19,12 @@ import (
 	"github.com/refine-go/refine/checkpoint/pgcheckpoint"
 )
 
-// Short lease settings, so that takeovers happen within a test.
-var short = []pgcheckpoint.Option{pgcheckpoint.Lease(300 * time.Millisecond), pgcheckpoint.Renew(100 * time.Millisecond)}
+// Lease settings of the tests: short enough that takeovers happen within a
+// test, long enough that a loaded machine (the race detector, two cores
+// shared) renews in time.
+const testLease = 2 * time.Second
+
+var leases = []pgcheckpoint.Option{pgcheckpoint.Lease(testLease), pgcheckpoint.Renew(testLease / 4)}
 
 func TestNewOptions(t *testing.T) {
 	pool := newPool(t)
@@ -140,7 +144,7 @@ func TestLockRace(t *testing.T) {
 	const racers = 6
 	stores := make([]*pgcheckpoint.Store, racers)
 	for i := range stores {
-		stores[i] = openStore(t, pools[i%len(pools)], schema, short...)
+		stores[i] = openStore(t, pools[i%len(pools)], schema, leases...)
 	}
 	for round := range 5 {
 		session := fmt.Sprint("contended-", round)
@@ -246,8 +250,8 @@ func TestLeaseTakeover(t *testing.T) {
 			ctx := context.Background()
 			oldPool, newPoolB := newPool(t), newPool(t)
 			schema := newSchema(t, newPoolB)
-			old := openStore(t, oldPool, schema, short...)
-			b := openStore(t, newPoolB, schema, short...)
+			old := openStore(t, oldPool, schema, leases...)
+			b := openStore(t, newPoolB, schema, leases...)
 			const session = "taken-over"
 
 			oldToken, oldRelease, err := old.Lock(ctx, session)
@@ -263,7 +267,7 @@ func TestLeaseTakeover(t *testing.T) {
 				}
 			}
 			// Renewals keep the lease past its length.
-			deadline := time.Now().Add(3 * 300 * time.Millisecond)
+			deadline := time.Now().Add(testLease * 3 / 2)
 			for time.Now().Before(deadline) {
 				var le *checkpoint.LockedError
 				if _, _, err := b.Lock(ctx, session); !errors.As(err, &le) || le.Holder != old.HolderName() {
@@ -301,7 +305,7 @@ func TestLeaseTakeover(t *testing.T) {
 			// length); from then on, and at once for the others, its saves
 			// are refused.
 			var fe *checkpoint.FencedError
-			eventually(t, 5*time.Second, "the old holder's saves are not fenced", func() bool {
+			eventually(t, 10*time.Second, "the old holder's saves are not fenced", func() bool {
 				err = old.Save(ctx, stale)
 				if err == nil {
 					t.Fatal("the old holder's Save after the takeover succeeded")
@@ -334,36 +338,44 @@ func TestLeaseTakeover(t *testing.T) {
 	}
 }
 
-// TestInterruptedSave: a save whose connection drops, or whose context is
-// cancelled, between writing its generation and committing leaves nothing:
-// the previous generation is loaded, and the next save works.
+// TestInterruptedSave: a save whose backend is terminated, whose
+// connection is closed, or whose context is cancelled between writing its
+// generation and committing leaves nothing: the previous generation is
+// loaded, and the next save works. The save is stalled there (pg_sleep in
+// its pipeline, queued by the test hook) until the interruption.
 func TestInterruptedSave(t *testing.T) {
 	tests := []struct {
 		name string
-		// interrupt runs inside the save's transaction, after the insert.
-		interrupt func(ctx context.Context, tx pgx.Tx, other *pgxpool.Pool, cancel context.CancelFunc) error
+		// interrupt interrupts the stalled save of the backend pid.
+		interrupt func(ctx context.Context, pid uint32, other *pgxpool.Pool, p *proxy, cancel context.CancelFunc) error
 	}{
-		{"backend_terminated", func(ctx context.Context, tx pgx.Tx, other *pgxpool.Pool, _ context.CancelFunc) error {
-			pid := tx.Conn().PgConn().PID()
+		{"backend_terminated", func(ctx context.Context, pid uint32, other *pgxpool.Pool, _ *proxy, _ context.CancelFunc) error {
 			var ok bool
 			if err := other.QueryRow(ctx, `SELECT pg_terminate_backend($1, 5000)`, int32(pid)).Scan(&ok); err != nil || !ok {
 				return fmt.Errorf("terminating backend %d: %v, %v", pid, ok, err)
 			}
 			return nil
 		}},
-		{"connection_closed", func(ctx context.Context, tx pgx.Tx, _ *pgxpool.Pool, _ context.CancelFunc) error {
-			return tx.Conn().PgConn().Close(ctx)
+		{"connection_closed", func(_ context.Context, _ uint32, _ *pgxpool.Pool, p *proxy, _ context.CancelFunc) error {
+			// No new connection gets through either, so that the
+			// server is not sent a cancel request (which pgx sends on
+			// its own): it must notice the lost client by itself.
+			p.refuse(true)
+			p.cut()
+			return nil
 		}},
-		{"context_cancelled", func(_ context.Context, _ pgx.Tx, _ *pgxpool.Pool, cancel context.CancelFunc) error {
+		{"context_cancelled", func(_ context.Context, _ uint32, _ *pgxpool.Pool, _ *proxy, cancel context.CancelFunc) error {
 			cancel()
 			return nil
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pool, other := newPool(t), newPool(t)
-			schema := newSchema(t, pool)
-			s := openStore(t, pool, schema, short...)
+			other := newPool(t)
+			p := newProxy(t)
+			pool := p.pool(t)
+			schema := newSchema(t, other)
+			s := openStore(t, pool, schema, leases...)
 			const session = "interrupted"
 			token, release, err := s.Lock(context.Background(), session)
 			if err != nil {
@@ -378,18 +390,26 @@ func TestInterruptedSave(t *testing.T) {
 
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var hookErr error
-			pgcheckpoint.SetSaveHook(s, func(hctx context.Context, tx pgx.Tx) error {
-				hookErr = tc.interrupt(context.Background(), tx, other, cancel)
-				return nil
+			interrupted := make(chan error, 1)
+			pgcheckpoint.SetSaveHook(s, func(_ context.Context, conn *pgx.Conn, b *pgx.Batch) {
+				pid := conn.PgConn().PID()
+				b.Queue(`SELECT pg_sleep(30)`)
+				go func() {
+					interrupted <- func() error {
+						if err := awaitSleep(other, pid); err != nil {
+							return err
+						}
+						return tc.interrupt(context.Background(), pid, other, p, cancel)
+					}()
+				}()
 			})
 			second := checkpointtest.Checkpoint(session, 2)
 			second.Token = token
 			second.State = make([]byte, 1<<20)
 			err = s.Save(ctx, second)
 			pgcheckpoint.SetSaveHook(s, nil)
-			if hookErr != nil {
-				t.Fatal(hookErr)
+			if err := <-interrupted; err != nil {
+				t.Fatal(err)
 			}
 			if err == nil {
 				t.Fatal("the interrupted Save succeeded")
@@ -398,6 +418,18 @@ func TestInterruptedSave(t *testing.T) {
 				t.Fatalf("the interrupted Save was fenced: %v", err)
 			}
 			t.Logf("interrupted Save: %v", err)
+			// The server rolls the save back once it notices (a cancel
+			// request pgx sends, or, the connection lost, within a
+			// second): until then the save's uncommitted row would hold
+			// up the next one.
+			eventually(t, 10*time.Second, "the interrupted save's backend is still running", func() bool {
+				var n int
+				if err := other.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(30)%' AND datname = current_database()`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n == 0
+			})
+			p.refuse(false)
 			got, err := s.Load(context.Background(), session)
 			if err != nil {
 				t.Fatal(err)
@@ -417,6 +449,26 @@ func TestInterruptedSave(t *testing.T) {
 				t.Errorf("Load after the next save: generation %v, state %q, %v; want generation 2, state \"resumed\"", got.Generation, got.State, err)
 			}
 		})
+	}
+}
+
+// awaitSleep waits until the backend pid runs pg_sleep (a save stalled by
+// the test hook), for at most 30s.
+func awaitSleep(pool *pgxpool.Pool, pid uint32) error {
+	end := time.Now().Add(30 * time.Second)
+	for {
+		var sleeping bool
+		err := pool.QueryRow(context.Background(), `SELECT coalesce(bool_or(wait_event = 'PgSleep'), false) FROM pg_stat_activity WHERE pid = $1`, int32(pid)).Scan(&sleeping)
+		if err != nil {
+			return err
+		}
+		if sleeping {
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("backend %d did not reach pg_sleep within 30s", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
