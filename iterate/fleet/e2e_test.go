@@ -105,13 +105,13 @@ func TestFleetUnderFire(t *testing.T) {
 		iterations = 8
 		taskMillis = 150
 		lease      = 2 * time.Second
-		kills      = 10
+		kills      = 10 // in faults below
 		sigterms   = 3
 	)
 	pool := newPool(t, 8)
 	schema := newSchema(t, pool)
 	q := pgx.Identifier{schema}.Sanitize()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	client, _ := startFleet(t, url, schema, fleet.Lease(lease))
 	if _, err := pool.Exec(ctx, fmt.Sprintf(ledgerDDL, q)); err != nil {
@@ -160,6 +160,12 @@ func TestFleetUnderFire(t *testing.T) {
 			a.EscalateAt = 3
 		case doomed:
 			a.Iterations = 10000
+		default:
+			if i%10 == 9 {
+				// Long sessions, so that the faults fall while sessions run
+				// however fast the machine is.
+				a.Iterations = 100
+			}
 		}
 		args[name] = a
 		if _, err := kind.Submit(ctx, name, a); err != nil {
@@ -219,8 +225,13 @@ func TestFleetUnderFire(t *testing.T) {
 		delete(procs, name)
 		return name, cmd, sessions
 	}
+	// The faults, in this order, at least faultGap apart while sessions
+	// run: SIGKILLs (K), SIGTERMs (T) and the server restart (R).
+	const faultGap = 600 * time.Millisecond
+	faults := "KKTKKRKTKKKTKK"
+	next, lastFault := 0, time.Now()
 	killed, terms, answered, cancelled, restarted := 0, 0, false, false, restart == ""
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(6 * time.Minute)
 	for {
 		list, err := client.Sessions(ctx)
 		if err != nil {
@@ -255,10 +266,14 @@ func TestFleetUnderFire(t *testing.T) {
 			for _, s := range list {
 				t.Logf("%s: %s at %d, job %s (attempt %d) %s", s.Name, s.Status, s.Iteration, s.Job, s.Attempt, s.LastError)
 			}
-			t.Fatalf("after 3 minutes, %d of %d sessions done", done, sessions)
+			t.Fatalf("after 6 minutes, %d of %d sessions done", done, sessions)
 		}
-		switch {
-		case killed < kills && done >= killed*4:
+		if next == len(faults) || time.Since(lastFault) < faultGap {
+			time.Sleep(200 * time.Millisecond) // polling the server, not timing
+			continue
+		}
+		switch faults[next] {
+		case 'K':
 			// SIGKILL a random worker holding sessions; replace it.
 			_, cmd, before := pick()
 			if cmd == nil {
@@ -268,12 +283,13 @@ func TestFleetUnderFire(t *testing.T) {
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			cmd.Wait()
 			killed++
+			next++
 			for s, tok := range before {
 				pickupWG.Add(1)
 				go watchPickup(s, tok, at)
 			}
 			startWorker()
-		case terms < sigterms && done >= 6+terms*12:
+		case 'T':
 			// SIGTERM a worker holding sessions (a deploy): its loops stop
 			// at a safe point, saved as interrupted, and go on elsewhere
 			// having spent exactly what they would have uninterrupted.
@@ -286,14 +302,20 @@ func TestFleetUnderFire(t *testing.T) {
 				t.Errorf("%s after SIGTERM: %v", victim, err)
 			}
 			terms++
+			next++
 			startWorker()
-		case !restarted && done >= sessions/2:
+		case 'R':
+			next++
+			if restarted {
+				break
+			}
 			t.Logf("restarting the server (pg_ctl -m immediate stop, 3 s, start)")
 			if out, err := exec.Command("bash", restart, "3").CombinedOutput(); err != nil {
 				t.Fatalf("restart: %v: %s", err, out)
 			}
 			restarted = true
 		}
+		lastFault = time.Now()
 		time.Sleep(200 * time.Millisecond) // polling the server, not timing
 	}
 	pickupWG.Wait()
