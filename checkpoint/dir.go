@@ -408,7 +408,7 @@ func intact(path string) bool {
 		return false
 	}
 	version, _, _, err := checkFrame(hdr[:], size)
-	return err == nil && version == Version
+	return err == nil && known(version)
 }
 
 // scan lists the directory and records the session's generations and
