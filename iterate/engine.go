@@ -108,6 +108,10 @@ type run[S any] struct {
 	spent     budget.Usage // what an unlimited budget has spent: no lock needed
 	current   atomic.Int64 // the iteration under way, for warnings from host code
 	token     uint64       // the fencing token of the session lock (0: none)
+	// savedGen is the generation of the session whose state is r.state
+	// after savedIter iterations: the latest saved (0: none yet).
+	savedGen  uint64
+	savedIter int
 	// saveFailed is set when a save failed for good: nothing more is saved.
 	saveFailed bool
 	journal    journal   // finished tasks of the iteration in flight
@@ -318,6 +322,9 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 			return r.fail(ctx, "gap analysis failed", err)
 		}
 		r.hist.Observe(*a, gaps)
+		if r.cfg.keepBest != nil {
+			r.observeBest(a)
+		}
 		if r.observing {
 			r.emit(GapsFound{it: it{n}, Assessment: r.hist.Current, Gaps: gaps})
 		}
@@ -850,6 +857,9 @@ func (r *run[S]) result(status Status, reason string, err error) *Result[S] {
 		Err:        err,
 	}
 	res.Totals = r.data.Totals
+	if r.cfg.keepBest != nil {
+		res.Best = r.bestResult()
+	}
 	return res
 }
 

@@ -277,3 +277,26 @@ func ExampleStreamCodec() {
 	// state "draft +1 +2 +3"
 	// saved "draft +1 +2 +3"
 }
+
+// WithKeepBest keeps the best state beside the last: an essay whose fourth
+// draft is worse than its third stops with the fourth, and returns the
+// third as the best.
+func ExampleWithKeepBest() {
+	quality := []float64{0.2, 0.5, 0.8, 0.9, 0.6} // by drafts written
+	w := iterate.Func(func(_ context.Context, drafts int, _ iterate.Round) (int, error) {
+		return drafts + 1, nil
+	})
+	w.AssessFunc = func(_ context.Context, drafts int) (gap.Assessment, error) {
+		return gap.Assessment{Score: quality[drafts]}, nil
+	}
+	res, err := iterate.New(w, iterate.WithMaxIterations(4), iterate.WithKeepBest()).Run(context.Background(), 0)
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Printf("last: %d drafts, score %.1f (%s)\n", res.State, quality[res.State], res.Status)
+	fmt.Printf("best: %d drafts, score %.1f, after iteration %d\n", res.Best.State, res.Best.Score, res.Best.Iteration)
+	// Output:
+	// last: 4 drafts, score 0.6 (max_iterations)
+	// best: 3 drafts, score 0.9, after iteration 3
+}

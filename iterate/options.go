@@ -148,6 +148,7 @@ type config struct {
 	persist          Persist
 	fingerprintExtra string
 	window           int
+	keepBest         *keepBest // WithKeepBest; nil when off
 
 	errs []error
 }

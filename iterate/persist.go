@@ -44,6 +44,7 @@ type engineData struct {
 	Unresolved      []gap.Gap         `json:"unresolved,omitempty"`
 	Totals          Totals            `json:"totals"`
 	Decision        converge.Decision `json:"decision"`
+	Best            *bestRecord       `json:"best,omitempty"` // WithKeepBest's
 }
 
 // recordVersion is the version of engineData that this engine writes.
@@ -133,6 +134,10 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 	}
 	r.spent = r.data.Usage
 	r.generation = c.Generation
+	r.savedGen, r.savedIter = c.Generation, c.Iteration
+	if r.cfg.keepBest == nil {
+		r.data.Best = nil // kept no further, and saved no more
+	}
 	r.durations.set(r.data.Durations)
 	r.decision = r.data.Decision
 	r.sit.Unresolved = r.data.Unresolved
@@ -263,6 +268,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 		Engine:      data,
 		State:       state,
 	}
+	c.BestGeneration = r.bestGeneration()
 	if status == Escalated && r.data.Escalation != nil {
 		c.Question = r.data.Escalation.Question
 	}
@@ -282,6 +288,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 		return err
 	}
 	r.generation = c.Generation
+	r.savedGen, r.savedIter = c.Generation, c.Iteration
 	return nil
 }
 

@@ -41,6 +41,41 @@ type recordEncoder struct {
 	headStarted  time.Time
 	// The encodings of the history's final records and of the durations.
 	recent, durations encodedWindow
+	// bestEnc is the encoding of the best record bestSrc: a best record
+	// never changes (a better state is a new record), so it is encoded once.
+	bestSrc *bestRecord
+	bestEnc []byte
+}
+
+// best appends the JSON of b, encoded once per record.
+func (e *recordEncoder) best(b *bestRecord) {
+	if b != e.bestSrc {
+		cj := jsonBuf{b: e.bestEnc[:0]}
+		cj.b = append(cj.b, `{"iteration":`...)
+		cj.int(int64(b.Iteration))
+		cj.key("score")
+		cj.float(b.Score)
+		if b.Generation != 0 {
+			cj.key("generation")
+			cj.b = strconv.AppendUint(cj.b, b.Generation, 10)
+		}
+		cj.key("state")
+		if b.State == nil {
+			cj.b = append(cj.b, "null"...)
+		} else {
+			cj.b = append(cj.b, '"')
+			cj.b = base64.StdEncoding.AppendEncode(cj.b, b.State)
+			cj.b = append(cj.b, '"')
+		}
+		cj.b = append(cj.b, '}')
+		if cj.err != nil {
+			e.j.err = cj.err // not cached: reported at every save
+			e.bestSrc, e.bestEnc = nil, cj.b[:0]
+			return
+		}
+		e.bestSrc, e.bestEnc = b, cj.b
+	}
+	e.j.b = append(e.j.b, e.bestEnc...)
 }
 
 // encode returns the JSON encoding of d, valid until the next call.
@@ -105,6 +140,10 @@ func (e *recordEncoder) encode(d *engineData, durationsPushed int) ([]byte, erro
 	j.totals(&d.Totals)
 	j.key("decision")
 	j.decision(&d.Decision)
+	if d.Best != nil {
+		j.key("best")
+		e.best(d.Best)
+	}
 	j.b = append(j.b, '}')
 	// The record opened with the head's brace; every field above wrote its
 	// own leading comma.

@@ -101,6 +101,9 @@ type Result[S any] struct {
 	History converge.History
 	// Totals sums over every iteration, across resumes.
 	Totals Totals
+	// Best is the best state the loop has seen, with [WithKeepBest]
+	// (which says what best means for each status); nil without it.
+	Best *Best[S]
 	// Escalation is set when Status is Escalated.
 	Escalation *Escalation
 	// Err is the error that ended the loop, if any (also returned by Run).
