@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
 )
@@ -112,6 +113,7 @@ type run[S any] struct {
 	// after savedIter iterations: the latest saved (0: none yet).
 	savedGen  uint64
 	savedIter int
+	origin    checkpoint.Origin // the generation the session was forked from
 	// saveFailed is set when a save failed for good: nothing more is saved.
 	saveFailed bool
 	journal    journal   // finished tasks of the iteration in flight
@@ -203,6 +205,9 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 // matching checkpoint.ErrNotFound; a damaged one, checkpoint.ErrCorrupt; a
 // checkpoint written under other settings, a *SettingsChangedError unless
 // [AllowSettingsChange] was given.
+//
+// With [ForkFrom], Resume starts the engine's session afresh as a fork of a
+// kept generation of another session instead (see ForkFrom).
 func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S], error) {
 	if e.err != nil {
 		return nil, e.err
@@ -220,9 +225,15 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 			o.applyResume(&rc)
 		}
 	}
+	if err := e.checkFork(&rc); err != nil {
+		return nil, err
+	}
 	r, err := e.newRun()
 	if err != nil {
 		return nil, err
+	}
+	if rc.fork != nil {
+		return r.fork(ctx, &rc)
 	}
 	var zero S
 	release, err := r.lock(ctx)

@@ -476,6 +476,9 @@ type resumeConfig struct {
 	answer      string
 	hasAnswer   bool
 	allowChange bool
+	fork        *forkConfig // ForkFrom
+	state       any         // WithState, when hasState
+	hasState    bool
 }
 
 type resumeFunc func(*resumeConfig)

@@ -135,6 +135,7 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 	r.spent = r.data.Usage
 	r.generation = c.Generation
 	r.savedGen, r.savedIter = c.Generation, c.Iteration
+	r.origin = c.Origin
 	if r.cfg.keepBest == nil {
 		r.data.Best = nil // kept no further, and saved no more
 	}
@@ -269,6 +270,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 		State:       state,
 	}
 	c.BestGeneration = r.bestGeneration()
+	c.Origin = r.origin
 	if status == Escalated && r.data.Escalation != nil {
 		c.Question = r.data.Escalation.Question
 	}
