@@ -20,11 +20,24 @@
 // writing each generation atomically, keeping the last few generations and
 // falling back to the newest good one when newer ones are damaged (Load
 // reports the generations it skipped in [Checkpoint.Skipped]). Both have the
-// same six methods: Save, Load, Lock, Remove, Sessions, which lists the
+// same eight methods: Save, Load, Lock, Remove, Sessions, which lists the
 // sessions with their envelopes, read-only and without decoding states, for
-// tools that watch loops ([Dir.Sessions]), and SaveFrom, a Save whose state
+// tools that watch loops ([Dir.Sessions]), SaveFrom, a Save whose state
 // is written by an io.WriterTo, so that a large state is encoded straight
-// into the store without a copy of its own ([Dir.SaveFrom]).
+// into the store without a copy of its own ([Dir.SaveFrom]), and
+// Generations and LoadGeneration, which list a session's kept generations
+// and load any of them, read-only, for a session's history and for forks
+// ([Dir.Generations], [Dir.LoadGeneration]).
+//
+// # Retention
+//
+// By default a store keeps the newest 3 generations of a session
+// ([DefaultKeep]; [Keep] and Memory.Keep change it). It can also keep every
+// generation ([KeepAll]), keep the generation holding a loop's best state
+// beside the newest ([KeepBest]: see [Checkpoint.BestGeneration]), and
+// bound a session's size ([MaxBytes]); Memory has the same settings as
+// fields. Pruning never removes the newest generation, nor, with KeepBest,
+// the best.
 //
 // # Locks and fencing
 //

@@ -43,8 +43,8 @@ import (
 // temporary file in the directory, fsyncs it, renames it to its final name
 // (after checking that no file has that name: a generation is never
 // replaced), fsyncs the directory, and then prunes: of the generations older
-// than the newest Keep, it deletes those whose header it can read as a
-// checkpoint of this format. A file it cannot read (a newer format version,
+// than the newest Keep (or as [KeepAll], [KeepBest] and [MaxBytes] say), it
+// deletes those whose header it can read as a checkpoint of this format. A file it cannot read (a newer format version,
 // a permission error, a directory in its place) is left where it is, and so
 // is every quarantined file. On any error the temporary file is removed and
 // the earlier generations are untouched. [Dir.SaveFrom] saves the same way,

@@ -12,8 +12,8 @@ import (
 const DefaultKeep = 3
 
 // Memory keeps checkpoints in memory, the last Keep generations of each
-// session. The zero value is ready to use and keeps 3. Safe for concurrent
-// use.
+// session (or as KeepAll, KeepBest and MaxBytes say). The zero value is
+// ready to use and keeps 3. Safe for concurrent use.
 //
 // Memory behaves like a store that persists: it keeps what [Marshal] would
 // save (not Skipped), copied, so a checkpoint loaded from Memory equals one
