@@ -507,7 +507,8 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	usage.Wall += dur
 	r.settle(reservation, usage)
 	r.hist.Complete(converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
-		Tasks: len(outs), FailedTasks: failedTasks})
+		Tasks: len(outs), FailedTasks: failedTasks, Tokens: usage.Tokens, Cost: usage.Cost, Calls: usage.Calls,
+		TaskFailures: taskFailures(outs, failedTasks)})
 	if r.cfg.persist&Journal != 0 {
 		r.journal.forget()
 	}
@@ -903,3 +904,20 @@ func (r *run[S]) emit(e Event) {
 }
 
 func stack() []byte { return debug.Stack() }
+
+// taskFailures describes the failed tasks among outs, of which there are
+// n: nil when there are none, so that an iteration without failures
+// allocates nothing.
+func taskFailures[S any](outs []Outcome[S], n int) []converge.TaskFailure {
+	if n == 0 {
+		return nil
+	}
+	fs := make([]converge.TaskFailure, 0, n)
+	for i := range outs {
+		if err := outs[i].Err; err != nil {
+			g := outs[i].Task.Gap()
+			fs = append(fs, converge.TaskFailure{Role: outs[i].Task.Role, Kind: g.Kind, Target: g.Target, Err: err.Error()})
+		}
+	}
+	return fs
+}

@@ -238,7 +238,7 @@ func (e *recordEncoder) history(h *converge.History) {
 		j.key("best_iteration")
 		j.int(int64(h.BestIteration))
 	}
-	if h.Pending != (converge.Attempt{}) {
+	if !h.Pending.IsZero() {
 		j.key("pending")
 		start := j.openObject()
 		j.outcome(&h.Pending)
@@ -584,6 +584,28 @@ func (j *jsonBuf) record(r *converge.Record) {
 		j.key("summary")
 		j.str(r.Summary)
 	}
+	if len(r.Kinds) > 0 {
+		j.key("kinds")
+		start := j.openObject()
+		for _, k := range slices.Sorted(maps.Keys(r.Kinds)) { // json sorts map keys
+			j.b = append(j.b, ',')
+			j.str(string(k))
+			j.b = append(j.b, ':')
+			j.int(int64(r.Kinds[k]))
+		}
+		j.closeObject(start)
+	}
+	if r.Priorities != [3]int{} {
+		j.key("priorities")
+		j.b = append(j.b, '[')
+		for i, n := range r.Priorities {
+			if i > 0 {
+				j.b = append(j.b, ',')
+			}
+			j.int(int64(n))
+		}
+		j.b = append(j.b, ']')
+	}
 	j.outcome(&r.Attempt)
 	j.b = append(j.b, '}')
 }
@@ -609,6 +631,45 @@ func (j *jsonBuf) outcome(o *converge.Attempt) {
 	if o.FailedTasks != 0 {
 		j.key("failed_tasks")
 		j.int(int64(o.FailedTasks))
+	}
+	if o.Tokens != 0 {
+		j.key("tokens")
+		j.int(o.Tokens)
+	}
+	if o.Cost != 0 {
+		j.key("cost")
+		j.float(o.Cost)
+	}
+	if o.Calls != 0 {
+		j.key("calls")
+		j.int(o.Calls)
+	}
+	if len(o.TaskFailures) > 0 {
+		j.key("task_failures")
+		start := j.openArray()
+		for i := range o.TaskFailures {
+			f := &o.TaskFailures[i]
+			j.b = append(j.b, ',')
+			fs := j.openObject()
+			if f.Role != "" {
+				j.key("role")
+				j.str(f.Role)
+			}
+			if f.Kind != "" {
+				j.key("kind")
+				j.str(string(f.Kind))
+			}
+			if f.Target != "" {
+				j.key("target")
+				j.str(f.Target)
+			}
+			if f.Err != "" {
+				j.key("err")
+				j.str(f.Err)
+			}
+			j.closeObject(fs)
+		}
+		j.closeArray(start)
 	}
 }
 

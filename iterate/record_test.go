@@ -85,7 +85,17 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 		if pick(2) == 0 {
 			return converge.Attempt{}
 		}
-		return converge.Attempt{Failed: pick(2) == 0, Action: str(), Duration: time.Duration(num()), Tasks: num(), FailedTasks: num()}
+		a := converge.Attempt{Failed: pick(2) == 0, Action: str(), Duration: time.Duration(num()), Tasks: num(), FailedTasks: num(),
+			Tokens: int64(num()), Cost: flt(), Calls: int64(num())}
+		switch pick(3) {
+		case 0:
+			a.TaskFailures = []converge.TaskFailure{}
+		case 1:
+			for range 1 + pick(2) {
+				a.TaskFailures = append(a.TaskFailures, converge.TaskFailure{Role: str(), Kind: gap.Kind(str()), Target: str(), Err: str()})
+			}
+		}
+		return a
 	}
 	e := &testEncoder{}
 	var prevBest *bestRecord
@@ -127,6 +137,15 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 					Gaps: num(), Fixable: num(), Triggers: rng.Uint64() >> pick(64), Summary: str(), Attempt: outcome()}
 				if pick(2) == 0 {
 					r.Scores = map[string]float64{str(): flt(), "b": flt(), "a": flt()}
+				}
+				switch pick(3) {
+				case 0:
+					r.Kinds = map[gap.Kind]int{gap.Kind(str()): num(), "coverage": num()}
+				case 1:
+					r.Kinds = map[gap.Kind]int{}
+				}
+				if pick(2) == 0 {
+					r.Priorities = [3]int{pick(3), 0, num()}
 				}
 				h.Recent = append(h.Recent, r)
 			}
