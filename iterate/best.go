@@ -80,7 +80,9 @@ func (m metricScorer) Settings() string { return "metric " + string(m) }
 // resume exactly; the checkpoint also names, in its BestGeneration, the
 // generation of the session whose state it is (which a store's retention
 // can keep: see checkpoint.KeepBest). The option and its scorer are part
-// of the settings a resume compares.
+// of the settings a resume compares. A scorer that panics, and a state
+// the codec cannot encode, are reported as warnings; the best stays as it
+// was.
 func WithKeepBest(by ...Scorer) Option {
 	return optionFunc(func(c *config) {
 		switch {

@@ -342,3 +342,23 @@ func ExampleForkFrom() {
 	// fork: "edited draft +1 +2 +3 +4" (converged after 4 iterations)
 	// forked from essay@2
 }
+
+// A Scorer says what best means for WithKeepBest: here, the fewest
+// failing tests, whatever the assessment's score.
+func ExampleScorerFunc() {
+	failing := []int{5, 2, 3, 4} // by fixes tried
+	w := iterate.Func(func(_ context.Context, tries int, _ iterate.Round) (int, error) { return tries + 1, nil })
+	w.AssessFunc = func(_ context.Context, tries int) (gap.Assessment, error) {
+		return gap.Assessment{Scores: map[string]float64{"failing": float64(failing[tries])}}, nil
+	}
+	fewest := iterate.ScorerFunc(func(a *gap.Assessment) float64 { return -a.Scores["failing"] })
+	res, err := iterate.New(w, iterate.WithMaxIterations(3), iterate.WithKeepBest(fewest)).Run(context.Background(), 0)
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Printf("last: %d failing after %d tries; best: %d failing after %d\n",
+		failing[res.State], res.State, failing[res.Best.State], res.Best.Iteration)
+	// Output:
+	// last: 4 failing after 3 tries; best: 2 failing after 1
+}
