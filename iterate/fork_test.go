@@ -12,6 +12,7 @@ import (
 
 	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
 )
@@ -191,5 +192,53 @@ func TestForkErrors(t *testing.T) {
 	}
 	if _, err := store.Load(ctx, "f"); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("a refused fork saved something: %v", err)
+	}
+}
+
+// TestForkWithAnswer: a fork's answer reaches the tasks of its first
+// iteration only, as a hint; forked from an escalated generation, it also
+// opens a fresh allowance of iterations, as a resume's answer does.
+func TestForkWithAnswer(t *testing.T) {
+	ctx := context.Background()
+	store := &checkpoint.Memory{KeepAll: true}
+	answers := map[int]string{}
+	w := iterate.Func(func(_ context.Context, n int, r iterate.Round) (int, error) {
+		answers[r.Iteration] = r.Task.Answer
+		return n + 1, nil
+	})
+	escalate := converge.PolicyFunc(func(h *converge.History) converge.Decision {
+		if h.Iteration == 2 && h.MaxIterations == 3 {
+			return converge.Decision{Verdict: converge.Escalate, Reason: "which way?"}
+		}
+		return converge.IterationLimit{}.Decide(h)
+	})
+	opts := func(session string) []iterate.Option {
+		return []iterate.Option{iterate.WithMaxIterations(3), iterate.WithConvergence(escalate),
+			iterate.WithCheckpointer(store), iterate.WithSession(session)}
+	}
+	if _, err := iterate.New(w, opts("asks")...).Run(ctx, 0); !errors.Is(err, iterate.ErrEscalated) {
+		t.Fatalf("Run: %v, want escalated", err)
+	}
+	latest, err := store.Load(ctx, "asks")
+	if err != nil || latest.Status != string(iterate.Escalated) {
+		t.Fatalf("latest: %+v, %v", latest, err)
+	}
+	clear(answers)
+	res, err := iterate.New(w, opts("answered")...).Resume(ctx, iterate.ForkFrom("asks", latest.Generation), iterate.WithAnswer("left"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A fresh allowance of 3 after the 2 iterations answered at.
+	if res.Iterations != 5 || answers[3] != "left" || answers[4] != "" {
+		t.Errorf("fork of the escalation: %d iterations, answers %v; want 5, \"left\" in iteration 3 only", res.Iterations, answers)
+	}
+	// From a running generation: a hint, no new allowance.
+	clear(answers)
+	res, err = iterate.New(w, opts("hinted")...).Resume(ctx, iterate.ForkFrom("asks", 1), iterate.WithAnswer("try harder"))
+	if err != nil && !errors.Is(err, iterate.ErrEscalated) {
+		t.Fatal(err)
+	}
+	if answers[2] != "try harder" || res.Iterations != 2 {
+		t.Errorf("fork of generation 1 with a hint: %d iterations, answers %v", res.Iterations, answers)
 	}
 }
