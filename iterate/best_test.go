@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -239,4 +241,40 @@ func TestKeepBestOptions(t *testing.T) {
 	if !errors.As(err, &sc) || !strings.Contains(strings.Join(sc.Changes, ";"), "keep best metric coverage → score") {
 		t.Errorf("resume under another scorer: %v", err)
 	}
+}
+
+// TestKeepBestAfterFallback: resumed after its newest generation was
+// damaged (the store falls back to the one before and quarantines it), a
+// loop names as its best generation the one the store really wrote.
+func TestKeepBestAfterFallback(t *testing.T) {
+	dir := t.TempDir()
+	store := checkpoint.NewDir(dir, checkpoint.KeepAll())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hook := func(ctx context.Context, round int) error {
+		if round == 3 { // before the best is found
+			cancel()
+			return ctx.Err()
+		}
+		return nil
+	}
+	if _, err := iterate.New(peakWorker(hook), peakOptions(store)...).Run(ctx, draft{}); !errors.Is(err, iterate.ErrInterrupted) {
+		t.Fatalf("Run: %v", err)
+	}
+	latest, err := store.Load(context.Background(), "peak")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, fmt.Sprintf("peak.%020d.ckpt", latest.Generation))
+	if err := os.WriteFile(path, []byte("damaged"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := iterate.New(peakWorker(nil), peakOptions(checkpoint.NewDir(dir, checkpoint.KeepAll()))...).Resume(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantPeak, res.Best); diff != "" {
+		t.Errorf("Best (-want +got):\n%s", diff)
+	}
+	checkBestGeneration(t, checkpoint.NewDir(dir), "peak", wantPeak)
 }

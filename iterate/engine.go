@@ -180,7 +180,7 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 		return nil, err
 	}
 	if latest != nil {
-		r.generation = latest.Generation
+		r.generation = newestGeneration(latest)
 		if e.cfg.persist&RefuseResumable != 0 && !Status(latest.Status).Final() {
 			return nil, &ResumableError{Checkpoint: latest}
 		}

@@ -141,7 +141,7 @@ func (r *run[S]) fork(ctx context.Context, rc *resumeConfig) (*Result[S], error)
 		return nil, err
 	}
 	if latest != nil {
-		r.generation = latest.Generation
+		r.generation = newestGeneration(latest)
 		if e.cfg.persist&RefuseResumable != 0 && !Status(latest.Status).Final() {
 			return nil, &ResumableError{Checkpoint: latest}
 		}

@@ -133,7 +133,7 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 		r.budget.Restore(r.data.Usage)
 	}
 	r.spent = r.data.Usage
-	r.generation = c.Generation
+	r.generation = newestGeneration(c)
 	r.savedGen, r.savedIter = c.Generation, c.Iteration
 	r.origin = c.Origin
 	if r.cfg.keepBest == nil {
@@ -149,6 +149,18 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 	}
 	r.data.Journal = nil
 	return nil
+}
+
+// newestGeneration returns the newest generation of c's session a store
+// has seen as c was loaded: c's own, or a damaged newer one it skipped.
+// Stores number a save above both, so the next save's generation is one
+// above it, as the engine reports it (events, the best's generation).
+func newestGeneration(c *checkpoint.Checkpoint) uint64 {
+	g := c.Generation
+	for _, s := range c.Skipped {
+		g = max(g, s)
+	}
+	return g
 }
 
 // configureHistory hands the loop's settings to the convergence history,
