@@ -3,10 +3,12 @@ package iterate
 // This file keeps the best state a loop has seen (WithKeepBest).
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
 
+	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/gap"
 )
 
@@ -171,6 +173,29 @@ func (r *run[S]) observeBest(a *gap.Assessment) {
 		b.Generation = r.savedGen
 	}
 	r.data.Best = b // a new record: the record encoder caches by identity
+}
+
+// syncGeneration learns, after the run's first save c, the generation the
+// store gave it: a store numbers a save above every generation it has
+// seen, which can be above the one the engine asked for (a session
+// removed and started again, whose numbers the store does not reuse), and
+// the best's generation must name the generation written. It asks a
+// GenerationLoader for the session's newest generation, the one saved if
+// its envelope is c's; later saves follow it.
+func (r *run[S]) syncGeneration(ctx context.Context, c *checkpoint.Checkpoint) {
+	r.genSynced = true
+	gl, ok := r.cfg.checkpointer.(GenerationLoader)
+	if !ok {
+		return
+	}
+	gens, err := gl.Generations(ctx, c.Session)
+	if err != nil || len(gens) == 0 {
+		return
+	}
+	n := gens[len(gens)-1]
+	if n.Generation > c.Generation && n.Iteration == c.Iteration && n.Time.Equal(c.Time) && n.Fingerprint == c.Fingerprint {
+		r.generation = n.Generation
+	}
 }
 
 // bestResult decodes the best state for a result.

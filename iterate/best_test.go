@@ -278,3 +278,31 @@ func TestKeepBestAfterFallback(t *testing.T) {
 	}
 	checkBestGeneration(t, checkpoint.NewDir(dir), "peak", wantPeak)
 }
+
+// TestKeepBestAfterRemove: a session removed and started again is
+// numbered by the store above its earlier generations (a Memory keeps its
+// counters), and the best's generation names the generation written.
+func TestKeepBestAfterRemove(t *testing.T) {
+	for _, store := range []interface {
+		iterate.Checkpointer
+		iterate.Remover
+	}{&checkpoint.Memory{KeepBest: true}, checkpoint.NewDir(t.TempDir(), checkpoint.KeepBest())} {
+		t.Run(fmt.Sprintf("%T", store), func(t *testing.T) {
+			ctx := context.Background()
+			if _, err := iterate.New(peakWorker(nil), peakOptions(store)...).Run(ctx, draft{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.Remove(ctx, "peak"); err != nil {
+				t.Fatal(err)
+			}
+			res, err := iterate.New(peakWorker(nil), peakOptions(store)...).Run(ctx, draft{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(wantPeak, res.Best); diff != "" {
+				t.Errorf("Best (-want +got):\n%s", diff)
+			}
+			checkBestGeneration(t, store, "peak", wantPeak)
+		})
+	}
+}

@@ -113,6 +113,7 @@ type run[S any] struct {
 	// after savedIter iterations: the latest saved (0: none yet).
 	savedGen  uint64
 	savedIter int
+	genSynced bool              // syncGeneration ran
 	origin    checkpoint.Origin // the generation the session was forked from
 	// saveFailed is set when a save failed for good: nothing more is saved.
 	saveFailed bool

@@ -302,7 +302,10 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 		return err
 	}
 	r.generation = c.Generation
-	r.savedGen, r.savedIter = c.Generation, c.Iteration
+	if r.cfg.keepBest != nil && !r.genSynced {
+		r.syncGeneration(ctx, c)
+	}
+	r.savedGen, r.savedIter = r.generation, c.Iteration
 	return nil
 }
 
