@@ -37,6 +37,7 @@ func ByMetric(name string) Scorer { return metricScorer(name) }
 
 type metricScorer string
 
+// Score returns the metric, or NaN when a does not have it.
 func (m metricScorer) Score(a *gap.Assessment) float64 {
 	if v, ok := a.Metric(string(m)); ok {
 		return v

@@ -69,6 +69,7 @@ type UnsupportedError struct {
 	Op, Needs, Checkpointer string
 }
 
+// Error describes the error.
 func (e *UnsupportedError) Error() string {
 	return "iterate: " + e.Op + " needs a checkpointer that is a " + e.Needs + ", and " + e.Checkpointer + " is not"
 }
