@@ -20,11 +20,24 @@
 // writing each generation atomically, keeping the last few generations and
 // falling back to the newest good one when newer ones are damaged (Load
 // reports the generations it skipped in [Checkpoint.Skipped]). Both have the
-// same six methods: Save, Load, Lock, Remove, Sessions, which lists the
+// same eight methods: Save, Load, Lock, Remove, Sessions, which lists the
 // sessions with their envelopes, read-only and without decoding states, for
-// tools that watch loops ([Dir.Sessions]), and SaveFrom, a Save whose state
+// tools that watch loops ([Dir.Sessions]), SaveFrom, a Save whose state
 // is written by an io.WriterTo, so that a large state is encoded straight
-// into the store without a copy of its own ([Dir.SaveFrom]).
+// into the store without a copy of its own ([Dir.SaveFrom]), and
+// Generations and LoadGeneration, which list a session's kept generations
+// and load any of them, read-only, for a session's history and for forks
+// ([Dir.Generations], [Dir.LoadGeneration]).
+//
+// # Retention
+//
+// By default a store keeps the newest 3 generations of a session
+// ([DefaultKeep]; [Keep] and Memory.Keep change it). It can also keep every
+// generation ([KeepAll]), keep the generation holding a loop's best state
+// beside the newest ([KeepBest]: see [Checkpoint.BestGeneration]), and
+// bound a session's size ([MaxBytes]); Memory has the same settings as
+// fields. Pruning never removes the newest generation, nor, with KeepBest,
+// the best.
 //
 // # Locks and fencing
 //
@@ -47,10 +60,13 @@ import (
 	"unicode/utf8"
 )
 
-// Version is the version of the checkpoint format written and read by this
-// package. A record of any other version (version 1 included: there is no
-// migration) gives a *[VersionError].
-const Version = 2
+// Version is the newest version of the checkpoint format, written and read
+// by this package. A checkpoint without [Checkpoint.BestGeneration] and
+// [Checkpoint.Origin] is written in version 2, which version 3 extends
+// with them, so that the files of loops that use neither stay readable by
+// earlier releases; both versions are read. A record of any other version
+// (version 1 included: there is no migration) gives a *[VersionError].
+const Version = 3
 
 // Checkpoint is the saved progress of one loop session. Stores treat it as a
 // value: they copy what they keep and never modify what they are given.
@@ -80,6 +96,15 @@ type Checkpoint struct {
 	// Fingerprint identifies the loop's settings, so that a resume under
 	// different settings can be refused.
 	Fingerprint string
+	// BestGeneration is the generation of this session whose State is the
+	// best state the loop has seen so far, as the engine keeps it (see
+	// iterate.WithKeepBest); 0 when no generation of the session holds it
+	// or the loop keeps no best. A store that retains the best (see
+	// [KeepBest]) never prunes the generation the newest one names here.
+	BestGeneration uint64
+	// Origin is where the session was forked from; zero for a session that
+	// was not forked.
+	Origin Origin
 	// Engine is the engine's resume record, opaque to stores.
 	Engine []byte
 	// State is the encoded loop state, opaque to stores.
@@ -89,6 +114,13 @@ type Checkpoint struct {
 	// session that were damaged and skipped (newest first), so that a host
 	// can report the fallback to this older one.
 	Skipped []uint64
+}
+
+// Origin names the generation of another session that a session was
+// forked from.
+type Origin struct {
+	Session    string
+	Generation uint64
 }
 
 // Clone returns a deep copy of c that shares no memory with it; nil and
@@ -161,7 +193,7 @@ type VersionError struct {
 
 // Error describes the error.
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("checkpoint: unsupported format version %d (this package reads version %d)", e.Version, Version)
+	return fmt.Sprintf("checkpoint: unsupported format version %d (this package reads versions %d and %d)", e.Version, version2, Version)
 }
 
 // Is reports whether target is ErrVersion.

@@ -37,6 +37,14 @@ func TestConformance(t *testing.T) {
 		{"Dir_keep_1_nested", func(t *testing.T) checkpointtest.Store {
 			return checkpoint.NewDir(t.TempDir()+"/not/yet/created", checkpoint.Keep(1))
 		}},
+		{"Memory_keep_all", func(t *testing.T) checkpointtest.Store { return &checkpoint.Memory{KeepAll: true} }},
+		{"Memory_keep_1_best_limited", func(t *testing.T) checkpointtest.Store {
+			return &checkpoint.Memory{Keep: 1, KeepBest: true, MaxBytes: 4 << 10}
+		}},
+		{"Dir_keep_all", func(t *testing.T) checkpointtest.Store { return checkpoint.NewDir(t.TempDir(), checkpoint.KeepAll()) }},
+		{"Dir_keep_1_best_limited", func(t *testing.T) checkpointtest.Store {
+			return checkpoint.NewDir(t.TempDir(), checkpoint.Keep(1), checkpoint.KeepBest(), checkpoint.MaxBytes(4<<10))
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

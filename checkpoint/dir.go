@@ -43,8 +43,8 @@ import (
 // temporary file in the directory, fsyncs it, renames it to its final name
 // (after checking that no file has that name: a generation is never
 // replaced), fsyncs the directory, and then prunes: of the generations older
-// than the newest Keep, it deletes those whose header it can read as a
-// checkpoint of this format. A file it cannot read (a newer format version,
+// than the newest Keep (or as [KeepAll], [KeepBest] and [MaxBytes] say), it
+// deletes those whose header it can read as a checkpoint of this format. A file it cannot read (a newer format version,
 // a permission error, a directory in its place) is left where it is, and so
 // is every quarantined file. On any error the temporary file is removed and
 // the earlier generations are untouched. [Dir.SaveFrom] saves the same way,
@@ -77,8 +77,9 @@ import (
 // reading it, so a stray file, however large, costs a 20-byte read; an
 // encoding above 1 GiB is damage.
 type Dir struct {
-	path string
-	keep int
+	path   string
+	keep   int
+	retain retention // KeepAll, KeepBest, MaxBytes
 	// hook, when set (by tests only), is called at each stage of a save
 	// ("write", "sync", "publish"); an error it returns fails the save there.
 	hook func(stage string) error
@@ -234,7 +235,7 @@ func (d *Dir) save(ctx context.Context, c *Checkpoint, state io.WriterTo) error 
 	if err := syncDir(d.dir()); err != nil {
 		return fmt.Errorf("checkpoint: saving session %s: syncing directory: %w", quoteSession(c.Session), err)
 	}
-	d.prune(c.Session, s)
+	d.prune(c.Session, s, c.BestGeneration)
 	return nil
 }
 
@@ -370,18 +371,34 @@ func publish(tmp, final string) error {
 	return os.Rename(tmp, final)
 }
 
-// prune deletes the oldest generations of the session beyond Keep, those
-// whose header reads as a checkpoint of this format; the others stay (and
-// stay listed). Failures are left for a later prune: the save they follow
-// has succeeded.
-func (d *Dir) prune(session string, s *dirSession) {
+// prune deletes the oldest generations of the session beyond Keep (or as
+// KeepAll, KeepBest and MaxBytes say: see retention.drop, given best, the
+// newest's best generation), those whose header reads as a checkpoint of
+// this format; the others stay (and stay listed). Failures are left for a
+// later prune: the save they follow has succeeded.
+func (d *Dir) prune(session string, s *dirSession, best uint64) {
 	n := len(s.gens) - d.keepN()
-	if n <= 0 {
+	if d.retain.plain() && n <= 0 {
 		return
+	}
+	dropAt := func(i int) bool { return i < n }
+	if !d.retain.plain() {
+		var size func(int) int64
+		if d.retain.maxBytes > 0 {
+			size = func(i int) int64 {
+				fi, err := os.Lstat(filepath.Join(d.dir(), genName(session, s.gens[i])))
+				if err != nil {
+					return 0
+				}
+				return fi.Size()
+			}
+		}
+		drop := d.retain.drop(s.gens, d.keepN(), best, size)
+		dropAt = func(i int) bool { return drop[i] }
 	}
 	kept := s.gens[:0]
 	for i, g := range s.gens {
-		if i < n {
+		if dropAt(i) {
 			path := filepath.Join(d.dir(), genName(session, g))
 			if intact(path) {
 				err := os.Remove(path)
@@ -408,7 +425,7 @@ func intact(path string) bool {
 		return false
 	}
 	version, _, _, err := checkFrame(hdr[:], size)
-	return err == nil && version == Version
+	return err == nil && known(version)
 }
 
 // scan lists the directory and records the session's generations and

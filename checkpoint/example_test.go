@@ -166,3 +166,49 @@ func ExampleMarshal() {
 	// research 2 resume notes <nil>
 	// true checkpoint: corrupt: checksum mismatch
 }
+
+// KeepBest keeps, beside the newest generations, the one the newest names
+// as holding the loop's best state; Generations lists what is kept and
+// LoadGeneration loads any of it. MaxBytes bounds the rest.
+func ExampleKeepBest() {
+	dir, err := os.MkdirTemp("", "refine-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	ctx := context.Background()
+	store := checkpoint.NewDir(dir, checkpoint.Keep(2), checkpoint.KeepBest(), checkpoint.MaxBytes(1<<20))
+	for i := 1; i <= 6; i++ {
+		c := &checkpoint.Checkpoint{
+			Session:    "essay",
+			Generation: uint64(i),
+			Iteration:  i,
+			Status:     "running",
+			State:      fmt.Appendf(nil, `{"draft":%d}`, i),
+		}
+		if i >= 4 {
+			c.BestGeneration = 3 // the engine found generation 3's state the best
+		}
+		if err := store.Save(ctx, c); err != nil {
+			log.Fatal(err)
+		}
+	}
+	gens, err := store.Generations(ctx, "essay")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, g := range gens {
+		fmt.Printf("generation %d (best: %d)\n", g.Generation, g.BestGeneration)
+	}
+	best, err := store.LoadGeneration(ctx, "essay", gens[len(gens)-1].BestGeneration)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("best state: %s\n", best.State)
+	// Output:
+	// generation 3 (best: 0)
+	// generation 5 (best: 3)
+	// generation 6 (best: 3)
+	// best state: {"draft":3}
+}

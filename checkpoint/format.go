@@ -41,13 +41,30 @@ import (
 //	36      Session, Status, Reason, Question, Fingerprint and Engine,
 //	        each as a 4-byte length and that many bytes
 //
-// and nothing after them. Version 1 framed a JSON record of 23 fields; it is
-// recognised, by its version, and refused.
+// and nothing after them. Version 3 adds the fields of a kept best state and
+// of a fork:
+//
+//	36   8  BestGeneration
+//	44   8  Origin.Generation
+//	52      Session, Status, Reason, Question, Fingerprint, Origin.Session
+//	        and Engine, each as a 4-byte length and that many bytes
+//
+// A checkpoint is written in version 2 unless it has one of these fields
+// set, so that a store's files stay readable by the releases before
+// version 3 for as long as the loops saving them use neither keep-best nor
+// forks; a version-3 record without them is malformed, so that every
+// checkpoint has one encoding. Version 1 framed a JSON record of 23 fields;
+// it is recognised, by its version, and refused.
 const (
 	magic       = "RFCK"
 	headerSize  = 20
 	crcSize     = 4
-	recordFixed = 36
+	recordFixed = 36 // of version 2; version 3 has recordFixed3
+	// recordFixed3 is the size of the fixed fields of a version-3 record.
+	recordFixed3 = 52
+	// version2 is the version written for a checkpoint without the fields
+	// of Version.
+	version2 = 2
 	// maxEncoded bounds the size of an encoded checkpoint.
 	maxEncoded = 1 << 30
 	// inlineState is the largest state copied into the header buffer so
@@ -84,17 +101,41 @@ func putBuf(b *bytes.Buffer) {
 	}
 }
 
-// strings of the record, in order.
-func recordStrings(c *Checkpoint) [5]string {
-	return [5]string{c.Session, c.Status, c.Reason, c.Question, c.Fingerprint}
+// strings of the record, in order: the first five in version 2, all six in
+// version 3.
+func recordStrings(c *Checkpoint) [6]string {
+	return [6]string{c.Session, c.Status, c.Reason, c.Question, c.Fingerprint, c.Origin.Session}
+}
+
+// formatVersion returns the version c is written in: 2 unless it has a
+// field of version 3.
+func (c *Checkpoint) formatVersion() uint32 {
+	if c.BestGeneration != 0 || c.Origin != (Origin{}) {
+		return Version
+	}
+	return version2
+}
+
+// known reports whether this package reads records of version v.
+func known(v uint32) bool { return v == Version || v == version2 }
+
+// layout returns the size of the fixed fields and the number of strings of
+// a record of version v (2 or 3).
+func layout(v uint32) (fixed, strs int) {
+	if v == version2 {
+		return recordFixed, 5
+	}
+	return recordFixed3, 6
 }
 
 // encodedSize returns the size of c encoded with a state of stateLen bytes,
 // or an error if it is above maxEncoded. Stores call it before saving, so
 // that what one store accepts every store accepts.
 func encodedSize(c *Checkpoint, stateLen int64) (int64, error) {
-	n := int64(headerSize + recordFixed + crcSize + 6*4)
-	for _, s := range recordStrings(c) {
+	fixed, strs := layout(c.formatVersion())
+	n := int64(headerSize + fixed + crcSize + (strs+1)*4)
+	ss := recordStrings(c)
+	for _, s := range ss[:strs] {
 		n += int64(len(s))
 	}
 	n += int64(len(c.Engine)) + stateLen
@@ -111,9 +152,12 @@ func encodeHead(buf *bytes.Buffer, c *Checkpoint, gen uint64, stateLen int64) (u
 	if _, err := encodedSize(c, stateLen); err != nil {
 		return 0, err
 	}
-	var fixed [headerSize + recordFixed]byte
-	buf.Write(fixed[:])
-	for _, s := range recordStrings(c) {
+	version := c.formatVersion()
+	fixedLen, strs := layout(version)
+	var fixed [headerSize + recordFixed3]byte
+	buf.Write(fixed[:headerSize+fixedLen])
+	ss := recordStrings(c)
+	for _, s := range ss[:strs] {
 		buf.Write(binary.LittleEndian.AppendUint32(fixed[:0], uint32(len(s))))
 		buf.WriteString(s)
 	}
@@ -123,7 +167,7 @@ func encodeHead(buf *bytes.Buffer, c *Checkpoint, gen uint64, stateLen int64) (u
 	b := buf.Bytes()
 	copy(b[0:4], magic)
 	le := binary.LittleEndian
-	le.PutUint32(b[4:8], Version)
+	le.PutUint32(b[4:8], version)
 	le.PutUint32(b[8:12], uint32(len(b)-headerSize))
 	le.PutUint64(b[12:20], uint64(stateLen))
 	r := b[headerSize:]
@@ -132,6 +176,10 @@ func encodeHead(buf *bytes.Buffer, c *Checkpoint, gen uint64, stateLen int64) (u
 	le.PutUint64(r[16:24], uint64(int64(c.Iteration)))
 	le.PutUint64(r[24:32], uint64(c.Time.Unix()))
 	le.PutUint32(r[32:36], uint32(c.Time.Nanosecond()))
+	if version != version2 {
+		le.PutUint64(r[36:44], c.BestGeneration)
+		le.PutUint64(r[44:52], c.Origin.Generation)
+	}
 	return crc32.Update(0, castagnoli, b), nil
 }
 
@@ -244,10 +292,10 @@ func unmarshal(data []byte, copyBytes bool) (*Checkpoint, error) {
 	if crc32.Checksum(data[:end], castagnoli) != binary.LittleEndian.Uint32(data[end:]) {
 		return nil, &CorruptError{Err: errChecksum}
 	}
-	if version != Version {
+	if !known(version) {
 		return nil, &VersionError{Version: int(version)}
 	}
-	c, err := decodeRecord(data[headerSize:headerSize+recLen], copyBytes)
+	c, err := decodeRecord(data[headerSize:headerSize+recLen], version, copyBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -261,18 +309,19 @@ func unmarshal(data []byte, copyBytes bool) (*Checkpoint, error) {
 	return c, nil
 }
 
-// decodeRecord decodes a record of the current version.
-func decodeRecord(r []byte, copyBytes bool) (*Checkpoint, error) {
+// decodeRecord decodes a record of version 2 or 3.
+func decodeRecord(r []byte, version uint32, copyBytes bool) (*Checkpoint, error) {
 	bad := malformed
-	if len(r) < recordFixed {
+	fixed, strs := layout(version)
+	if len(r) < fixed {
 		return nil, bad("shorter than its fixed fields")
 	}
-	c, err := decodeFixed(r[:recordFixed])
+	c, err := decodeFixed(r[:fixed])
 	if err != nil {
 		return nil, err
 	}
 	le := binary.LittleEndian
-	r = r[recordFixed:]
+	r = r[fixed:]
 	next := func() ([]byte, bool) {
 		if len(r) < 4 {
 			return nil, false
@@ -285,13 +334,16 @@ func decodeRecord(r []byte, copyBytes bool) (*Checkpoint, error) {
 		r = r[4+n:]
 		return b, true
 	}
-	fields := [...]*string{&c.Session, &c.Status, &c.Reason, &c.Question, &c.Fingerprint}
-	for _, f := range fields {
+	fields := c.stringFields()
+	for _, f := range fields[:strs] {
 		b, ok := next()
 		if !ok {
 			return nil, bad("a length beyond its end")
 		}
 		*f = string(b)
+	}
+	if err := checkVersion(c, version); err != nil {
+		return nil, err
 	}
 	engine, ok := next()
 	if !ok {
@@ -309,8 +361,22 @@ func decodeRecord(r []byte, copyBytes bool) (*Checkpoint, error) {
 	return c, nil
 }
 
-// decodeFixed decodes the fixed fields of a record of the current version,
-// its first recordFixed bytes.
+// stringFields returns the string fields of c in the order of the record.
+func (c *Checkpoint) stringFields() [6]*string {
+	return [6]*string{&c.Session, &c.Status, &c.Reason, &c.Question, &c.Fingerprint, &c.Origin.Session}
+}
+
+// checkVersion refuses a version-3 record without the fields of version 3:
+// that checkpoint is written in version 2.
+func checkVersion(c *Checkpoint, version uint32) error {
+	if version != version2 && c.formatVersion() == version2 {
+		return malformed("version 3 without the fields of version 3")
+	}
+	return nil
+}
+
+// decodeFixed decodes the fixed fields of a record, its first recordFixed
+// bytes (version 2) or recordFixed3 (version 3).
 func decodeFixed(r []byte) (*Checkpoint, error) {
 	le := binary.LittleEndian
 	c := &Checkpoint{
@@ -327,6 +393,10 @@ func decodeFixed(r []byte) (*Checkpoint, error) {
 		return nil, malformed("nanoseconds out of range")
 	}
 	c.Time = time.Unix(sec, int64(nsec)).UTC()
+	if len(r) >= recordFixed3 {
+		c.BestGeneration = le.Uint64(r[36:44])
+		c.Origin.Generation = le.Uint64(r[44:52])
+	}
 	return c, nil
 }
 
@@ -337,14 +407,15 @@ func malformed(what string) error {
 
 // peekToken returns the generation and token recorded in the first bytes of
 // an encoding (at least headerSize+16), if its header is that of a record of
-// the current version and of size bytes. The checksum is not verified: the
+// a version this package reads (the two share these fields) and of size
+// bytes. The checksum is not verified: the
 // result serves only as a lower bound for new fencing tokens.
 func peekToken(head []byte, size int64) (uint64, bool) {
 	if len(head) < headerSize+16 {
 		return 0, false
 	}
 	version, _, _, err := checkFrame(head, size)
-	if err != nil || version != Version {
+	if err != nil || !known(version) {
 		return 0, false
 	}
 	return binary.LittleEndian.Uint64(head[headerSize+8:]), true

@@ -267,7 +267,7 @@ func TestUnmarshalVersion(t *testing.T) {
 	}{
 		{"version_1_not_migrated", version1(), 1},
 		{"version_0", resealed(withUint32(good[:len(good)-4], 4, 0)), 0},
-		{"version_3", resealed(withUint32(good[:len(good)-4], 4, 3)), 3},
+		{"version_4", resealed(withUint32(good[:len(good)-4], 4, 4)), 4},
 		{"version_1<<20", resealed(withUint32(good[:len(good)-4], 4, 1<<20)), 1 << 20},
 	}
 	for _, tc := range tests {
@@ -301,7 +301,7 @@ func TestErrorTexts(t *testing.T) {
 	}{
 		{&checkpoint.CorruptError{}, "checkpoint: corrupt"},
 		{&checkpoint.CorruptError{Path: "d/s.ckpt", Generation: 7, Err: errors.New("checksum mismatch")}, "checkpoint: corrupt generation 7 (d/s.ckpt): checksum mismatch"},
-		{&checkpoint.VersionError{Version: 1}, "checkpoint: unsupported format version 1 (this package reads version 2)"},
+		{&checkpoint.VersionError{Version: 1}, "checkpoint: unsupported format version 1 (this package reads versions 2 and 3)"},
 		{&checkpoint.LockedError{Session: "build", Holder: "pid 42"}, `checkpoint: session "build" is locked by pid 42`},
 		{&checkpoint.LockedError{Session: "build"}, `checkpoint: session "build" is locked by another run`},
 		{&checkpoint.SessionError{Session: "a/b", Reason: "contains a path separator"}, `checkpoint: invalid session name "a/b": contains a path separator`},
@@ -433,6 +433,7 @@ func FuzzUnmarshal(f *testing.F) {
 		checkpointtest.Checkpoint("fuzz", 3),
 		{Session: "empty"},
 		{Session: "state", Token: 4, State: []byte("some state"), Engine: []byte("e")},
+		{Session: "fork", BestGeneration: 2, Origin: checkpoint.Origin{Session: "parent", Generation: 3}},
 	} {
 		data, err := checkpoint.Marshal(c)
 		if err != nil {

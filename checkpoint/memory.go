@@ -12,8 +12,8 @@ import (
 const DefaultKeep = 3
 
 // Memory keeps checkpoints in memory, the last Keep generations of each
-// session. The zero value is ready to use and keeps 3. Safe for concurrent
-// use.
+// session (or as KeepAll, KeepBest and MaxBytes say). The zero value is
+// ready to use and keeps 3. Safe for concurrent use.
 //
 // Memory behaves like a store that persists: it keeps what [Marshal] would
 // save (not Skipped), copied, so a checkpoint loaded from Memory equals one
@@ -26,6 +26,13 @@ const DefaultKeep = 3
 type Memory struct {
 	// Keep is the number of generations kept per session; 0 means 3.
 	Keep int
+	// KeepAll, KeepBest and MaxBytes retain generations as the Dir options
+	// [KeepAll], [KeepBest] and [MaxBytes] do: every generation, the best
+	// one too, and at most MaxBytes bytes of a session's generations (as
+	// [Marshal] would encode them; 0 means no limit).
+	KeepAll  bool
+	KeepBest bool
+	MaxBytes int64
 
 	mu       sync.Mutex
 	sessions map[string]*memSession
@@ -143,6 +150,11 @@ func (m *Memory) store(c *Checkpoint, streamed []byte, fromStream bool) error {
 	if err := s.fence(c); err != nil {
 		return err
 	}
+	ret := m.retention()
+	if !ret.plain() {
+		m.storeRetained(s, c, streamed, fromStream, ret)
+		return nil
+	}
 	// Recycle the generation about to be evicted: it was never handed out
 	// (Load returns copies), so its storage is free.
 	var dst *Checkpoint
@@ -254,4 +266,39 @@ func (m *Memory) Remove(ctx context.Context, session string) error {
 		s.spare = nil
 	}
 	return nil
+}
+
+// retention returns the retention of m's fields.
+func (m *Memory) retention() retention {
+	return retention{all: m.KeepAll, best: m.KeepBest, maxBytes: max(m.MaxBytes, 0)}
+}
+
+// storeRetained is store under a retention other than the newest Keep:
+// it keeps c, with a copy of its state or streamed, then prunes as ret
+// says. m.mu must be held and c fenced.
+func (m *Memory) storeRetained(s *memSession, c *Checkpoint, streamed []byte, fromStream bool, ret retention) {
+	dst := c.Clone()
+	if fromStream {
+		dst.State = streamed
+	}
+	dst.Skipped = nil
+	dst.Generation = max(c.Generation, s.newest+1)
+	s.newest = dst.Generation
+	s.gens = append(s.gens, dst)
+	gens := make([]uint64, len(s.gens))
+	for i, g := range s.gens {
+		gens[i] = g.Generation
+	}
+	drop := ret.drop(gens, m.keep(), dst.BestGeneration, func(i int) int64 {
+		n, _ := encodedSize(s.gens[i], int64(len(s.gens[i].State)))
+		return n
+	})
+	kept := s.gens[:0]
+	for i, g := range s.gens {
+		if !drop[i] {
+			kept = append(kept, g)
+		}
+	}
+	clear(s.gens[len(kept):])
+	s.gens = kept
 }

@@ -199,7 +199,7 @@ func readEnvelope(path, session string) (*Checkpoint, error) {
 		return nil, err
 	}
 	defer f.Close()
-	if version != Version {
+	if !known(version) {
 		// Only an intact record of another version is not damage.
 		h := crc32.New(castagnoli)
 		if _, err := io.Copy(h, io.NewSectionReader(f, 0, size-crcSize)); err != nil {
@@ -216,15 +216,16 @@ func readEnvelope(path, session string) (*Checkpoint, error) {
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(f, headerSize, int64(recLen)), 512)
 	left := recLen
-	if left < recordFixed {
+	fixedLen, strs := layout(version)
+	if left < fixedLen {
 		return nil, malformed("shorter than its fixed fields")
 	}
-	var fixed [recordFixed]byte
-	if _, err := io.ReadFull(r, fixed[:]); err != nil {
+	var fixed [recordFixed3]byte
+	if _, err := io.ReadFull(r, fixed[:fixedLen]); err != nil {
 		return nil, readErr(err)
 	}
-	left -= recordFixed
-	c, err := decodeFixed(fixed[:])
+	left -= fixedLen
+	c, err := decodeFixed(fixed[:fixedLen])
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +245,8 @@ func readEnvelope(path, session string) (*Checkpoint, error) {
 		}
 		return int(n), nil
 	}
-	for _, field := range [...]*string{&c.Session, &c.Status, &c.Reason, &c.Question, &c.Fingerprint} {
+	fields := c.stringFields()
+	for _, field := range fields[:strs] {
 		n, err := length()
 		if err != nil {
 			return nil, err
@@ -262,6 +264,9 @@ func readEnvelope(path, session string) (*Checkpoint, error) {
 	}
 	if engine != left {
 		return nil, malformed("trailing bytes")
+	}
+	if err := checkVersion(c, version); err != nil {
+		return nil, err
 	}
 	if c.Session != session {
 		return nil, &CorruptError{Err: fmt.Errorf("records session %s, not %s", quoteSession(c.Session), quoteSession(session))}

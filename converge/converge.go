@@ -207,9 +207,14 @@ type Record struct {
 	// Summary is a one-line account of the state: its most severe gap in
 	// actionable form ("TestLogin: Expected: 123, Received: \"123\"").
 	Summary string `json:"summary,omitempty"`
+	// Kinds counts the gaps found by kind (nil when none was found), and
+	// Priorities by priority: P1, P2 and P3, in that order (gaps not yet
+	// prioritised are not counted).
+	Kinds      map[gap.Kind]int `json:"kinds,omitempty"`
+	Priorities [3]int           `json:"priorities,omitzero"`
 	// Attempt is how the iteration which produced this state went: whether
-	// it failed, its action, duration, tasks and failed tasks (zero for
-	// the initial state).
+	// it failed, its action, duration, tasks and failed tasks, what it
+	// spent and why its tasks failed (zero for the initial state).
 	Attempt
 }
 
@@ -286,17 +291,47 @@ type History struct {
 
 	// base is the backing array Recent slides over (see next).
 	base []Record
+	// spareKinds is the map of kinds of the record that last left the
+	// window, for the next record (see next).
+	spareKinds map[gap.Kind]int
 }
 
 // Attempt is how one iteration went, as [History.Complete] records it:
 // whether it failed, the strategy it followed, how long it took, and its
 // tasks. (iterate.Outcome is a task's result; an Attempt, an iteration's.)
+//
+// Attempts hold a slice: compare them with [Attempt.IsZero] or go-cmp.
 type Attempt struct {
 	Failed      bool          `json:"failed,omitempty"`
 	Action      string        `json:"action,omitempty"`
 	Duration    time.Duration `json:"duration,omitempty"`
 	Tasks       int           `json:"tasks,omitempty"`
 	FailedTasks int           `json:"failed_tasks,omitempty"`
+	// Tokens, Cost and Calls are what the iteration's tasks spent, as the
+	// engine charged it to the budget (budget.Usage's fields of the same
+	// names): over a session's iterations they add up to its usage, but
+	// for what an iteration interrupted in flight spent.
+	Tokens int64   `json:"tokens,omitempty"`
+	Cost   float64 `json:"cost,omitempty"`
+	Calls  int64   `json:"calls,omitempty"`
+	// TaskFailures describes the iteration's failed tasks, in task order
+	// (nil when none failed).
+	TaskFailures []TaskFailure `json:"task_failures,omitempty"`
+}
+
+// IsZero reports whether a is the zero Attempt (TaskFailures nil).
+func (a *Attempt) IsZero() bool {
+	return !a.Failed && a.Action == "" && a.Duration == 0 && a.Tasks == 0 && a.FailedTasks == 0 &&
+		a.Tokens == 0 && a.Cost == 0 && a.Calls == 0 && a.TaskFailures == nil
+}
+
+// TaskFailure is one failed task of an iteration: its role, the kind and
+// target of its main gap (empty for a broad task) and its error's message.
+type TaskFailure struct {
+	Role   string   `json:"role,omitempty"`
+	Kind   gap.Kind `json:"kind,omitempty"`
+	Target string   `json:"target,omitempty"`
+	Err    string   `json:"err,omitempty"`
 }
 
 // Remaining returns how many iterations may still run, or -1 when unlimited.
@@ -430,7 +465,29 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	if w <= 0 {
 		w = DefaultWindow
 	}
-	h.next(w).set(h.Iteration, &a, gaps, pending)
+	r := h.next(w)
+	r.Kinds = h.spareKinds // for set to fill
+	r.set(h.Iteration, &a, gaps, pending)
+	if r.Kinds != nil {
+		h.spareKinds = nil
+	}
+}
+
+// countKinds counts gaps by kind into m, cleared (or a new map if m is
+// nil), and returns it; nil when there are no gaps.
+func countKinds(m map[gap.Kind]int, gaps []gap.Gap) map[gap.Kind]int {
+	if len(gaps) == 0 {
+		return nil
+	}
+	if m == nil {
+		m = make(map[gap.Kind]int, 4)
+	} else {
+		clear(m)
+	}
+	for i := range gaps {
+		m[gaps[i].Kind]++
+	}
+	return m
 }
 
 // set makes r the record of the assessment a of the state after iteration
@@ -451,11 +508,16 @@ func (r *Record) set(iteration int, a *gap.Assessment, gaps []gap.Gap, o Attempt
 	r.Conflicts = a.UnresolvedConflicts()
 	r.Gaps = len(gaps)
 	r.Fixable = 0
+	r.Priorities = [3]int{}
 	for i := range gaps {
 		if gaps[i].Fixable {
 			r.Fixable++
 		}
+		if p := gaps[i].Priority; p >= gap.P1 && p <= gap.P3 {
+			r.Priorities[p-gap.P1]++
+		}
 	}
+	r.Kinds = countKinds(r.Kinds, gaps) // the slot's map, reused
 	r.Triggers = triggerDigest(gaps)
 	r.Summary = ""
 	if len(gaps) > 0 {
@@ -464,10 +526,11 @@ func (r *Record) set(iteration int, a *gap.Assessment, gaps []gap.Gap, o Attempt
 	r.Attempt = o
 }
 
-// release drops the references r holds (its Scores, Summary and Action), so
-// that a record that left the window keeps nothing alive.
+// release drops the references r holds (its Scores, Summary, Kinds,
+// Action and TaskFailures), so that a record that left the window keeps
+// nothing alive.
 func (r *Record) release() {
-	r.Scores, r.Summary, r.Action = nil, "", ""
+	r.Scores, r.Summary, r.Kinds, r.Action, r.TaskFailures = nil, "", nil, "", nil
 }
 
 // next appends a slot to the window of w records and returns it; the
@@ -480,7 +543,13 @@ func (h *History) next(w int) *Record {
 		drop := len(h.Recent) - w + 1
 		// Release what the dropped records refer to.
 		if drop == 1 {
-			h.Recent[0].release() // the steady state: cheaper than clear
+			// The steady state: cheaper than clear. The dropped record's
+			// map of kinds is the next record's, so that a full window
+			// allocates none.
+			if h.Recent[0].Kinds != nil {
+				h.spareKinds = h.Recent[0].Kinds
+			}
+			h.Recent[0].release()
 		} else {
 			clear(h.Recent[:drop])
 		}

@@ -114,7 +114,8 @@ func TestHistoryRecordMetrics(t *testing.T) {
 	h := run(0, 0, step{a: a, gaps: g})
 	a.Scores["q"] = 0.1 // the host reuses its map
 	want := Record{Coverage: 0.75, Confidence: 0.75, Score: 0.4, Scores: map[string]float64{"q": 0.9}, Conflicts: 1,
-		Gaps: 2, Fixable: 1, Triggers: triggerDigest(g), Summary: "coverage: files"}
+		Gaps: 2, Fixable: 1, Triggers: triggerDigest(g), Summary: "coverage: files",
+		Kinds: map[gap.Kind]int{gap.Coverage: 1, gap.Confidence: 1}, Priorities: [3]int{1, 0, 0}}
 	if diff := cmp.Diff(want, *h.Last()); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
 	}

@@ -201,6 +201,15 @@ func observeReference(h *History, a gap.Assessment, gaps []gap.Gap) {
 		Triggers:   triggerDigest(gaps),
 		Attempt:    h.Pending,
 	}
+	for i := range gaps {
+		if rec.Kinds == nil {
+			rec.Kinds = map[gap.Kind]int{}
+		}
+		rec.Kinds[gaps[i].Kind]++
+		if p := gaps[i].Priority; p >= gap.P1 && p <= gap.P3 {
+			rec.Priorities[p-1]++
+		}
+	}
 	if len(a.Scores) > 0 {
 		rec.Scores = maps.Clone(a.Scores)
 	}
@@ -273,7 +282,7 @@ func TestObserveMatchesReference(t *testing.T) {
 			var gaps []gap.Gap
 			for range pick(r, 0, 0, 1, 2) {
 				gaps = append(gaps, gap.Gap{Kind: pick(r, gap.Coverage, gap.TestFailure), Target: pick(r, "", "t"),
-					Detail: pick(r, "", "d", "t failed"), Fixable: r.IntN(2) == 0})
+					Detail: pick(r, "", "d", "t failed"), Fixable: r.IntN(2) == 0, Priority: gap.Priority(r.IntN(5))})
 			}
 			got.Observe(a, gaps)
 			observeReference(want, a, gaps)
@@ -295,6 +304,10 @@ func fillAll(t *testing.T, v reflect.Value) {
 		}
 	case reflect.Map:
 		v.Set(reflect.MakeMap(v.Type()))
+	case reflect.Array:
+		for i := range v.Len() {
+			fillAll(t, v.Index(i))
+		}
 	case reflect.String:
 		v.SetString("x")
 	case reflect.Slice:

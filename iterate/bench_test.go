@@ -91,6 +91,17 @@ func BenchmarkLoop(b *testing.B) {
 			b.Fatal(err, res.Iterations)
 		}
 	})
+	b.Run("memory-checkpoint-keep-best", func(b *testing.B) {
+		// The best is found once (the scores never improve): what
+		// WithKeepBest costs an iteration is its scoring and the saved
+		// best's encoding, copied.
+		b.ReportAllocs()
+		res, err := iterate.New(iterate.Func(step), iterate.WithMaxIterations(b.N), iterate.WithKeepBest(),
+			iterate.WithCheckpointer(&checkpoint.Memory{})).Run(context.Background(), 0)
+		if err != nil || res.Iterations != b.N || res.Best == nil {
+			b.Fatal(err, res.Iterations)
+		}
+	})
 	b.Run("cancelable", func(b *testing.B) {
 		b.ReportAllocs()
 		ctx, cancel := context.WithCancel(context.Background())

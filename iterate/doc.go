@@ -93,6 +93,22 @@
 // cannot be read for a reason other than damage (a newer format, a
 // permission) is never started over: Run returns the error.
 //
+// # The best result, and going back
+//
+// Loops regress: a fourth draft can be worse than the third. With
+// [WithKeepBest] the engine keeps the best state seen, by the assessment's
+// score or a [Scorer], and returns it in [Result.Best] beside the last; it
+// is saved with the session, so it survives interruptions and resumes, and
+// the checkpoint names the generation that holds it, which a store can be
+// told to keep (checkpoint.KeepBest). Each iteration's record in the
+// history carries what it spent, how long it took, its failed tasks and its
+// state's gaps by kind and priority, so a session's history can be read
+// back from its kept generations. Resume with [ForkFrom] starts a new
+// session from any kept generation of another, perhaps with an edited
+// state ([WithState]), a hint ([WithAnswer]) or other settings, leaving the
+// original untouched; the store must be a [GenerationLoader] (every
+// generation can be kept with checkpoint.KeepAll).
+//
 // # Stages and hooks
 //
 // The tasks of an iteration may be ordered in stages ([Task.Stage]): the

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
 )
@@ -108,6 +109,12 @@ type run[S any] struct {
 	spent     budget.Usage // what an unlimited budget has spent: no lock needed
 	current   atomic.Int64 // the iteration under way, for warnings from host code
 	token     uint64       // the fencing token of the session lock (0: none)
+	// savedGen is the generation of the session whose state is r.state
+	// after savedIter iterations: the latest saved (0: none yet).
+	savedGen  uint64
+	savedIter int
+	genSynced bool              // syncGeneration ran
+	origin    checkpoint.Origin // the generation the session was forked from
 	// saveFailed is set when a save failed for good: nothing more is saved.
 	saveFailed bool
 	journal    journal   // finished tasks of the iteration in flight
@@ -174,7 +181,7 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 		return nil, err
 	}
 	if latest != nil {
-		r.generation = latest.Generation
+		r.generation = newestGeneration(latest)
 		if e.cfg.persist&RefuseResumable != 0 && !Status(latest.Status).Final() {
 			return nil, &ResumableError{Checkpoint: latest}
 		}
@@ -201,6 +208,9 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 // [AllowSettingsChange] was given. Under a context that has already ended
 // it runs nothing and returns an *InterruptedError (BeforeStart) with the
 // session's saved state and counters in the Result.
+//
+// With [ForkFrom], Resume starts the engine's session afresh as a fork of a
+// kept generation of another session instead (see ForkFrom).
 func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S], error) {
 	if e.err != nil {
 		return nil, e.err
@@ -217,9 +227,15 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 			o.applyResume(&rc)
 		}
 	}
+	if err := e.checkFork(&rc); err != nil {
+		return nil, err
+	}
 	r, err := e.newRun()
 	if err != nil {
 		return nil, err
+	}
+	if rc.fork != nil {
+		return r.fork(ctx, &rc)
 	}
 	release, err := r.lock(ctx)
 	if err != nil {
@@ -341,6 +357,9 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 			return r.fail(ctx, "gap analysis failed", err)
 		}
 		r.hist.Observe(*a, gaps)
+		if r.cfg.keepBest != nil {
+			r.observeBest(a)
+		}
 		if r.observing {
 			r.emit(GapsFound{it: it{n}, Assessment: r.hist.Current, Gaps: gaps})
 		}
@@ -513,7 +532,8 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	r.settle(reservation, usage)
 	r.data.Completed = r.data.Completed.Add(usage)
 	r.hist.Complete(converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
-		Tasks: len(outs), FailedTasks: failedTasks})
+		Tasks: len(outs), FailedTasks: failedTasks, Tokens: usage.Tokens, Cost: usage.Cost, Calls: usage.Calls,
+		TaskFailures: taskFailures(outs, failedTasks)})
 	if r.cfg.persist&Journal != 0 {
 		r.journal.forget()
 	}
@@ -883,6 +903,9 @@ func (r *run[S]) result(status Status, reason string, err error) *Result[S] {
 		Err:        err,
 	}
 	res.Totals = r.data.Totals
+	if r.cfg.keepBest != nil {
+		res.Best = r.bestResult()
+	}
 	return res
 }
 
@@ -915,3 +938,20 @@ func (r *run[S]) emit(e Event) {
 }
 
 func stack() []byte { return debug.Stack() }
+
+// taskFailures describes the failed tasks among outs, of which there are
+// n: nil when there are none, so that an iteration without failures
+// allocates nothing.
+func taskFailures[S any](outs []Outcome[S], n int) []converge.TaskFailure {
+	if n == 0 {
+		return nil
+	}
+	fs := make([]converge.TaskFailure, 0, n)
+	for i := range outs {
+		if err := outs[i].Err; err != nil {
+			g := outs[i].Task.Gap()
+			fs = append(fs, converge.TaskFailure{Role: string(outs[i].Task.Role), Kind: g.Kind, Target: g.Target, Err: err.Error()})
+		}
+	}
+	return fs
+}

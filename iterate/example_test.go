@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
@@ -308,4 +309,88 @@ func ExampleRoles() {
 	// explore: Analyze ONLY these files: jwt.go.
 	// verify: Resolve conflict: SQL Server vs PostgreSQL.
 	// citation (default role, no prompt)
+}
+
+// WithKeepBest keeps the best state beside the last: an essay whose fourth
+// draft is worse than its third stops with the fourth, and returns the
+// third as the best.
+func ExampleWithKeepBest() {
+	quality := []float64{0.2, 0.5, 0.8, 0.9, 0.6} // by drafts written
+	w := iterate.Func(func(_ context.Context, drafts int, _ iterate.Round) (int, error) {
+		return drafts + 1, nil
+	})
+	w.AssessFunc = func(_ context.Context, drafts int) (gap.Assessment, error) {
+		return gap.Assessment{Score: quality[drafts]}, nil
+	}
+	res, err := iterate.New(w, iterate.WithMaxIterations(4), iterate.WithKeepBest()).Run(context.Background(), 0)
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Printf("last: %d drafts, score %.1f (%s)\n", res.State, quality[res.State], res.Status)
+	fmt.Printf("best: %d drafts, score %.1f, after iteration %d\n", res.Best.State, res.Best.Score, res.Best.Iteration)
+	// Output:
+	// last: 4 drafts, score 0.6 (max_iterations)
+	// best: 3 drafts, score 0.9, after iteration 3
+}
+
+// ForkFrom starts a new session from any kept generation of another: here
+// from generation 2 of an essay loop whose later drafts went off track,
+// with a human's edit of that draft. The original session is only read.
+func ExampleForkFrom() {
+	ctx := context.Background()
+	store := &checkpoint.Memory{KeepAll: true} // keeps every generation to go back to
+	w := iterate.Func(func(_ context.Context, essay string, r iterate.Round) (string, error) {
+		return essay + fmt.Sprintf(" +%d", r.Iteration), nil
+	})
+	w.AssessFunc = func(_ context.Context, essay string) (gap.Assessment, error) {
+		return gap.Assessment{Complete: strings.HasPrefix(essay, "edited") && strings.Count(essay, "+") >= 4}, nil
+	}
+	original := iterate.New(w, iterate.WithMaxIterations(4), iterate.WithCheckpointer(store), iterate.WithSession("essay"))
+	res, err := original.Run(ctx, "draft")
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Printf("original: %q (%s)\n", res.State, res.Status)
+
+	gens, _ := store.Generations(ctx, "essay")
+	for _, g := range gens[:2] {
+		fmt.Printf("generation %d: iteration %d, %s\n", g.Generation, g.Iteration, g.Status)
+	}
+	fork := iterate.New(w, iterate.WithMaxIterations(6), iterate.WithCheckpointer(store), iterate.WithSession("essay-2"))
+	res, err = fork.Resume(ctx, iterate.ForkFrom("essay", 2), iterate.WithState("edited draft +1 +2"))
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Printf("fork: %q (%s after %d iterations)\n", res.State, res.Status, res.Iterations)
+	latest, _ := store.Load(ctx, "essay-2")
+	fmt.Printf("forked from %s@%d\n", latest.Origin.Session, latest.Origin.Generation)
+	// Output:
+	// original: "draft +1 +2 +3 +4" (max_iterations)
+	// generation 1: iteration 1, running
+	// generation 2: iteration 2, running
+	// fork: "edited draft +1 +2 +3 +4" (converged after 4 iterations)
+	// forked from essay@2
+}
+
+// A Scorer says what best means for WithKeepBest: here, the fewest
+// failing tests, whatever the assessment's score.
+func ExampleScorerFunc() {
+	failing := []int{5, 2, 3, 4} // by fixes tried
+	w := iterate.Func(func(_ context.Context, tries int, _ iterate.Round) (int, error) { return tries + 1, nil })
+	w.AssessFunc = func(_ context.Context, tries int) (gap.Assessment, error) {
+		return gap.Assessment{Scores: map[string]float64{"failing": float64(failing[tries])}}, nil
+	}
+	fewest := iterate.ScorerFunc(func(a *gap.Assessment) float64 { return -a.Scores["failing"] })
+	res, err := iterate.New(w, iterate.WithMaxIterations(3), iterate.WithKeepBest(fewest)).Run(context.Background(), 0)
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Printf("last: %d failing after %d tries; best: %d failing after %d\n",
+		failing[res.State], res.State, failing[res.Best.State], res.Best.Iteration)
+	// Output:
+	// last: 4 failing after 3 tries; best: 2 failing after 1
 }

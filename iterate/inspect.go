@@ -36,11 +36,13 @@ type Report struct {
 	// History is the convergence history as saved: Recent holds a record of
 	// each of the most recent iterations, oldest first (a window: the
 	// earliest iterations of a long loop are not kept), each with the
-	// coverage, confidence and conflicts it reached, its action, tasks,
-	// failed tasks and duration; Gaps are the gaps open at the latest
+	// coverage, confidence and conflicts it reached, its gaps by kind and
+	// priority, its action, tasks, failed tasks (and why they failed),
+	// duration, tokens, cost and calls, and Pending the iteration completed
+	// since the last assessment; Gaps are the gaps open at the latest
 	// assessment. Thresholds, MaxIterations, Window and FailureThreshold are
-	// the loop's settings. Tokens are not recorded per iteration: Usage has
-	// the totals.
+	// the loop's settings. A session's whole history is the union of the
+	// records of its kept generations (see GenerationLoader).
 	History converge.History
 	// Decision is the latest convergence decision; Decision.Unmet() lists
 	// the criteria not met.

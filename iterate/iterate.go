@@ -193,6 +193,18 @@ type Locker interface {
 	Lock(ctx context.Context, session string) (token uint64, release func() error, err error)
 }
 
+// GenerationLoader is implemented by a [Checkpointer] that keeps a
+// session's generations apart and can list and load any of them, as
+// [checkpoint.Dir] and [checkpoint.Memory] do: Generations returns the
+// envelopes of the session's kept generations (Engine and State nil),
+// oldest first; LoadGeneration returns one generation whole, or an error
+// matching checkpoint.ErrNotFound when it is not kept. Neither modifies the
+// session. A fork ([ForkFrom]) needs it.
+type GenerationLoader interface {
+	Generations(ctx context.Context, session string) ([]*checkpoint.Checkpoint, error)
+	LoadGeneration(ctx context.Context, session string, gen uint64) (*checkpoint.Checkpoint, error)
+}
+
 // Remover is implemented by a [Checkpointer] that can delete a session.
 type Remover interface {
 	Remove(ctx context.Context, session string) error
@@ -207,6 +219,8 @@ var (
 	_ Locker            = (*checkpoint.Dir)(nil)
 	_ Remover           = (*checkpoint.Memory)(nil)
 	_ Remover           = (*checkpoint.Dir)(nil)
+	_ GenerationLoader  = (*checkpoint.Memory)(nil)
+	_ GenerationLoader  = (*checkpoint.Dir)(nil)
 	_ ConvergencePolicy = converge.PolicyFunc(nil)
 )
 

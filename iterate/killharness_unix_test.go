@@ -25,6 +25,10 @@ package iterate_test
 //     from its journal entry, once. ("Spent is spent" makes the books differ
 //     only for graceful interruptions, which charge the interrupted attempt;
 //     see TestTaskJournal.)
+//   - The best state (WithKeepBest, by a score that rises and falls) equals
+//     the uninterrupted run's: every state is assessed in some process,
+//     and a best found but not yet saved when a process is killed is found
+//     again when the next assesses the same state.
 //   - What was really spent (every task that ran to its end, in any process)
 //     is at least the books' figure; the excess is the work lost to kills,
 //     and the harness reports it. With the journal on, a task that was
@@ -191,7 +195,15 @@ func (w *killWorker) Assess(_ context.Context, s killState) (gap.Assessment, err
 	return gap.Assessment{
 		WorkRemaining: []string{fmt.Sprintf("%d of %d", s.Round, killIterations)}, // changes: never stuck
 		Complete:      s.Round >= killIterations,
+		Score:         killScore(s.Round),
 	}, nil
+}
+
+// killScore is the score of the state after round iterations: it rises
+// and falls, so that the best state (kept with WithKeepBest) is neither
+// the first nor the last.
+func killScore(round int) float64 {
+	return float64((round*37)%41) / 41
 }
 
 func (w *killWorker) Work(ctx context.Context, s killState, t iterate.Task) (iterate.Outcome[killState], error) {
@@ -231,6 +243,7 @@ func killEngine(dir string, journal bool, w *killWorker) iterate.Engine[killStat
 		iterate.WithMaxIterations(killIterations),
 		iterate.WithCheckpointer(checkpoint.NewDir(dir), persist),
 		iterate.WithSession(killSession),
+		iterate.WithKeepBest(),
 	}
 	return iterate.New[killState](w, opts...)
 }
@@ -244,6 +257,7 @@ type killSummary struct {
 	Usage            budget.Usage // Wall cleared: time is not compared
 	Tasks, Failed    int
 	TotalsIterations int
+	Best             *iterate.Best[killState] // WithKeepBest's
 }
 
 func killSummarize(res *iterate.Result[killState]) killSummary {
@@ -251,7 +265,7 @@ func killSummarize(res *iterate.Result[killState]) killSummary {
 	u.Wall = 0
 	return killSummary{State: res.State, Status: res.Status, Reason: res.Reason, Iterations: res.Iterations,
 		Usage: u, Tasks: res.Totals.Tasks, Failed: res.Totals.FailedTasks,
-		TotalsIterations: res.Totals.Iterations}
+		TotalsIterations: res.Totals.Iterations, Best: res.Best}
 }
 
 // killSaved is what the harness reads in a checkpoint: the state, the
@@ -393,6 +407,9 @@ func killReference(t *testing.T, journal bool) killSummary {
 	}
 	if res.Status != iterate.Converged || res.Iterations != killIterations {
 		t.Fatalf("uninterrupted run: %s after %d iterations, want converged after %d", res.Status, res.Iterations, killIterations)
+	}
+	if b := res.Best; b == nil || b.Iteration == 0 || b.Iteration == killIterations || !cmp.Equal(b.State, killModel(b.Iteration)) {
+		t.Fatalf("uninterrupted run: best %+v, want the model's state of an iteration between the first and the last", b)
 	}
 	return killSummarize(res)
 }

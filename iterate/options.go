@@ -149,6 +149,7 @@ type config struct {
 	persist          Persist
 	fingerprintExtra string
 	window           int
+	keepBest         *keepBest // WithKeepBest; nil when off
 
 	errs []error
 }
@@ -492,6 +493,9 @@ type resumeConfig struct {
 	answer      string
 	hasAnswer   bool
 	allowChange bool
+	fork        *forkConfig // ForkFrom
+	state       any         // WithState, when hasState
+	hasState    bool
 }
 
 type resumeFunc func(*resumeConfig)

@@ -45,6 +45,7 @@ type engineData struct {
 	Unresolved      []gap.Gap         `json:"unresolved,omitempty"`
 	Totals          Totals            `json:"totals"`
 	Decision        converge.Decision `json:"decision"`
+	Best            *bestRecord       `json:"best,omitempty"` // WithKeepBest's
 }
 
 // recordVersion is the version of engineData that this engine writes.
@@ -138,7 +139,12 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 		// everything spent counts as the completed iterations'.
 		r.data.Completed = r.data.Usage
 	}
-	r.generation = c.Generation
+	r.generation = newestGeneration(c)
+	r.savedGen, r.savedIter = c.Generation, c.Iteration
+	r.origin = c.Origin
+	if r.cfg.keepBest == nil {
+		r.data.Best = nil // kept no further, and saved no more
+	}
 	r.durations.set(r.data.Durations)
 	r.decision = r.data.Decision
 	r.sit.Unresolved = r.data.Unresolved
@@ -149,6 +155,18 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 	}
 	r.data.Journal = nil
 	return nil
+}
+
+// newestGeneration returns the newest generation of c's session a store
+// has seen as c was loaded: c's own, or a damaged newer one it skipped.
+// Stores number a save above both, so the next save's generation is one
+// above it, as the engine reports it (events, the best's generation).
+func newestGeneration(c *checkpoint.Checkpoint) uint64 {
+	g := c.Generation
+	for _, s := range c.Skipped {
+		g = max(g, s)
+	}
+	return g
 }
 
 // configureHistory hands the loop's settings to the convergence history,
@@ -269,6 +287,8 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 		Engine:      data,
 		State:       state,
 	}
+	c.BestGeneration = r.bestGeneration()
+	c.Origin = r.origin
 	if status == Escalated && r.data.Escalation != nil {
 		c.Question = r.data.Escalation.Question
 	}
@@ -288,6 +308,10 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 		return err
 	}
 	r.generation = c.Generation
+	if r.cfg.keepBest != nil && !r.genSynced {
+		r.syncGeneration(ctx, c)
+	}
+	r.savedGen, r.savedIter = r.generation, c.Iteration
 	return nil
 }
 

@@ -41,6 +41,41 @@ type recordEncoder struct {
 	headStarted  time.Time
 	// The encodings of the history's final records and of the durations.
 	recent, durations encodedWindow
+	// bestEnc is the encoding of the best record bestSrc: a best record
+	// never changes (a better state is a new record), so it is encoded once.
+	bestSrc *bestRecord
+	bestEnc []byte
+}
+
+// best appends the JSON of b, encoded once per record.
+func (e *recordEncoder) best(b *bestRecord) {
+	if b != e.bestSrc {
+		cj := jsonBuf{b: e.bestEnc[:0]}
+		cj.b = append(cj.b, `{"iteration":`...)
+		cj.int(int64(b.Iteration))
+		cj.key("score")
+		cj.float(b.Score)
+		if b.Generation != 0 {
+			cj.key("generation")
+			cj.b = strconv.AppendUint(cj.b, b.Generation, 10)
+		}
+		cj.key("state")
+		if b.State == nil {
+			cj.b = append(cj.b, "null"...)
+		} else {
+			cj.b = append(cj.b, '"')
+			cj.b = base64.StdEncoding.AppendEncode(cj.b, b.State)
+			cj.b = append(cj.b, '"')
+		}
+		cj.b = append(cj.b, '}')
+		if cj.err != nil {
+			e.j.err = cj.err // not cached: reported at every save
+			e.bestSrc, e.bestEnc = nil, cj.b[:0]
+			return
+		}
+		e.bestSrc, e.bestEnc = b, cj.b
+	}
+	e.j.b = append(e.j.b, e.bestEnc...)
 }
 
 // encode returns the JSON encoding of d, valid until the next call.
@@ -109,6 +144,10 @@ func (e *recordEncoder) encode(d *engineData, durationsPushed int) ([]byte, erro
 	j.totals(&d.Totals)
 	j.key("decision")
 	j.decision(&d.Decision)
+	if d.Best != nil {
+		j.key("best")
+		e.best(d.Best)
+	}
 	j.b = append(j.b, '}')
 	// The record opened with the head's brace; every field above wrote its
 	// own leading comma.
@@ -203,7 +242,7 @@ func (e *recordEncoder) history(h *converge.History) {
 		j.key("best_iteration")
 		j.int(int64(h.BestIteration))
 	}
-	if h.Pending != (converge.Attempt{}) {
+	if !h.Pending.IsZero() {
 		j.key("pending")
 		start := j.openObject()
 		j.outcome(&h.Pending)
@@ -549,6 +588,28 @@ func (j *jsonBuf) record(r *converge.Record) {
 		j.key("summary")
 		j.str(r.Summary)
 	}
+	if len(r.Kinds) > 0 {
+		j.key("kinds")
+		start := j.openObject()
+		for _, k := range slices.Sorted(maps.Keys(r.Kinds)) { // json sorts map keys
+			j.b = append(j.b, ',')
+			j.str(string(k))
+			j.b = append(j.b, ':')
+			j.int(int64(r.Kinds[k]))
+		}
+		j.closeObject(start)
+	}
+	if r.Priorities != [3]int{} {
+		j.key("priorities")
+		j.b = append(j.b, '[')
+		for i, n := range r.Priorities {
+			if i > 0 {
+				j.b = append(j.b, ',')
+			}
+			j.int(int64(n))
+		}
+		j.b = append(j.b, ']')
+	}
 	j.outcome(&r.Attempt)
 	j.b = append(j.b, '}')
 }
@@ -574,6 +635,45 @@ func (j *jsonBuf) outcome(o *converge.Attempt) {
 	if o.FailedTasks != 0 {
 		j.key("failed_tasks")
 		j.int(int64(o.FailedTasks))
+	}
+	if o.Tokens != 0 {
+		j.key("tokens")
+		j.int(o.Tokens)
+	}
+	if o.Cost != 0 {
+		j.key("cost")
+		j.float(o.Cost)
+	}
+	if o.Calls != 0 {
+		j.key("calls")
+		j.int(o.Calls)
+	}
+	if len(o.TaskFailures) > 0 {
+		j.key("task_failures")
+		start := j.openArray()
+		for i := range o.TaskFailures {
+			f := &o.TaskFailures[i]
+			j.b = append(j.b, ',')
+			fs := j.openObject()
+			if f.Role != "" {
+				j.key("role")
+				j.str(f.Role)
+			}
+			if f.Kind != "" {
+				j.key("kind")
+				j.str(string(f.Kind))
+			}
+			if f.Target != "" {
+				j.key("target")
+				j.str(f.Target)
+			}
+			if f.Err != "" {
+				j.key("err")
+				j.str(f.Err)
+			}
+			j.closeObject(fs)
+		}
+		j.closeArray(start)
 	}
 }
 

@@ -85,9 +85,20 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 		if pick(2) == 0 {
 			return converge.Attempt{}
 		}
-		return converge.Attempt{Failed: pick(2) == 0, Action: str(), Duration: time.Duration(num()), Tasks: num(), FailedTasks: num()}
+		a := converge.Attempt{Failed: pick(2) == 0, Action: str(), Duration: time.Duration(num()), Tasks: num(), FailedTasks: num(),
+			Tokens: int64(num()), Cost: flt(), Calls: int64(num())}
+		switch pick(3) {
+		case 0:
+			a.TaskFailures = []converge.TaskFailure{}
+		case 1:
+			for range 1 + pick(2) {
+				a.TaskFailures = append(a.TaskFailures, converge.TaskFailure{Role: str(), Kind: gap.Kind(str()), Target: str(), Err: str()})
+			}
+		}
+		return a
 	}
 	e := &testEncoder{}
+	var prevBest *bestRecord
 	for i := range 3000 {
 		d := engineData{Version: recordVersion, StartedAt: times[pick(len(times))], LastIterationAt: times[pick(len(times))],
 			Elapsed: time.Duration(num()), Usage: usage(), Gaps: gaps(), Complete: pick(2) == 0, AnsweredAt: num(),
@@ -107,6 +118,17 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 			d.Journal = append(d.Journal, entry{Iteration: num(), Index: num(), Role: str(), Key: str(),
 				Part: []byte(str()), Usage: usage(), Done: pick(2) == 0, Err: str(), Permanent: pick(2) == 0})
 		}
+		switch pick(4) {
+		case 0:
+			d.Best = &bestRecord{Iteration: num(), Score: flt(), Generation: rng.Uint64() >> pick(64), State: []byte(str())}
+		case 1:
+			d.Best = &bestRecord{Score: flt()} // no state: null
+		case 2:
+			if prevBest != nil && pick(2) == 0 {
+				d.Best = prevBest // the same record again: from the cache
+			}
+		}
+		prevBest = d.Best
 		if pick(2) == 0 {
 			d.Escalation = &Escalation{Iteration: num(), Reason: str(), Attempts: list(), Pattern: str(), Question: str(), Feedback: str()}
 		}
@@ -118,6 +140,15 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 					Gaps: num(), Fixable: num(), Triggers: rng.Uint64() >> pick(64), Summary: str(), Attempt: outcome()}
 				if pick(2) == 0 {
 					r.Scores = map[string]float64{str(): flt(), "b": flt(), "a": flt()}
+				}
+				switch pick(3) {
+				case 0:
+					r.Kinds = map[gap.Kind]int{gap.Kind(str()): num(), "coverage": num()}
+				case 1:
+					r.Kinds = map[gap.Kind]int{}
+				}
+				if pick(2) == 0 {
+					r.Priorities = [3]int{pick(3), 0, num()}
 				}
 				h.Recent = append(h.Recent, r)
 			}
@@ -133,6 +164,11 @@ func TestRecordEncoderErrors(t *testing.T) {
 	e := &testEncoder{}
 	for _, f := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
 		checkEncoding(t, e, &engineData{Usage: budget.Usage{Cost: f}})
+		b := &bestRecord{Score: f, State: []byte("s")}
+		checkEncoding(t, e, &engineData{Best: b})
+		checkEncoding(t, e, &engineData{Best: b}) // nothing cached
+		b.Score = 1
+		checkEncoding(t, e, &engineData{Best: &bestRecord{Score: 1, State: []byte("s")}})
 		h := &converge.History{Iteration: 2, Recent: []converge.Record{{Iteration: 0, Score: f}, {Iteration: 1}, {Iteration: 2, Score: f}}}
 		checkEncoding(t, e, &engineData{History: h})
 		checkEncoding(t, e, &engineData{History: h}) // nothing cached

@@ -100,11 +100,15 @@ type Result[S any] struct {
 	// History is the convergence history: History.Recent holds a record of
 	// each of the most recent iterations (a window kept across resumes, so
 	// that a loop of any length costs constant space), with the coverage
-	// and confidence it reached, its action, tasks, failed tasks and
-	// duration; History.Gaps are the gaps open at the last assessment.
+	// and confidence it reached, its gaps by kind and priority, its action,
+	// tasks, failed tasks (and why they failed), duration, tokens, cost
+	// and calls; History.Gaps are the gaps open at the last assessment.
 	History converge.History
 	// Totals sums over every iteration, across resumes.
 	Totals Totals
+	// Best is the best state the loop has seen, with [WithKeepBest]
+	// (which says what best means for each status); nil without it.
+	Best *Best[S]
 	// Escalation is set when Status is Escalated.
 	Escalation *Escalation
 	// Err is the error that ended the loop, if any (also returned by Run).

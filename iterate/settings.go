@@ -24,7 +24,7 @@ type setting struct {
 func settingsOf(c *config) []setting {
 	t := c.thresholds.Effective()
 	l := c.limits
-	return []setting{
+	s := []setting{
 		{"max iterations", strconv.Itoa(c.maxIterations)},
 		{"failure threshold", strconv.Itoa(c.failureThreshold)},
 		{"coverage threshold", ratio(t.MinCoverage)},
@@ -51,6 +51,10 @@ func settingsOf(c *config) []setting {
 		{"policy", describe(c.policy)},
 		{"host settings", c.fingerprintExtra},
 	}
+	if kb, ok := keepBestSetting(c); ok {
+		s = append(s, kb)
+	}
+	return s
 }
 
 // fingerprintOf hashes settings.

@@ -15,9 +15,10 @@
 // test can also assert that a broken store fails the suite.
 //
 // The suite checks the methods every store has ([Store]) and, when the store
-// also has them, the methods Lock, Remove, Sessions and SaveFrom with the
-// signatures of [checkpoint.Dir]'s: locking with fencing tokens, removal,
-// the listing of sessions, and saves of a state streamed. [Faulty]
+// also has them, the methods Lock, Remove, Sessions, SaveFrom, Generations
+// and LoadGeneration with the signatures of [checkpoint.Dir]'s: locking
+// with fencing tokens, removal, the listing of sessions, saves of a state
+// streamed, and the listing and loading of a session's generations. [Faulty]
 // injects failures at the save and load boundaries of any store.
 //
 // This package imports only package checkpoint, the standard library and
@@ -173,6 +174,16 @@ func Test(newStore func() (Store, error)) error {
 // nothing, a stream that fails (with an error matching the stream's) or that
 // takes the checkpoint above 1 GiB (with an error saying so, refusing the
 // write before keeping it).
+//
+// Every store must give back BestGeneration and Origin, the envelope
+// fields of keep-best and forks. A store with Generations and
+// LoadGeneration (the engine's GenerationLoader) must list a session's kept
+// generations oldest first, the newest always among them, each as saved
+// but with Engine and State nil, and none for a session never saved; load
+// each of them whole, as saved; return an error matching
+// checkpoint.ErrNotFound for a generation or session not kept; return
+// copies; and refuse invalid names and a cancelled context as every method
+// does.
 func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Helper()
 	for _, ch := range checks {

@@ -167,6 +167,40 @@ func (w *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// dropsOrigin forgets the Origin of what it saves, as a store written
+// before forks would.
+type dropsOrigin struct{ *checkpoint.Memory }
+
+func (s dropsOrigin) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	if c != nil {
+		c = c.Clone()
+		c.Origin = checkpoint.Origin{}
+	}
+	return s.Memory.Save(ctx, c)
+}
+
+// generationsWrong lists generations newest first, with their states, and
+// loads a generation never saved as the newest.
+type generationsWrong struct{ *checkpoint.Memory }
+
+func (s generationsWrong) Generations(ctx context.Context, session string) ([]*checkpoint.Checkpoint, error) {
+	list, err := s.Memory.Generations(ctx, session)
+	for i, c := range list {
+		whole, _ := s.Memory.LoadGeneration(ctx, session, c.Generation)
+		list[i] = whole
+	}
+	slices.Reverse(list)
+	return list, err
+}
+
+func (s generationsWrong) LoadGeneration(ctx context.Context, session string, gen uint64) (*checkpoint.Checkpoint, error) {
+	c, err := s.Memory.LoadGeneration(ctx, session, gen)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return s.Memory.Load(ctx, session)
+	}
+	return c, err
+}
+
 // TestTestCatchesBrokenStores: Test returns an error naming the check that
 // a deliberately broken store fails, without re-running the test binary.
 func TestTestCatchesBrokenStores(t *testing.T) {
@@ -192,6 +226,12 @@ func TestTestCatchesBrokenStores(t *testing.T) {
 		{"keeps_failed_streams", func() checkpointtest.Store { return keepsFailedStreams{new(checkpoint.Memory)} },
 			[]string{"stream: SaveFrom of a stream that fails: got error <nil>", "stream: after SaveFrom of a stream that fails: Load(\"stream\") mismatch",
 				"stream: SaveFrom of a stream above 1 GiB: got error <nil>"}},
+		{"drops_Origin", func() checkpointtest.Store { return dropsOrigin{new(checkpoint.Memory)} },
+			[]string{"round_trip_best_and_origin: BestGeneration and Origin: Load(\"best-origin\") mismatch"}},
+		{"generations_wrong", func() checkpointtest.Store { return generationsWrong{new(checkpoint.Memory)} },
+			[]string{"generations: Generations(history): generation 4 has Engine or State, want nil",
+				"generations: Generations(history): generation 3 after 4, want ascending",
+				"generations: LoadGeneration(history, 5): got error <nil>, want one matching checkpoint.ErrNotFound"}},
 		{"panics", func() checkpointtest.Store { return panics{new(checkpoint.Memory)} },
 			[]string{"not_found: panic: store exploded", "round_trip: panic: store exploded"}},
 	}

@@ -17,6 +17,7 @@ import (
 var checks = []check{
 	{"not_found", checkNotFound},
 	{"round_trip", checkRoundTrip},
+	{"round_trip_best_and_origin", checkBestAndOrigin},
 	{"generation_order", checkGenerationOrder},
 	{"sessions_isolated", checkSessionsIsolated},
 	{"load_returns_copy", checkLoadReturnsCopy},
@@ -31,6 +32,7 @@ var checks = []check{
 	{"remove", checkRemove},
 	{"sessions", checkSessions},
 	{"stream", checkStream},
+	{"generations", checkGenerations},
 }
 
 // save saves c, reporting a failure; it returns whether the save succeeded.

@@ -26,6 +26,10 @@ type entry struct {
 	Time        time.Time `json:"time,omitzero"`
 	Question    string    `json:"question,omitempty"`
 	Fingerprint string    `json:"fingerprint,omitempty"`
+	// ForkedFrom is where a forked session came from, "session@generation";
+	// BestGeneration the generation holding the loop's best state.
+	ForkedFrom     string `json:"forked_from,omitempty"`
+	BestGeneration uint64 `json:"best_generation,omitempty"`
 	// Skipped are the damaged generations skipped, newest first.
 	Skipped []uint64 `json:"skipped,omitempty"`
 	// Error says why the session has no readable generation.
@@ -45,6 +49,7 @@ func entries(sessions iter.Seq2[*checkpoint.Checkpoint, error]) ([]entry, error)
 			Session: c.Session, Status: c.Status, Reason: c.Reason, Iteration: c.Iteration,
 			Generation: c.Generation, Time: c.Time, Question: c.Question, Fingerprint: c.Fingerprint,
 			Skipped: c.Skipped, Damaged: len(c.Skipped) > 0 || errors.Is(err, checkpoint.ErrCorrupt),
+			ForkedFrom: forkedFrom(c), BestGeneration: c.BestGeneration,
 		}
 		if err != nil {
 			e.Error = err.Error()
@@ -52,6 +57,15 @@ func entries(sessions iter.Seq2[*checkpoint.Checkpoint, error]) ([]entry, error)
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// forkedFrom returns the origin of a forked session, "session@generation",
+// or "".
+func forkedFrom(c *checkpoint.Checkpoint) string {
+	if c.Origin.Session == "" {
+		return ""
+	}
+	return c.Origin.Session + "@" + strconv.FormatUint(c.Origin.Generation, 10)
 }
 
 // list prints the sessions of dir, as a table or as JSON.
@@ -94,6 +108,9 @@ func writeTable(w io.Writer, es []entry) error {
 			status += " (fallback)"
 			notes = append(notes, fmt.Sprintf("%s: generation(s) %s damaged; listed generation %d, the newest readable",
 				e.Session, joinUints(e.Skipped), e.Generation))
+		}
+		if e.ForkedFrom != "" {
+			status += " (fork of " + e.ForkedFrom + ")"
 		}
 		iteration := strconv.Itoa(e.Iteration)
 		if e.Error != "" {

@@ -161,6 +161,12 @@ func writeSession(w io.Writer, s *session, spark bool) error {
 	fmt.Fprintf(w, "Updated      %s (last iteration ended %s)\n", stamp(c.Time), stamp(r.LastIterationAt))
 	fmt.Fprintf(w, "Elapsed      %s in iterations\n", round(r.Elapsed))
 	fmt.Fprintf(w, "Fingerprint  %s\n", dash(c.Fingerprint))
+	if f := forkedFrom(c); f != "" {
+		fmt.Fprintf(w, "Forked from  %s\n", f)
+	}
+	if c.BestGeneration != 0 {
+		fmt.Fprintf(w, "Best state   generation %d\n", c.BestGeneration)
+	}
 	if q := question(s); q != "" {
 		fmt.Fprintf(w, "Question     %s\n", oneLine(q))
 	}
@@ -343,6 +349,8 @@ type sessionJSON struct {
 	Time            time.Time            `json:"time"`
 	Question        string               `json:"question,omitempty"`
 	Fingerprint     string               `json:"fingerprint,omitempty"`
+	ForkedFrom      string               `json:"forked_from,omitempty"`
+	BestGeneration  uint64               `json:"best_generation,omitempty"`
 	StartedAt       time.Time            `json:"started_at,omitzero"`
 	LastIterationAt time.Time            `json:"last_iteration_at,omitzero"`
 	ElapsedSeconds  float64              `json:"elapsed_seconds"`
@@ -377,6 +385,7 @@ func writeSessionJSON(w io.Writer, s *session) error {
 	out := sessionJSON{
 		Session: c.Session, Generation: c.Generation, File: s.path, Status: c.Status, Reason: c.Reason,
 		Iteration: c.Iteration, Time: c.Time, Question: question(s), Fingerprint: c.Fingerprint,
+		ForkedFrom: forkedFrom(c), BestGeneration: c.BestGeneration,
 		StartedAt: r.StartedAt, LastIterationAt: r.LastIterationAt, ElapsedSeconds: r.Elapsed.Seconds(),
 		Usage: r.Usage, Limits: r.Limits,
 		Totals:     totalsJSON{r.Totals.Iterations, r.Totals.Tasks, r.Totals.FailedTasks, r.Totals.Duration.Seconds()},

@@ -3,14 +3,23 @@
 // at a time, while the engine analyzes gaps, plans up to three parallel
 // tasks per iteration, checks convergence and checkpoints every iteration.
 //
-//	go run ./examples/quickstart            # run
-//	go run ./examples/quickstart -resume    # continue after Ctrl+C
+//	go run ./examples/quickstart                   # run
+//	go run ./examples/quickstart -resume           # continue after Ctrl+C
+//	go run ./examples/quickstart -fork quickstart@1 # start again from generation 1
+//
+// Every generation of the session is kept, so a run can be forked from any
+// of them: -fork SESSION@GEN starts the session SESSION-fork-GEN from
+// generation GEN of SESSION, its state, history and counters as they were
+// then, leaving SESSION as it is. The loop keeps its best state by
+// coverage and prints it when it differs from the last.
 //
 // Flags:
 //
 //	-state DIR        checkpoint directory (default: refine-quickstart under the temp dir)
 //	-max-iterations N iteration limit (default 4)
 //	-resume           continue the interrupted session
+//	-session NAME     the session to run or resume (default quickstart)
+//	-fork SESSION@GEN start a new session from generation GEN of SESSION
 //	-slow D           make every task take D, to try Ctrl+C (default 0)
 //	-version          print the version and exit
 package main
@@ -25,6 +34,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -145,10 +155,12 @@ func cli(args []string, stderr io.Writer) int {
 	state := fs.String("state", filepath.Join(os.TempDir(), "refine-quickstart"), "checkpoint `dir`ectory")
 	max := fs.Int("max-iterations", 4, "iteration limit (0 = unlimited)")
 	resume := fs.Bool("resume", false, "continue the interrupted session")
+	session := fs.String("session", defaultSession, "the session to run or resume")
+	fork := fs.String("fork", "", "start a new session from generation GEN of SESSION (`SESSION@GEN`)")
 	slow := fs.Duration("slow", 0, "make every task take this long, to try Ctrl+C")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: quickstart [-resume] [-state DIR] [-max-iterations N] [-slow D]\n       quickstart -version\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: quickstart [-resume] [-fork SESSION@GEN] [-session NAME] [-state DIR] [-max-iterations N] [-slow D]\n       quickstart -version\n\n"+
 			"Runs a small refinement loop that answers three questions about a toy codebase.\n\n")
 		fs.PrintDefaults()
 	}
@@ -166,30 +178,77 @@ func cli(args []string, stderr io.Writer) int {
 		fmt.Fprintln(os.Stdout, buildinfo.Version("quickstart"))
 		return 0
 	}
-	return run(*state, *max, *resume, *slow)
+	var from *forkOf
+	if *fork != "" {
+		f, err := parseFork(*fork)
+		if err != nil || *resume {
+			if err == nil {
+				err = errors.New("-fork starts a new session; it does not go with -resume")
+			}
+			fmt.Fprintf(stderr, "quickstart: -fork %s: %v\n", *fork, err)
+			return 2
+		}
+		from = f
+		*session = f.session + "-fork-" + strconv.FormatUint(f.gen, 10)
+	}
+	return runSession(*state, *session, *max, *resume, from, *slow)
+}
+
+// defaultSession is the session the quickstart runs.
+const defaultSession = "quickstart"
+
+// forkOf is the generation a -fork starts from.
+type forkOf struct {
+	session string
+	gen     uint64
+}
+
+// parseFork reads SESSION@GEN.
+func parseFork(s string) (*forkOf, error) {
+	session, gen, ok := strings.Cut(s, "@")
+	if !ok || session == "" {
+		return nil, errors.New("want SESSION@GEN, e.g. quickstart@1")
+	}
+	n, err := strconv.ParseUint(gen, 10, 64)
+	if err != nil || n == 0 {
+		return nil, fmt.Errorf("generation %q: want a number above 0", gen)
+	}
+	return &forkOf{session: session, gen: n}, nil
 }
 
 func run(state string, max int, resume bool, slow time.Duration) int {
+	return runSession(state, defaultSession, max, resume, nil, slow)
+}
+
+// runSession runs session, resumes it, or starts it as a fork of from.
+func runSession(state, session string, max int, resume bool, from *forkOf, slow time.Duration) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	eng := iterate.New(researcher{slow: slow},
 		iterate.WithMaxIterations(max),
-		iterate.WithCheckpointer(checkpoint.NewDir(state)),
-		iterate.WithSession("quickstart"),
+		// Every generation is kept (the loop is short), so that any can
+		// be forked.
+		iterate.WithCheckpointer(checkpoint.NewDir(state, checkpoint.KeepAll())),
+		iterate.WithSession(session),
+		iterate.WithKeepBest(iterate.ByMetric("coverage")),
 		iterate.WithObserver(iterate.Progress(os.Stdout)),
 		iterate.WithObserver(plans),
 	)
 	var res *iterate.Result[Notes]
 	var err error
-	if resume {
+	switch {
+	case from != nil:
+		fmt.Printf("Forking generation %d of session %s as session %s\n", from.gen, from.session, session)
+		res, err = eng.Resume(ctx, iterate.ForkFrom(from.session, from.gen))
+	case resume:
 		res, err = eng.Resume(ctx)
-	} else {
+	default:
 		res, err = eng.Run(ctx, Notes{})
 	}
 	switch {
 	case errors.Is(err, iterate.ErrInterrupted):
-		fmt.Println("Resume with: go run ./examples/quickstart -resume" + stateFlag(state))
+		fmt.Println("Resume with: go run ./examples/quickstart -resume" + sessionFlag(session) + stateFlag(state))
 		return 130
 	case errors.Is(err, checkpoint.ErrVersion):
 		// Checkpoints of another version of refine: the engine never starts
@@ -205,6 +264,8 @@ func run(state string, max int, resume bool, slow time.Duration) int {
 	for _, f := range res.State.Facts {
 		fmt.Println("  -", f)
 	}
+	printBest(os.Stdout, res)
+	fmt.Printf("Go back to any generation with: go run ./examples/quickstart -fork %s@GEN%s\n", session, stateFlag(state))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		return 1
@@ -223,6 +284,28 @@ func plans(e iterate.Event) {
 		parts = append(parts, fmt.Sprintf("%s (%s)", t.Role, t.Gap()))
 	}
 	fmt.Printf("           plan: %s, %d task(s): %s\n", p.Plan.Action, len(p.Plan.Tasks), strings.Join(parts, "; "))
+}
+
+// printBest prints the best state the loop saw, when it is not the last.
+func printBest(w io.Writer, res *iterate.Result[Notes]) {
+	b := res.Best
+	if b == nil || (slices.Equal(b.State.Read, res.State.Read) && slices.Equal(b.State.Facts, res.State.Facts)) {
+		return
+	}
+	fmt.Fprintf(w, "Best (not the last): after iteration %d, coverage %.2f; it read %d files and learnt:\n",
+		b.Iteration, b.Score, len(b.State.Read))
+	for _, f := range b.State.Facts {
+		fmt.Fprintln(w, "  -", f)
+	}
+}
+
+// sessionFlag returns the -session flag that names session, "" for the
+// default.
+func sessionFlag(session string) string {
+	if session == defaultSession {
+		return ""
+	}
+	return " -session " + session
 }
 
 // stateFlag returns the -state flag that names state, "" for the default.

@@ -1,0 +1,129 @@
+package checkpoint
+
+// This file reads a session's kept generations one by one: its history,
+// for tools that show it and for forks.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+)
+
+// Generations lists the envelopes of the kept generations of session,
+// oldest first: every field but Engine and State (left nil). Which
+// generations are kept is the Dir's retention (Keep, [KeepAll],
+// [KeepBest], [MaxBytes]). A session without generations lists none.
+//
+// Like [Dir.Sessions], it is read-only (no lock, no quarantine, nothing
+// created) and reads only each generation's envelope, without verifying
+// its checksum. A generation whose envelope cannot be read (damaged, of
+// another format version, unreadable) is left out, as is one pruned while
+// the session is listed; a failure to list the directory is returned.
+func (d *Dir) Generations(ctx context.Context, session string) ([]*Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := ValidateSession(session); err != nil {
+		return nil, err
+	}
+	names, err := readNames(d.dir())
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: listing %s: %w", d.dir(), err)
+	}
+	var out []*Checkpoint
+	for _, l := range listSessions(names) {
+		if l.session != session {
+			continue
+		}
+		for _, gen := range l.gens {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			c, err := readEnvelope(filepath.Join(d.dir(), genName(session, gen)), session)
+			if err != nil || c.Generation != gen {
+				continue
+			}
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// LoadGeneration returns generation gen of session, whole, as Load would
+// return it were it the newest (Skipped empty). It is read-only: a damaged
+// generation gives a *CorruptError and stays where it is (only Load
+// quarantines). A generation that is not kept gives an error matching
+// ErrNotFound.
+func (d *Dir) LoadGeneration(ctx context.Context, session string, gen uint64) (*Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := ValidateSession(session); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(d.dir(), genName(session, gen))
+	c, err := readGen(path, session)
+	var ce *CorruptError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: generation %d of session %s in %s", ErrNotFound, gen, quoteSession(session), d.dir())
+	case errors.As(err, &ce):
+		ce.Path, ce.Generation = path, gen
+		return nil, ce
+	case err != nil:
+		return nil, fmt.Errorf("checkpoint: loading generation %d of session %s: %w", gen, quoteSession(session), err)
+	case c.Generation != gen:
+		return nil, &CorruptError{Path: path, Generation: gen, Err: fmt.Errorf("records generation %d", c.Generation)}
+	}
+	return c, nil
+}
+
+// Generations lists the envelopes of the kept generations of session,
+// oldest first: every field but Engine and State (left nil), in memory the
+// caller may change. Which generations are kept is the Memory's retention
+// (Keep, KeepAll, KeepBest, MaxBytes). A session without generations lists
+// none.
+func (m *Memory) Generations(ctx context.Context, session string) ([]*Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := ValidateSession(session); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[session]
+	if s == nil {
+		return nil, nil
+	}
+	out := make([]*Checkpoint, len(s.gens))
+	for i, g := range s.gens {
+		c := *g
+		c.Engine, c.State, c.Skipped = nil, nil, nil
+		out[i] = &c
+	}
+	return out, nil
+}
+
+// LoadGeneration returns a copy of generation gen of session, or an error
+// matching ErrNotFound when it is not kept.
+func (m *Memory) LoadGeneration(ctx context.Context, session string, gen uint64) (*Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := ValidateSession(session); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.sessions[session]; s != nil {
+		for _, g := range s.gens {
+			if g.Generation == gen {
+				return g.Clone(), nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%w: generation %d of session %s (in memory)", ErrNotFound, gen, quoteSession(session))
+}
