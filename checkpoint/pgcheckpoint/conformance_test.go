@@ -24,6 +24,8 @@ func TestConformance(t *testing.T) {
 	}{
 		{"defaults", nil},
 		{"keep_1_short_lease", []pgcheckpoint.Option{pgcheckpoint.Keep(1), pgcheckpoint.Lease(2e9)}},
+		{"keep_all", []pgcheckpoint.Option{pgcheckpoint.KeepAll()}},
+		{"keep_best_max_bytes", []pgcheckpoint.Option{pgcheckpoint.Keep(2), pgcheckpoint.KeepBest(), pgcheckpoint.MaxBytes(1 << 20)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -43,11 +43,17 @@ var migrations = [][]string{
 		acquired_at timestamptz NOT NULL DEFAULT clock_timestamp(),
 		renewed_at  timestamptz NOT NULL DEFAULT clock_timestamp()
 	)`},
+	// Version 2: the generation holding the best state (keep-best), and
+	// where a forked session came from.
+	{`ALTER TABLE %[1]s.checkpoints
+		ADD COLUMN IF NOT EXISTS best_generation   bigint NOT NULL DEFAULT 0,
+		ADD COLUMN IF NOT EXISTS origin_session    text   NOT NULL DEFAULT '',
+		ADD COLUMN IF NOT EXISTS origin_generation bigint NOT NULL DEFAULT 0`},
 }
 
 // SchemaVersion is the version of the schema this package creates and
 // uses. [New] migrates an older schema up to it and refuses a newer one.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // schemaVersionTable is the statement creating the table of versions.
 const schemaVersionTable = `CREATE TABLE IF NOT EXISTS %[1]s.schema_version (

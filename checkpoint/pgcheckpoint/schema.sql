@@ -1,5 +1,5 @@
 -- The tables of github.com/refine-go/refine/checkpoint/pgcheckpoint, schema
--- version 1, in the schema "refine": what pgcheckpoint.New creates when it may.
+-- version 2, in the schema "refine": what pgcheckpoint.New creates when it may.
 -- Written by pgcheckpoint.SchemaSQL("refine") (the package's tests check that this
 -- file is its output and creates what New creates).
 --
@@ -45,4 +45,10 @@ CREATE TABLE IF NOT EXISTS "refine".leases (
 		renewed_at  timestamptz NOT NULL DEFAULT clock_timestamp()
 	);
 INSERT INTO "refine".schema_version (version) VALUES (1) ON CONFLICT DO NOTHING;
+-- Version 2.
+ALTER TABLE "refine".checkpoints
+		ADD COLUMN IF NOT EXISTS best_generation   bigint NOT NULL DEFAULT 0,
+		ADD COLUMN IF NOT EXISTS origin_session    text   NOT NULL DEFAULT '',
+		ADD COLUMN IF NOT EXISTS origin_generation bigint NOT NULL DEFAULT 0;
+INSERT INTO "refine".schema_version (version) VALUES (2) ON CONFLICT DO NOTHING;
 COMMIT;

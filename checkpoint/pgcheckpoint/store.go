@@ -44,6 +44,7 @@ type Store struct {
 	schema string
 	q      string // the schema, quoted
 	keep   int
+	retain retention
 	lease  time.Duration
 	renew  time.Duration
 	holder string // unique to this Store: its description and a random suffix
@@ -51,8 +52,9 @@ type Store struct {
 	noMigrate        bool          // Migrate(false): only check the schema's version
 	migrationTimeout time.Duration // for each lock New waits for to migrate
 
-	// The statements of a save (see prepareSQL).
-	sqlSettings, sqlInsert, sqlPrune, sqlFence string
+	// The statements of a save (see prepareSQL); sqlPrune and
+	// sqlPruneBytes are empty when the retention does not need them.
+	sqlSettings, sqlInsert, sqlPrune, sqlPruneBytes, sqlFence string
 
 	// hook, set by tests only, is called by each save with the connection
 	// it runs on and its pipeline, after the insert and the pruning are
@@ -85,7 +87,7 @@ func Schema(name string) Option {
 
 // Keep sets how many generations of a session are kept (default
 // [checkpoint.DefaultKeep], 3; minimum 1). Every save deletes the older
-// ones in its transaction.
+// ones in its transaction (see also [KeepAll], [KeepBest] and [MaxBytes]).
 func Keep(n int) Option {
 	return optionFunc(func(s *Store) error {
 		s.keep = max(n, 1)
@@ -278,8 +280,9 @@ func (s *Store) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
 	if size > maxBytes {
 		return fmt.Errorf("pgcheckpoint: saving session %q: Engine and State take %d bytes, above the limit of %d", c.Session, size, maxBytes)
 	}
-	if c.Generation > math.MaxInt64 {
-		return fmt.Errorf("pgcheckpoint: saving session %q: generation %d above the largest storable, %d", c.Session, c.Generation, int64(math.MaxInt64))
+	if c.Generation > math.MaxInt64 || c.BestGeneration > math.MaxInt64 {
+		return fmt.Errorf("pgcheckpoint: saving session %q: generation %d (best %d) above the largest storable, %d",
+			c.Session, c.Generation, c.BestGeneration, int64(math.MaxInt64))
 	}
 	var held *lease
 	if c.Token != 0 {
@@ -347,9 +350,16 @@ func (s *Store) write(ctx context.Context, c *checkpoint.Checkpoint) error {
 	var b pgx.Batch
 	b.Queue(s.sqlSettings, s.saveSettings(ctx))
 	const insert = 1
+	// Origin.Generation, any uint64, is stored as its bits in a bigint.
 	b.Queue(s.sqlInsert, c.Session, int64(c.Generation), int64(c.Token), c.Status, c.Reason, int64(c.Iteration),
-		t, int32(c.Time.Nanosecond()%1000), c.Question, c.Fingerprint, c.Engine, c.State)
-	b.Queue(s.sqlPrune, c.Session, s.keep-1)
+		t, int32(c.Time.Nanosecond()%1000), c.Question, c.Fingerprint, c.Engine, c.State,
+		int64(c.BestGeneration), c.Origin.Session, int64(c.Origin.Generation))
+	if s.sqlPrune != "" {
+		b.Queue(s.sqlPrune, c.Session, s.keep-1)
+	}
+	if s.sqlPruneBytes != "" {
+		b.Queue(s.sqlPruneBytes, c.Session, s.retain.maxBytes)
+	}
 	if s.hook != nil {
 		s.hook(ctx, conn.Conn(), &b)
 	}
@@ -403,15 +413,12 @@ func (s *Store) prepareSQL() {
 	// a save that races another for it fails on the primary key, and
 	// Save tries again.
 	s.sqlInsert = `INSERT INTO ` + s.table("checkpoints") + `
-		(session, generation, token, status, reason, iteration, time, time_ns, question, fingerprint, engine, state)
+		(session, generation, token, status, reason, iteration, time, time_ns, question, fingerprint, engine, state,
+			best_generation, origin_session, origin_generation)
 		SELECT $1::text, greatest($2::bigint, coalesce(max(generation), 0) + 1), $3::bigint, $4::text, $5::text, $6::bigint,
-			$7::timestamptz, $8::integer, $9::text, $10::text, $11::bytea, $12::bytea
+			$7::timestamptz, $8::integer, $9::text, $10::text, $11::bytea, $12::bytea, $13::bigint, $14::text, $15::bigint
 		FROM ` + s.table("checkpoints") + ` WHERE session = $1::text`
-	// Keep the newest Keep rows, whatever the gaps between their
-	// generations.
-	s.sqlPrune = `DELETE FROM ` + s.table("checkpoints") + ` WHERE session = $1 AND generation < (
-		SELECT generation FROM ` + s.table("checkpoints") + ` WHERE session = $1
-		ORDER BY generation DESC OFFSET $2 LIMIT 1)`
+	s.sqlPrune, s.sqlPruneBytes = s.retain.pruneSQL(s.table("checkpoints"))
 	// The fencing check: it locks the lease row if it still names this
 	// Store with the token and has not expired, and divides by zero (so
 	// failing, and rolling the transaction back) if not. The lock, held
@@ -444,22 +451,7 @@ func (s *Store) Load(ctx context.Context, session string) (*checkpoint.Checkpoin
 	if err := checkpoint.ValidateSession(session); err != nil {
 		return nil, err
 	}
-	c := &checkpoint.Checkpoint{Session: session}
-	var gen, token, iteration int64
-	var t time.Time
-	var ns int32
-	err := s.pool.QueryRow(ctx, `SELECT generation, token, status, reason, iteration, time, time_ns, question, fingerprint, engine, state
-		FROM `+s.table("checkpoints")+` WHERE session = $1 ORDER BY generation DESC LIMIT 1`, session).
-		Scan(&gen, &token, &c.Status, &c.Reason, &iteration, &t, &ns, &c.Question, &c.Fingerprint, &c.Engine, &c.State)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: session %q in schema %s", checkpoint.ErrNotFound, session, s.q)
-	}
-	if err != nil {
-		return nil, wrap(ctx, "loading", session, err)
-	}
-	c.Generation, c.Token, c.Iteration = uint64(gen), uint64(token), int(iteration)
-	c.Time = t.UTC().Add(time.Duration(ns))
-	return c, nil
+	return s.load(ctx, session, `WHERE session = $1`)
 }
 
 // Remove deletes every generation of session, and its lease unless the
@@ -519,8 +511,7 @@ func (s *Store) Sessions(ctx context.Context) iter.Seq2[*checkpoint.Checkpoint, 
 			yield(nil, err)
 			return
 		}
-		rows, err := s.pool.Query(ctx, `SELECT DISTINCT ON (session) session, generation, token, status, reason,
-				iteration, time, time_ns, question, fingerprint
+		rows, err := s.pool.Query(ctx, `SELECT DISTINCT ON (session) session, `+envelopeColumns+`
 			FROM `+s.table("checkpoints")+` ORDER BY session, generation DESC`)
 		if err != nil {
 			yield(nil, fmt.Errorf("pgcheckpoint: listing sessions: %w", err))
@@ -529,16 +520,13 @@ func (s *Store) Sessions(ctx context.Context) iter.Seq2[*checkpoint.Checkpoint, 
 		var list []*checkpoint.Checkpoint
 		for rows.Next() {
 			c := new(checkpoint.Checkpoint)
-			var gen, token, iteration int64
-			var t time.Time
-			var ns int32
-			if err := rows.Scan(&c.Session, &gen, &token, &c.Status, &c.Reason, &iteration, &t, &ns, &c.Question, &c.Fingerprint); err != nil {
+			var e envelope
+			if err := rows.Scan(append([]any{&c.Session}, e.dest(c)...)...); err != nil {
 				rows.Close()
 				yield(nil, fmt.Errorf("pgcheckpoint: listing sessions: %w", err))
 				return
 			}
-			c.Generation, c.Token, c.Iteration = uint64(gen), uint64(token), int(iteration)
-			c.Time = t.UTC().Add(time.Duration(ns))
+			e.fill(c)
 			list = append(list, c)
 		}
 		if err := rows.Err(); err != nil {
