@@ -47,6 +47,17 @@
 // the store is opened with [Migrate](false), which only checks the
 // version.
 //
+// # Generations, keep-best and forks
+//
+// Each generation keeps the envelope fields of keep-best and forks
+// (BestGeneration, Origin; schema version 2). [Store.Generations] lists a
+// session's kept generations and [Store.LoadGeneration] loads any one of
+// them, so that iterate.ForkFrom can start a session from it and tools can
+// show a session's history. Which generations a save keeps is Keep (the
+// newest n), or [KeepAll]; [KeepBest] never prunes the generation the
+// newest names as holding the best state; [MaxBytes] bounds a session's
+// Engine and State bytes. Pruning never removes the newest generation.
+//
 // # Saves
 //
 // A save is one transaction in one round trip: its statements (settings,
