@@ -297,15 +297,21 @@ type resultUsage struct {
 
 // writeResult writes the final result of a run as one line of JSON; res
 // and rep are nil when the loop did not run.
-func writeResult(w io.Writer, code int, res *iterate.Result[loopState], err error, rep *reporter) {
+//
+// errLine is the program's first error line, reported as "error" when the
+// run's own error does not say why it ended.
+func writeResult(w io.Writer, code int, res *iterate.Result[loopState], err error, rep *reporter, errLine string) {
 	r := finalResult{Status: "error", ExitCode: code}
 	if res != nil {
 		r.Status, r.Reason, r.Iterations = string(res.Status), res.Reason, res.Iterations
 		r.Succeeded = res.State.Succeeded
 		r.Usage = resultUsage{Tokens: res.Usage.Tokens, WallSeconds: res.Usage.Wall.Seconds()}
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		r.Error = err.Error()
+	case errLine != "":
+		r.Error = errLine
 	}
 	if rep != nil && rep.lastErr != nil {
 		r.LastError = rep.lastErr.Error()
