@@ -111,14 +111,14 @@ func newLogger(set *settings, stderr io.Writer) (*zap.Logger, func(), error) {
 // returns the run, its exit code set. The progress lines go to stdout, or to
 // stderr with --json, which writes the final result to stdout (see
 // writeResult).
-func runLoop(ctx context.Context, hurry <-chan struct{}, set *settings, environ []string, log *zap.Logger, stdout io.Writer, errs *errLines) *loopRun {
+func runLoop(ctx context.Context, hurry <-chan struct{}, running *activity, set *settings, environ []string, log *zap.Logger, stdout io.Writer, errs *errLines) *loopRun {
 	progress := stdout
 	if set.JSON {
 		progress = errs.w
 	}
 	tty := term.Is(progress)
 	out := &console{w: progress, tty: tty, color: useColor(tty, lookup(environ))}
-	run := &loopRun{ctx: ctx, hurry: hurry, set: set, environ: environ, log: log, out: out, stderr: errs.w, errs: errs}
+	run := &loopRun{ctx: ctx, hurry: hurry, running: running, set: set, environ: environ, log: log, out: out, stderr: errs.w, errs: errs}
 	run.code = run.run()
 	return run
 }
@@ -127,6 +127,7 @@ func runLoop(ctx context.Context, hurry <-chan struct{}, set *settings, environ 
 type loopRun struct {
 	ctx     context.Context
 	hurry   <-chan struct{}
+	running *activity
 	set     *settings
 	environ []string
 	log     *zap.Logger
@@ -176,16 +177,31 @@ func (l *loopRun) run() int {
 
 	rep := newReporter(out, set, persist)
 	l.rep = rep
-	ag := &agent{set: set, log: l.log, env: l.environ, stdout: out.w, stderr: l.stderr, hurry: l.hurry}
+	ag := &agent{set: set, log: l.log, env: l.environ, stdout: out.w, stderr: l.stderr, hurry: l.hurry, running: l.running}
+	if err := ag.checkGit(ctx); err != nil {
+		errs.printf("%v", err)
+		return exitUsage
+	}
+	// The AI CLI's word that the work is done converges the loop, the
+	// reason naming the marker or file; then the failure threshold and the
+	// iteration limit end it (the assessments of an AI CLI loop are
+	// otherwise empty), and the budget's limits, which the engine checks.
+	done := converge.PolicyFunc(func(h *converge.History) converge.Decision {
+		if reason := ag.doneReason(); reason != "" && h.Current.Complete {
+			return converge.Decision{Verdict: converge.Converged, Reason: reason}
+		}
+		return converge.Decision{}
+	})
 	opts := []iterate.Option{
 		iterate.WithSession(set.Procedure),
 		iterate.WithMaxIterations(maxIter),
 		iterate.WithFailureThreshold(threshold),
-		// Only the failure threshold and the iteration limit end the loop:
-		// the assessments of an AI CLI loop are empty.
-		iterate.WithConvergence(converge.Any(converge.Failures{}, converge.IterationLimit{})),
+		iterate.WithConvergence(converge.Any(done, converge.Failures{}, converge.IterationLimit{})),
 		iterate.WithLogger(l.log),
 		iterate.WithObserver(rep.observe),
+	}
+	if set.MaxCost > 0 || set.MaxTokens > 0 {
+		opts = append(opts, iterate.WithBudget(budget.Limits{Cost: set.MaxCost, Tokens: set.MaxTokens}))
 	}
 	if persist {
 		flags := iterate.Cleanup
@@ -237,17 +253,20 @@ func (l *loopRun) run() int {
 		// done; a run that never succeeded did nothing, and says so.
 		out.error(fmt.Sprintf("every iteration failed (%d of %d); the last: %v", res.Iterations, res.Iterations, rep.lastErr))
 		return exitError
-	case res.Status == iterate.MaxIterations || res.Status.Success():
+	case res.Status == iterate.MaxIterations || res.Status == iterate.BudgetExhausted || res.Status.Success():
+		// A limit the user set (iterations, spending) or the AI CLI's word
+		// that the work is done.
 		return exitOK
 	}
 	return exitError
 }
 
-// allFailed reports whether a loop that reached its iteration limit never
-// had a successful iteration, across resumes, and this run saw the last
-// failure (lastErr).
+// allFailed reports whether a loop that reached its iteration limit (or a
+// spending limit) never had a successful iteration, across resumes, and
+// this run saw the last failure (lastErr).
 func allFailed(res *iterate.Result[loopState], lastErr error) bool {
-	return res.Status == iterate.MaxIterations && res.Iterations > 0 && res.State.Succeeded == 0 && lastErr != nil
+	return (res.Status == iterate.MaxIterations || res.Status == iterate.BudgetExhausted) &&
+		res.Iterations > 0 && res.State.Succeeded == 0 && lastErr != nil
 }
 
 // preflight checks that an AI CLI is configured (exit code 2 otherwise) and

@@ -33,20 +33,22 @@ const (
 )
 
 func main() {
-	ctx, hurry, stop := notifySignals(os.Stderr)
-	code := run(ctx, hurry, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	running := &activity{}
+	ctx, hurry, stop := notifySignals(os.Stderr, running)
+	code := run(ctx, hurry, running, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
 // run is the whole program; it returns the exit code. Cancelling ctx
 // interrupts the loop, which saves its state; closing hurry then kills the
-// running command without its grace period. With --json, stdout gets one
+// running command without its grace period; running is told what command
+// runs. With --json, stdout gets one
 // line of JSON whatever the outcome (see writeResult), failures before the
 // loop starts and command lines that cannot be parsed included.
-func run(ctx context.Context, hurry <-chan struct{}, args, environ []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, hurry <-chan struct{}, running *activity, args, environ []string, stdout, stderr io.Writer) int {
 	errs := &errLines{w: stderr}
-	code, wantJSON, lr := start(ctx, hurry, args, environ, stdout, errs)
+	code, wantJSON, lr := start(ctx, hurry, running, args, environ, stdout, errs)
 	if wantJSON {
 		if lr == nil {
 			lr = &loopRun{}
@@ -59,7 +61,7 @@ func run(ctx context.Context, hurry <-chan struct{}, args, environ []string, std
 // start parses the command line and runs what it asks for. It returns the
 // exit code, whether the final result is to be written as JSON, and the
 // loop's run (nil when the loop did not start).
-func start(ctx context.Context, hurry <-chan struct{}, args, environ []string, stdout io.Writer, errs *errLines) (int, bool, *loopRun) {
+func start(ctx context.Context, hurry <-chan struct{}, running *activity, args, environ []string, stdout io.Writer, errs *errLines) (int, bool, *loopRun) {
 	getenv := lookup(environ)
 	wantJSON := jsonRequested(args)
 	cwd, err := os.Getwd()
@@ -97,7 +99,7 @@ func start(ctx context.Context, hurry <-chan struct{}, args, environ []string, s
 		return exitUsage, wantJSON, nil
 	}
 	defer closeLog()
-	lr := runLoop(ctx, hurry, set, environ, log, stdout, errs)
+	lr := runLoop(ctx, hurry, running, set, environ, log, stdout, errs)
 	return lr.code, wantJSON, lr
 }
 
