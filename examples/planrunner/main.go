@@ -118,7 +118,7 @@ Exit codes:
   0    the plan is complete
   1    error (invalid plan, dependency cycle, failed run, session locked)
   2    usage error
-  3    stuck: the remaining phases did not change for 2 iterations
+  3    stuck: the remaining phases did not change, nor any task get done, for 2 iterations
   4    stopped with work remaining (max iterations; file mode's single pass)
   130  interrupted; run again with --resume to continue (interrupted before
        the first iteration: nothing was saved, run again without it)

@@ -5,12 +5,14 @@
 //
 //	go run ./examples/quickstart            # run
 //	go run ./examples/quickstart -resume    # continue after Ctrl+C
+//	go run ./examples/quickstart -fresh     # discard it and start over
 //
 // Flags:
 //
-//	-state DIR        checkpoint directory (default: refine-quickstart under the temp dir)
+//	-state DIR        checkpoint directory (default: refine-quickstart in the user's cache directory)
 //	-max-iterations N iteration limit (default 4)
 //	-resume           continue the interrupted session
+//	-fresh            discard an interrupted session and start over
 //	-slow D           make every task take D, to try Ctrl+C (default 0)
 package main
 
@@ -140,12 +142,13 @@ func main() { os.Exit(cli(os.Args[1:], os.Stderr)) }
 func cli(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	state := fs.String("state", filepath.Join(os.TempDir(), "refine-quickstart"), "checkpoint `dir`ectory")
+	state := fs.String("state", defaultState(), "checkpoint `dir`ectory")
 	max := fs.Int("max-iterations", 4, "iteration limit (0 = unlimited)")
 	resume := fs.Bool("resume", false, "continue the interrupted session")
+	fresh := fs.Bool("fresh", false, "discard an interrupted session and start over")
 	slow := fs.Duration("slow", 0, "make every task take this long, to try Ctrl+C")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: quickstart [-resume] [-state DIR] [-max-iterations N] [-slow D]\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: quickstart [-resume | -fresh] [-state DIR] [-max-iterations N] [-slow D]\n\n"+
 			"Runs a small refinement loop that answers three questions about a toy codebase.\n\n")
 		fs.PrintDefaults()
 	}
@@ -159,28 +162,63 @@ func cli(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "quickstart: unexpected argument %q: quickstart takes flags only; run 'quickstart -help' for usage\n", fs.Arg(0))
 		return 2
 	}
-	return run(*state, *max, *resume, *slow)
+	switch {
+	case *max < 0:
+		fmt.Fprintf(stderr, "quickstart: -max-iterations must be 0 (unlimited) or more, got %d; run 'quickstart -help' for usage\n", *max)
+		return 2
+	case *resume && *fresh:
+		fmt.Fprintln(stderr, "quickstart: -resume continues the session and -fresh discards it: give one of them; run 'quickstart -help' for usage")
+		return 2
+	}
+	return run(*state, *max, *resume, *fresh, *slow)
 }
 
-func run(state string, max int, resume bool, slow time.Duration) int {
+// defaultState is the default checkpoint directory: refine-quickstart in
+// the user's cache directory, so that two users of one machine never share
+// (nor are refused) it; in the temporary directory, named after the user's
+// id, when there is no cache directory.
+func defaultState() string {
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "refine-quickstart")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("refine-quickstart-%d", os.Getuid()))
+}
+
+func run(state string, max int, resume, fresh bool, slow time.Duration) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	store := checkpoint.NewDir(state)
+	if fresh {
+		if err := store.Remove(ctx, "quickstart"); err != nil {
+			fmt.Fprintln(os.Stderr, "quickstart:", err)
+			return 1
+		}
+	}
+	// A start over an interrupted session is refused (RefuseResumable),
+	// not made at the cost of its progress: -resume continues it, -fresh
+	// discards it.
 	eng := iterate.New(researcher{slow: slow},
 		iterate.WithMaxIterations(max),
-		iterate.WithCheckpointer(checkpoint.NewDir(state)),
+		iterate.WithCheckpointer(store, iterate.RefuseResumable),
 		iterate.WithSession("quickstart"),
 		iterate.WithObserver(iterate.Progress(os.Stdout)),
 		iterate.WithObserver(plans),
 	)
 	var res *iterate.Result[Notes]
 	var err error
+	var resumable *iterate.ResumableError
 	if resume {
 		res, err = eng.Resume(ctx)
 	} else {
 		res, err = eng.Run(ctx, Notes{})
 	}
 	switch {
+	case errors.As(err, &resumable):
+		fmt.Fprintf(os.Stderr, "quickstart: an interrupted session is saved in %s (%d iterations done); not starting over it.\n"+
+			"Resume with: go run ./examples/quickstart -resume%s\nor start over with: go run ./examples/quickstart -fresh%s\n",
+			state, resumable.Checkpoint.Iteration, stateFlag(state), stateFlag(state))
+		return 1
 	case errors.Is(err, iterate.ErrInterrupted):
 		fmt.Println("Resume with: go run ./examples/quickstart -resume" + stateFlag(state))
 		return 130
@@ -220,7 +258,7 @@ func plans(e iterate.Event) {
 
 // stateFlag returns the -state flag that names state, "" for the default.
 func stateFlag(state string) string {
-	if state == filepath.Join(os.TempDir(), "refine-quickstart") {
+	if state == defaultState() {
 		return ""
 	}
 	return " -state " + state
