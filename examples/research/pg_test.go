@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	neturl "net/url"
 	"os"
 	"strings"
 	"testing"
@@ -87,6 +88,11 @@ func TestPostgresInterruptAndResume(t *testing.T) {
 	// The citation agent of iteration 2 hangs until it is killed.
 	out := interruptInIteration2(t, args)
 	where := redactURL(url)
+	if u, _ := neturl.Parse(url); u != nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" && strings.Contains(out, pw) {
+			t.Errorf("the output holds the password:\n%s", out)
+		}
+	}
 	for _, w := range []string{
 		"Session: " + session + " (sessions kept in " + where + ")",
 		"⏸️  Interrupted after 1 completed iteration(s). State saved in " + where + " (session " + session + ")",
