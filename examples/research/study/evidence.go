@@ -20,6 +20,11 @@ type Evidence struct {
 	// identifiers it names as written ("ReadTimeout"), the stems of its
 	// other words ("discon").
 	Terms []string `json:"terms"`
+	// Rare are the terms of Terms that are distinctive in the tree: the
+	// keywords of the question that the fewest files hold (see
+	// distinctive), such as "discon" in net/http, where "reques" and
+	// "client" are everywhere.
+	Rare []string `json:"rare,omitempty"`
 }
 
 // Bounds of the code the evidence check reads per finding.
@@ -62,11 +67,58 @@ func (w *researcher) checkEvidence(n *Notes) {
 			if t.Question < 0 || t.Question >= len(n.Questions) {
 				continue
 			}
-			if terms := termsIn(n.Questions[t.Question].Keywords, code, words); len(terms) > 0 {
-				f.Evidence = append(f.Evidence, Evidence{Question: t.Question, Terms: terms})
+			kws := n.Questions[t.Question].Keywords
+			terms := termsIn(kws, code, words)
+			if len(terms) == 0 {
+				continue
 			}
+			e := Evidence{Question: t.Question, Terms: terms}
+			for _, k := range w.distinctive(kws) {
+				if slices.Contains(terms, keywordLabel(k)) {
+					e.Rare = append(e.Rare, keywordLabel(k))
+				}
+			}
+			f.Evidence = append(f.Evidence, e)
 		}
 	}
+}
+
+// distinctive returns the keywords of a question, other than the
+// identifiers it names, that few files of the tree hold: those in at most
+// half as many files as the most common of them, or, when none is, the
+// least common ones. A keyword no file holds is none of them.
+func (w *researcher) distinctive(kws []Keyword) []Keyword {
+	df := make([]int, len(kws))
+	most := 0
+	for i, k := range kws {
+		if identifierKeyword(k) {
+			continue
+		}
+		wi, ok := w.ix.wordAt[k.Word]
+		if !ok {
+			continue
+		}
+		for _, f := range w.ix.files {
+			if wi < len(f.Hits) && f.Hits[wi] > 0 {
+				df[i]++
+			}
+		}
+		most = max(most, df[i])
+	}
+	least := most
+	for i := range kws {
+		if df[i] > 0 {
+			least = min(least, df[i])
+		}
+	}
+	limit := max(most/2, least)
+	var out []Keyword
+	for i, k := range kws {
+		if df[i] > 0 && df[i] <= limit {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // citedCode returns the code a finding cites: its definition (File, Line
@@ -171,21 +223,22 @@ func containsWordExact(text, word string) bool {
 }
 
 // evidenceFor returns the terms a finding's verified evidence holds for
-// question qi, nil when it has none.
-func (f *Finding) evidenceFor(qi int) []string {
+// question qi, and the distinctive ones among them; nil when it has none.
+func (f *Finding) evidenceFor(qi int) (terms, rare []string) {
 	for _, e := range f.Evidence {
 		if e.Question == qi {
-			return e.Terms
+			return e.Terms, e.Rare
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // earned reports whether the verified evidence of the qualifying findings
 // answers question q: every identifier the question names is found in
-// the code they cite; a question that names none needs at least two of
-// its keywords in the code of each finding and findings in two files
-// (corroboration across files). It returns the findings that count.
+// the code they cite; a question that names none needs, in the code of each
+// finding, at least two of its keywords, one of them distinctive
+// (Evidence.Rare), and findings in two files (corroboration across files).
+// It returns the findings that count.
 func earned(q *Question, qi int, qualifying []*Finding) []*Finding {
 	var idents []string
 	for _, k := range q.Keywords {
@@ -197,14 +250,14 @@ func earned(q *Question, qi int, qualifying []*Finding) []*Finding {
 	covered := map[string]bool{}
 	files := map[string]bool{}
 	for _, f := range qualifying {
-		terms := f.evidenceFor(qi)
+		terms, rare := f.evidenceFor(qi)
 		hasIdent := false
 		for _, t := range terms {
 			if slices.Contains(idents, t) {
 				covered[t], hasIdent = true, true
 			}
 		}
-		if len(idents) > 0 && !hasIdent || len(idents) == 0 && len(terms) < min(2, len(q.Keywords)) {
+		if len(idents) > 0 && !hasIdent || len(idents) == 0 && (len(terms) < min(2, len(q.Keywords)) || len(rare) == 0) {
 			continue
 		}
 		counted = append(counted, f)

@@ -426,13 +426,20 @@ func (n *Notes) averageConfidence() float64 {
 	return sum / float64(len(n.Findings))
 }
 
+// evidenceCount is the number of the question's keywords the finding's
+// verified evidence holds.
+func evidenceCount(f *Finding, qi int) int {
+	terms, _ := f.evidenceFor(qi)
+	return len(terms)
+}
+
 // answerQuestions recomputes which questions are answered. An answer must
 // be earned: a question is answered by its tagged findings of confidence
 // ≥ answerConfidence, with no open conflict and with citations, whose
 // verified evidence (Finding.Evidence: the question's keywords found in the
 // code they cite) covers every identifier the question names, or, for a
-// question that names none, holds two of its keywords in findings of two
-// files (see earned). A question with tagged findings but no such evidence
+// question that names none, holds two of its keywords, one distinctive, in
+// findings of two files (see earned). A question with tagged findings but no such evidence
 // stays open, partially answered.
 func (n *Notes) answerQuestions() {
 	for qi := range n.Questions {
@@ -444,7 +451,7 @@ func (n *Notes) answerQuestions() {
 			}
 		}
 		slices.SortStableFunc(tagged, func(a, b *Finding) int {
-			if c := cmp.Compare(len(b.evidenceFor(qi)), len(a.evidenceFor(qi))); c != 0 {
+			if c := cmp.Compare(evidenceCount(b, qi), evidenceCount(a, qi)); c != 0 {
 				return c
 			}
 			if c := cmp.Compare(b.tag(qi), a.tag(qi)); c != 0 {
@@ -459,7 +466,7 @@ func (n *Notes) answerQuestions() {
 		q.Answered, q.Partial = false, false
 		var qualifying []*Finding
 		for _, f := range tagged {
-			if f.Confidence >= answerConfidence && f.Conflict == "" && len(f.Citations) > 0 && len(f.evidenceFor(qi)) > 0 {
+			if f.Confidence >= answerConfidence && f.Conflict == "" && len(f.Citations) > 0 && evidenceCount(f, qi) > 0 {
 				qualifying = append(qualifying, f)
 			}
 		}

@@ -761,16 +761,24 @@ func TestEarnedAnswers(t *testing.T) {
 	write("pool/timeouts.go", "package pool\n\n// apply applies ReadTimeout and WriteTimeout.\nfunc apply() {\n\tsetRead(0)\n}\n\nfunc applyBoth(s *S) {\n\tsetRead(s.ReadTimeout)\n\tsetWrite(s.WriteTimeout)\n}\n")
 	write("pool/gone.go", "package pool\n\nfunc clientGone(r *request) {\n\tr.cancel() // the client disconnected\n}\n")
 	write("pool/conn.go", "package pool\n\nfunc onDisconnect(c *client) {\n\tc.request.abort()\n}\n")
-	ix, err := buildIndex(context.Background(), root, nil, []string{"timeout"})
-	if err != nil {
-		t.Fatal(err)
+	// Requests and clients are everywhere: words too common to be evidence.
+	for _, f := range []string{"a", "b", "c", "d"} {
+		write("pool/"+f+".go", "package pool\n\nfunc newClientRequest"+f+"(c *client) *request {\n\treturn &request{client: c}\n}\n")
 	}
-	w := &researcher{ix: ix, lines: &lineCounter{ix: ix}, filesPerTask: 20}
 	n := Notes{Root: root, Questions: []Question{
 		q("Where are ReadTimeout and WriteTimeout applied?"),
 		q("What happens to an in-flight request when its client disconnects?"),
 		q("How does the pool refuse a handle over the limit? [errLimit]"),
 	}}
+	var words []string
+	for _, k := range allKeywords(&n) {
+		words = append(words, k.Word)
+	}
+	ix, err := buildIndex(context.Background(), root, nil, words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &researcher{ix: ix, lines: &lineCounter{ix: ix}, filesPerTask: 20}
 	finding := func(id, file string, line, end int, qi int) Finding {
 		return Finding{ID: id, Description: id, Confidence: 0.8, File: file, Line: line, End: end, Citations: []string{cite(file, line)},
 			Claims: []Claim{{Source: "ExploreAgent"}}, Tags: []Tag{{Question: qi, Score: 4}}}
@@ -788,6 +796,8 @@ func TestEarnedAnswers(t *testing.T) {
 		{"no_identifiers_one_file", []Finding{finding("F003", "pool/gone.go", 3, 5, 1)}, [3]string{"", "partial", ""}},
 		{"no_identifiers_two_files", []Finding{finding("F003", "pool/gone.go", 3, 5, 1), finding("F004", "pool/conn.go", 3, 5, 1)},
 			[3]string{"", "answered", ""}},
+		{"common_words_only", []Finding{finding("F005", "pool/a.go", 3, 5, 1), finding("F006", "pool/b.go", 3, 5, 1)},
+			[3]string{"", "partial", ""}},
 		{"low_confidence_with_evidence", []Finding{func() Finding { f := finding("F001", "pool/timeouts.go", 8, 11, 0); f.Confidence = 0.5; return f }()},
 			[3]string{"partial", "", ""}},
 	}
