@@ -377,3 +377,42 @@ func gitIn(t *testing.T, f *fixture, args ...string) string {
 	}
 	return string(out)
 }
+
+// TestSpendingLimitAcrossResume: a resume continues under the spending
+// limit of the run it resumes (a setting of the run, like the AI CLI), and
+// what was spent before the interruption counts, the interrupted call's
+// reported cost included.
+func TestSpendingLimitAcrossResume(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	fake, err := filepath.Abs(filepath.Join("testdata", "fakecli.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(f.aux, "hanging")
+	// Claude-style output each iteration; iteration 2 of the first run
+	// then hangs until interrupted.
+	aiCmd := `sh ` + fake + `; if [ "$AGENTLOOP_ITERATION" = 2 ] && [ ! -e "` + marker + `" ]; then : >"` + marker + `"; exec sleep 300; fi`
+	delete(f.env, "AGENTLOOP_AI_CMD")
+	f.env["FAKECLI_OUTPUT"] = "claude.json"
+	cmd := f.command(nil, "build", "--ai-cmd", aiCmd, "--max-cost", "0.5", "--max-iterations", "10")
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, marker, cmd, &stdout)
+	cmd.Process.Signal(syscall.SIGINT)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+		t.Fatalf("first run: exit %d\n%s", code, stdout.String())
+	}
+	// No --max-cost, no --ai-cmd: both come from the saved run. The
+	// interrupted call had printed its report: its $0.18 were spent and
+	// are counted, so that 1 iteration has cost $0.37 and the next one
+	// is expected to cost as much: over the limit, the loop stops.
+	r, got := f.jsonResult(nil, "resume", "build")
+	if got.code != exitOK || r.Status != "budget_exhausted" || r.Iterations != 1 || math.Abs(r.Usage.CostUSD-2*0.18420315) > 1e-9 {
+		t.Errorf("resume: %+v (exit %d)\n%s", r, got.code, got.stderr)
+	}
+}
