@@ -8,7 +8,10 @@
 // Each iteration assembles a prompt from the procedure's four phase files
 // and pipes it to the AI CLI; quality gates run after it; the state is
 // checkpointed after every iteration so that an interrupted run resumes
-// where it stopped. Run agentloop --help for every flag.
+// where it stopped. What each call of the AI CLI spent is read from its
+// output (Claude Code, Codex, Gemini CLI) and charged to the loop, which
+// --max-cost and --max-tokens bound; the AI CLI can end the loop with a
+// completion marker or file. Run agentloop --help for every flag.
 package main
 
 import (
