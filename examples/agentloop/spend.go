@@ -93,11 +93,29 @@ func parseOutput(format string, out []byte) aiReport {
 }
 
 // jsonLines returns the JSON objects of out: the whole output when it is
-// one object, else each line that is one (other lines are skipped).
+// one object (or ends with one, pretty-printed, after lines of text such as
+// a CLI's own notices), else each line that is one (other lines are
+// skipped).
 func jsonLines(out []byte) []map[string]json.RawMessage {
 	var whole map[string]json.RawMessage
-	if json.Unmarshal(bytes.TrimSpace(out), &whole) == nil {
+	trimmed := bytes.TrimSpace(out)
+	if json.Unmarshal(trimmed, &whole) == nil {
 		return []map[string]json.RawMessage{whole}
+	}
+	// Text, then one object over several lines: the object starts on the
+	// first line that opens one and spans the rest.
+	if bytes.HasSuffix(trimmed, []byte("}")) {
+		for off := 0; off < len(trimmed); {
+			i := bytes.Index(trimmed[off:], []byte("\n{"))
+			if i < 0 {
+				break
+			}
+			off += i + 1
+			// One object per line is JSON lines, read below.
+			if bytes.Contains(trimmed[off:], []byte("\n")) && json.Unmarshal(trimmed[off:], &whole) == nil {
+				return []map[string]json.RawMessage{whole}
+			}
+		}
 	}
 	var objs []map[string]json.RawMessage
 	sc := bufio.NewScanner(bytes.NewReader(out))

@@ -77,6 +77,11 @@ func TestParseOutputEdges(t *testing.T) {
 	if got := parseOutput(formatAuto, []byte(out)); got.Format != formatCodex || got.Output != 1122 {
 		t.Errorf("codex among other lines: %+v", got)
 	}
+	// A notice before a pretty-printed object does not hide it.
+	out = "Loaded cached credentials.\n" + read(t, "gemini.json")
+	if got := parseOutput(formatAuto, []byte(out)); got.Format != formatGemini || got.Input != 24939+1200 {
+		t.Errorf("gemini after a notice: %+v", got)
+	}
 	if err := validOutputFormat("--ai-output", "claude"); err != nil {
 		t.Error(err)
 	}
@@ -92,4 +97,31 @@ func read(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// FuzzParseOutput: no output makes a parser panic, report negative tokens
+// or a negative cost, or lose the raw text when no format matches.
+func FuzzParseOutput(f *testing.F) {
+	for _, name := range []string{"claude.json", "claude-stream.jsonl", "codex.jsonl", "gemini.json", "plain.txt"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "cli", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(data))
+	}
+	f.Add(`{"type":"result","total_cost_usd":-1,"usage":{"input_tokens":1}}`)
+	f.Fuzz(func(t *testing.T, out string) {
+		for _, format := range outputFormats {
+			r := parseOutput(format, []byte(out))
+			if r.Input < 0 || r.Output < 0 || r.Cost < 0 {
+				t.Errorf("%s: %+v", format, r)
+			}
+			if r.Format == "" && r.Text != out {
+				t.Errorf("%s: raw text lost: %q", format, r.Text)
+			}
+			if u := r.usage(); u.Tokens != u.InputTokens+u.OutputTokens || u.Validate() != nil {
+				t.Errorf("%s: usage %+v", format, u)
+			}
+		}
+	})
 }
