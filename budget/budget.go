@@ -71,6 +71,10 @@ func (r Resource) String() string {
 
 // Usage is an amount of the resources: spent, reserved, estimated or left.
 // Calls is a count of external calls (API, tool or search calls).
+// InputTokens and OutputTokens split Tokens when the caller knows how many
+// were read and how many written (a model's report of a call): they are
+// parts of Tokens and counted in it, never in addition to it, and no limit
+// applies to them on their own.
 //
 // An amount given to a [Budget] (an estimate, an actual usage, a restored
 // spending) is valid when no field is negative and Cost is finite; see
@@ -81,6 +85,10 @@ type Usage struct {
 	Cost       float64       `json:"cost,omitempty"`
 	Wall       time.Duration `json:"wall,omitempty"`
 	Calls      int64         `json:"calls,omitempty"`
+	// InputTokens are the tokens of Tokens that were input (prompt, context).
+	InputTokens int64 `json:"input_tokens,omitempty"`
+	// OutputTokens are the tokens of Tokens that were output (the reply).
+	OutputTokens int64 `json:"output_tokens,omitempty"`
 }
 
 // Add returns u + v. It is plain arithmetic: it does not check for overflow.
@@ -91,6 +99,9 @@ func (u Usage) Add(v Usage) Usage {
 		Cost:       u.Cost + v.Cost,
 		Wall:       u.Wall + v.Wall,
 		Calls:      u.Calls + v.Calls,
+
+		InputTokens:  u.InputTokens + v.InputTokens,
+		OutputTokens: u.OutputTokens + v.OutputTokens,
 	}
 }
 
@@ -102,12 +113,16 @@ func (u Usage) Sub(v Usage) Usage {
 		Cost:       u.Cost - v.Cost,
 		Wall:       u.Wall - v.Wall,
 		Calls:      u.Calls - v.Calls,
+
+		InputTokens:  u.InputTokens - v.InputTokens,
+		OutputTokens: u.OutputTokens - v.OutputTokens,
 	}
 }
 
 // IsZero reports whether u is all zero.
 func (u Usage) IsZero() bool {
-	return u.Iterations == 0 && u.Tokens == 0 && u.Cost == 0 && u.Wall == 0 && u.Calls == 0
+	return u.Iterations == 0 && u.Tokens == 0 && u.Cost == 0 && u.Wall == 0 && u.Calls == 0 &&
+		u.InputTokens == 0 && u.OutputTokens == 0
 }
 
 // Validate returns an error matching [ErrInvalidUsage], naming the field,
@@ -127,6 +142,10 @@ func (u Usage) Validate() error {
 		return invalidUsage("Wall", "negative ("+u.Wall.String()+")")
 	case u.Calls < 0:
 		return invalidUsage("Calls", "negative ("+strconv.FormatInt(u.Calls, 10)+")")
+	case u.InputTokens < 0:
+		return invalidUsage("InputTokens", "negative ("+strconv.FormatInt(u.InputTokens, 10)+")")
+	case u.OutputTokens < 0:
+		return invalidUsage("OutputTokens", "negative ("+strconv.FormatInt(u.OutputTokens, 10)+")")
 	}
 	return nil
 }
@@ -144,6 +163,8 @@ func (u Usage) clamp() Usage {
 	}
 	u.Wall = max(u.Wall, 0)
 	u.Calls = max(u.Calls, 0)
+	u.InputTokens = max(u.InputTokens, 0)
+	u.OutputTokens = max(u.OutputTokens, 0)
 	return u
 }
 
@@ -156,6 +177,9 @@ func (u Usage) addSat(v Usage) Usage {
 		Cost:       u.Cost + v.Cost,
 		Wall:       time.Duration(satAdd(int64(u.Wall), int64(v.Wall), math.MaxInt64)),
 		Calls:      satAdd(u.Calls, v.Calls, math.MaxInt64),
+
+		InputTokens:  satAdd(u.InputTokens, v.InputTokens, math.MaxInt64),
+		OutputTokens: satAdd(u.OutputTokens, v.OutputTokens, math.MaxInt64),
 	}
 }
 

@@ -93,16 +93,16 @@ func TestResourceBits(t *testing.T) {
 }
 
 func TestUsageArithmetic(t *testing.T) {
-	u := budget.Usage{Iterations: 3, Tokens: 1000, Cost: 1.5, Wall: time.Minute, Calls: 12}
-	v := budget.Usage{Iterations: 1, Tokens: 250, Cost: 0.5, Wall: 20 * time.Second, Calls: 5}
+	u := budget.Usage{Iterations: 3, Tokens: 1000, Cost: 1.5, Wall: time.Minute, Calls: 12, InputTokens: 900, OutputTokens: 100}
+	v := budget.Usage{Iterations: 1, Tokens: 250, Cost: 0.5, Wall: 20 * time.Second, Calls: 5, InputTokens: 200, OutputTokens: 50}
 	tests := []struct {
 		name string
 		got  any
 		want any
 	}{
-		{"add", u.Add(v), budget.Usage{Iterations: 4, Tokens: 1250, Cost: 2, Wall: 80 * time.Second, Calls: 17}},
-		{"sub", u.Sub(v), budget.Usage{Iterations: 2, Tokens: 750, Cost: 1, Wall: 40 * time.Second, Calls: 7}},
-		{"sub_negative", v.Sub(u), budget.Usage{Iterations: -2, Tokens: -750, Cost: -1, Wall: -40 * time.Second, Calls: -7}},
+		{"add", u.Add(v), budget.Usage{Iterations: 4, Tokens: 1250, Cost: 2, Wall: 80 * time.Second, Calls: 17, InputTokens: 1100, OutputTokens: 150}},
+		{"sub", u.Sub(v), budget.Usage{Iterations: 2, Tokens: 750, Cost: 1, Wall: 40 * time.Second, Calls: 7, InputTokens: 700, OutputTokens: 50}},
+		{"sub_negative", v.Sub(u), budget.Usage{Iterations: -2, Tokens: -750, Cost: -1, Wall: -40 * time.Second, Calls: -7, InputTokens: -700, OutputTokens: -50}},
 		{"is_zero_zero", budget.Usage{}.IsZero(), true},
 		{"is_zero_sub_self", u.Sub(u).IsZero(), true},
 		{"is_zero_tokens", budget.Usage{Tokens: 1}.IsZero(), false},
@@ -110,6 +110,8 @@ func TestUsageArithmetic(t *testing.T) {
 		{"is_zero_wall", budget.Usage{Wall: 1}.IsZero(), false},
 		{"is_zero_iterations", budget.Usage{Iterations: 1}.IsZero(), false},
 		{"is_zero_calls", budget.Usage{Calls: 1}.IsZero(), false},
+		{"is_zero_input_tokens", budget.Usage{InputTokens: 1}.IsZero(), false},
+		{"is_zero_output_tokens", budget.Usage{OutputTokens: 1}.IsZero(), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,6 +190,8 @@ func TestUsageValidate(t *testing.T) {
 		{"infinite_cost", budget.Usage{Cost: math.Inf(1)}, &fieldErr{Field: "Cost", Reason: "not finite (+Inf)"}},
 		{"negative_wall", budget.Usage{Wall: -time.Millisecond}, &fieldErr{Field: "Wall", Reason: "negative (-1ms)"}},
 		{"negative_calls", budget.Usage{Calls: -2}, &fieldErr{Field: "Calls", Reason: "negative (-2)"}},
+		{"negative_input_tokens", budget.Usage{InputTokens: -3}, &fieldErr{Field: "InputTokens", Reason: "negative (-3)"}},
+		{"negative_output_tokens", budget.Usage{OutputTokens: -4}, &fieldErr{Field: "OutputTokens", Reason: "negative (-4)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

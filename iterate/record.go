@@ -494,6 +494,14 @@ func (j *jsonBuf) usage(u budget.Usage) {
 		j.key("calls")
 		j.int(u.Calls)
 	}
+	if u.InputTokens != 0 {
+		j.key("input_tokens")
+		j.int(u.InputTokens)
+	}
+	if u.OutputTokens != 0 {
+		j.key("output_tokens")
+		j.int(u.OutputTokens)
+	}
 	j.closeObject(start)
 }
 

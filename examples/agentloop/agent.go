@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -45,6 +48,14 @@ type runSettings struct {
 	Prompts     string   `json:"prompts"`
 	TokenBudget int      `json:"token_budget"`
 	AITimeout   duration `json:"ai_timeout,omitempty"`
+	AIOutput    string   `json:"ai_output,omitempty"`
+	DoneMarker  string   `json:"done_marker,omitempty"`
+	DoneFile    string   `json:"done_file,omitempty"`
+	GateTimeout duration `json:"gate_timeout,omitempty"`
+	Git         string   `json:"git,omitempty"`
+	// The spending limits are in the engine's settings fingerprint too.
+	MaxCost   float64 `json:"max_cost,omitempty"`
+	MaxTokens int64   `json:"max_tokens,omitempty"`
 	// The limits the engine's settings fingerprint holds: a resume
 	// continues under them unless its command line gives others.
 	MaxIterations    int `json:"max_iterations"`
@@ -54,7 +65,9 @@ type runSettings struct {
 // runSettingsOf returns the settings of set that a resume takes over.
 func runSettingsOf(set *settings) *runSettings {
 	return &runSettings{AICmd: set.AICmd, Gates: set.Gates, Context: set.Context, Prompts: set.Prompts, TokenBudget: set.TokenBudget,
-		AITimeout: duration(set.AITimeout), MaxIterations: set.MaxIterations, FailureThreshold: set.FailureThreshold}
+		AITimeout: duration(set.AITimeout), AIOutput: set.AIOutput, DoneMarker: set.DoneMarker, DoneFile: set.DoneFile,
+		GateTimeout: duration(set.GateTimeout), Git: set.Git, MaxCost: set.MaxCost, MaxTokens: set.MaxTokens,
+		MaxIterations: set.MaxIterations, FailureThreshold: set.FailureThreshold}
 }
 
 // apply sets the settings of set that the resume command line does not
@@ -77,6 +90,27 @@ func (r *runSettings) apply(set *settings, flags *layer) {
 	}
 	if flags.AITimeout == nil {
 		set.AITimeout = time.Duration(r.AITimeout)
+	}
+	if flags.AIOutput == nil && r.AIOutput != "" {
+		set.AIOutput = r.AIOutput
+	}
+	if flags.DoneMarker == nil {
+		set.DoneMarker = r.DoneMarker
+	}
+	if flags.DoneFile == nil {
+		set.DoneFile = r.DoneFile
+	}
+	if flags.GateTimeout == nil {
+		set.GateTimeout = time.Duration(r.GateTimeout)
+	}
+	if flags.Git == nil && r.Git != "" {
+		set.Git = r.Git
+	}
+	if flags.MaxCost == nil {
+		set.MaxCost = r.MaxCost
+	}
+	if flags.MaxTokens == nil {
+		set.MaxTokens = r.MaxTokens
 	}
 	if flags.MaxIterations == nil {
 		set.MaxIterations = r.MaxIterations
@@ -137,6 +171,28 @@ type agent struct {
 	// hurry is closed when the running command must be killed at once,
 	// without its grace period (a second interrupt).
 	hurry <-chan struct{}
+	// running says what command runs, for the message of a second
+	// interrupt; nil when nobody asks.
+	running *activity
+
+	// done is why the last iteration said the work is done ("" when it did
+	// not); the loop's convergence policy reads it (doneReason).
+	mu   sync.Mutex
+	done string
+}
+
+// doneReason is the reason of the loop's convergence when the last
+// iteration said the work is done, "" otherwise.
+func (a *agent) doneReason() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.done
+}
+
+func (a *agent) setDone(reason string) {
+	a.mu.Lock()
+	a.done = reason
+	a.mu.Unlock()
 }
 
 // iteration is the engine's work function (iterate.Func): one fresh AI CLI
@@ -157,9 +213,6 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 	over := tokens > a.set.TokenBudget
 	log.Info("prompt assembled", zap.String("phase", "prompt"), zap.Duration("duration", time.Since(start)),
 		zap.String("outcome", outcome(!over, "within_budget", "over_budget")), zap.Int("tokens", tokens), zap.Int("token_budget", a.set.TokenBudget))
-	// The prompt is sent whatever happens next: its estimate is what the
-	// iteration spends (Result.Usage.Tokens, across resumes).
-	r.Charge(budget.Usage{Tokens: int64(tokens)})
 	if over {
 		// Seed 004: warn, and send the prompt anyway. The engine reports the
 		// warning at once (a Warned event, a warn-level log entry), before
@@ -173,21 +226,36 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 		"AGENTLOOP_ITERATION=" + strconv.Itoa(r.Iteration),
 		"AGENTLOOP_ITERATION_LIMIT=" + strconv.Itoa(r.MaxIterations),
 	})
+	a.setDone("")
+	if err := a.clearDoneFile(); err != nil {
+		return s, err
+	}
 
 	start = time.Now()
-	err = a.runAI(ctx, prompt, env)
+	out, err := a.runAI(ctx, prompt, env)
+	// The prompt was sent whatever happened next: the iteration spends what
+	// the AI CLI reports it spent, or else the prompt's estimate, as input
+	// (Result.Usage, across resumes; the budget's limits).
+	rep := parseOutput(a.set.AIOutput, out)
+	if rep.Format != "" {
+		r.Charge(rep.usage())
+	} else {
+		r.Charge(budget.Usage{Tokens: int64(tokens), InputTokens: int64(tokens)})
+	}
 	log.Info("AI CLI finished", zap.String("phase", "ai_cli"), zap.Duration("duration", time.Since(start)),
-		zap.String("outcome", outcome(err == nil, "succeeded", "failed")), zap.Int("exit_code", exitCode(err)), zap.Error(err))
+		zap.String("outcome", outcome(err == nil, "succeeded", "failed")), zap.Int("exit_code", exitCode(err)),
+		zap.Stringer("report", rep), zap.Error(err))
 	if err != nil {
+		a.recordChanges(ctx, r, "failed: "+err.Error())
 		return s, err
 	}
 
 	var failed []*commandError
 	for _, gate := range a.set.Gates {
 		start = time.Now()
-		err := a.runCommand(ctx, gate, gate, "", env)
+		err := a.runGate(ctx, gate, env)
 		log.Info("quality gate finished", zap.String("phase", "gate"), zap.String("gate", gate), zap.Duration("duration", time.Since(start)),
-			zap.String("outcome", outcome(err == nil, "passed", "failed")), zap.Int("exit_code", exitCode(err)))
+			zap.String("outcome", outcome(err == nil, "passed", "failed")), zap.Int("exit_code", exitCode(err)), zap.Error(err))
 		if ctx.Err() != nil {
 			return s, context.Cause(ctx)
 		}
@@ -197,32 +265,117 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 		}
 	}
 	if len(failed) > 0 {
-		return s, &gateError{Failed: failed}
+		err := &gateError{Failed: failed}
+		a.recordChanges(ctx, r, "failed: "+err.Error())
+		return s, err
 	}
 	s.Succeeded++
 	s.Settings = runSettingsOf(a.set)
+	done := a.saysDone(rep.Text)
+	a.recordChanges(ctx, r, outcome(done == "", "succeeded", "succeeded, done"))
+	if done != "" {
+		a.setDone(done)
+		r.Done()
+	}
 	return s, nil
+}
+
+// saysDone returns why the AI CLI's run says the work is done: its answer
+// (or raw output) holds the completion marker, or it wrote the completion
+// file (a regular file, not a link). It returns "" when it does not.
+func (a *agent) saysDone(text string) string {
+	if m := a.set.DoneMarker; m != "" && strings.Contains(text, m) {
+		return fmt.Sprintf("work complete: the AI CLI printed the completion marker %q", m)
+	}
+	if f := a.set.DoneFile; f != "" {
+		if fi, err := os.Lstat(f); err == nil && fi.Mode().IsRegular() {
+			return fmt.Sprintf("work complete: the AI CLI wrote the completion file %s", f)
+		}
+	}
+	return ""
+}
+
+// clearDoneFile removes the completion file before the AI CLI runs, so
+// that only a file written by this iteration counts. Something else than a
+// regular file under that name (a link, a directory) is an error.
+func (a *agent) clearDoneFile() error {
+	f := a.set.DoneFile
+	if f == "" {
+		return nil
+	}
+	fi, err := os.Lstat(f)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("completion file: %w", err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("completion file %s is not a regular file (%s); not removing it", f, fi.Mode().Type())
+	}
+	if err := os.Remove(f); err != nil {
+		return fmt.Errorf("completion file: %w", err)
+	}
+	return nil
+}
+
+// recordChanges records the iteration's changes in git (--git), unless the
+// loop is being interrupted; a failure is warned about, never fails the
+// iteration.
+func (a *agent) recordChanges(ctx context.Context, r iterate.Round, outcome string) {
+	if !a.set.gitOn() || ctx.Err() != nil {
+		return
+	}
+	a.running.set("git")
+	did, err := a.record(ctx, r.Iteration, outcome)
+	a.running.set("")
+	switch {
+	case err != nil:
+		iterate.Warn(ctx, fmt.Sprintf("iteration %d not recorded in git: %v", r.Iteration, err))
+	case did != "":
+		a.log.Info("workspace recorded", zap.Int("iteration", r.Iteration), zap.String("phase", "git"), zap.String("outcome", did))
+	}
+}
+
+// runGate runs a quality gate within the gate timeout if there is one: a
+// gate that exceeds it is stopped as a cancelled one is, and fails.
+func (a *agent) runGate(ctx context.Context, gate string, env []string) error {
+	if a.set.GateTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, a.set.GateTimeout, &commandError{
+			What: gate, Code: -1, Err: fmt.Errorf("timed out after %s", a.set.GateTimeout)})
+		defer cancel()
+	}
+	return a.runCommand(ctx, "quality gate", gate, gate, "", env, nil)
 }
 
 // runAI runs the AI CLI with the prompt, within the AI timeout if there is
 // one: a run that exceeds it is stopped as a cancelled one is, and fails
-// the iteration.
-func (a *agent) runAI(ctx context.Context, prompt string, env []string) error {
+// the iteration. It returns the end of the AI CLI's standard output (the
+// last aiOutputMax bytes), which it also passes on.
+func (a *agent) runAI(ctx context.Context, prompt string, env []string) ([]byte, error) {
 	if a.set.AITimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, a.set.AITimeout, &commandError{
 			What: "AI CLI", Code: -1, Err: fmt.Errorf("timed out after %s", a.set.AITimeout)})
 		defer cancel()
 	}
-	return a.runCommand(ctx, "AI CLI", a.set.AICmd, prompt, env)
+	out := &xcmd.Tail{Max: aiOutputMax}
+	err := a.runCommand(ctx, "AI CLI", "AI CLI", a.set.AICmd, prompt, env, out)
+	return out.Bytes(), err
 }
 
+// aiOutputMax bounds the AI CLI output agentloop keeps to read its report:
+// a report is at the end of the output.
+const aiOutputMax = 8 << 20
+
 // runCommand runs command with sh -c in the workspace, stdin on its
-// standard input, in its own process group (xcmd). Cancelling ctx sends
-// SIGTERM to the group, then SIGKILL after killGrace; whatever is left of
-// the group is killed as soon as the command exits, and the whole group at
-// once when a.hurry is closed.
-func (a *agent) runCommand(ctx context.Context, what, command, stdin string, env []string) error {
+// standard input, in its own process group (xcmd); its standard output also
+// goes to capture, when not nil. Cancelling ctx sends SIGTERM to the group,
+// then SIGKILL after killGrace; whatever is left of the group is killed as
+// soon as the command exits, and the whole group at once when a.hurry is
+// closed. kind says what runs ("AI CLI", "quality gate") for the message
+// of a second interrupt; what names the command in its error.
+func (a *agent) runCommand(ctx context.Context, kind, what, command, stdin string, env []string, capture io.Writer) error {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
 	cmd.Dir = a.set.Workspace
 	cmd.Env = env
@@ -230,7 +383,16 @@ func (a *agent) runCommand(ctx context.Context, what, command, stdin string, env
 		cmd.Stdin = strings.NewReader(stdin)
 	}
 	cmd.Stdout, cmd.Stderr = a.stdout, a.stderr
+	if capture != nil {
+		cmd.Stdout = io.MultiWriter(a.stdout, capture)
+	}
 	xcmd.Prepare(cmd, killGrace)
+	label := kind
+	if kind != "AI CLI" {
+		label = kind + " " + strconv.Quote(command)
+	}
+	a.running.set(label)
+	defer a.running.set("")
 	err := cmd.Start()
 	if err == nil {
 		stop := whenClosed(a.hurry, func() { xcmd.KillGroup(cmd) })

@@ -76,9 +76,11 @@ Flags (they may come before or after the procedure):
 
 const epilogue = `
 Environment (overridden by flags, overriding config files):
-  AGENTLOOP_AI_CMD, AGENTLOOP_AI_TIMEOUT, AGENTLOOP_MAX_ITERATIONS,
-  AGENTLOOP_FAILURE_THRESHOLD, AGENTLOOP_TOKEN_BUDGET, AGENTLOOP_PROMPTS,
-  AGENTLOOP_WORKSPACE
+  AGENTLOOP_AI_CMD, AGENTLOOP_AI_TIMEOUT, AGENTLOOP_AI_OUTPUT,
+  AGENTLOOP_MAX_ITERATIONS, AGENTLOOP_FAILURE_THRESHOLD, AGENTLOOP_TOKEN_BUDGET,
+  AGENTLOOP_MAX_COST, AGENTLOOP_MAX_TOKENS, AGENTLOOP_DONE_MARKER,
+  AGENTLOOP_DONE_FILE, AGENTLOOP_GATE_TIMEOUT, AGENTLOOP_GIT,
+  AGENTLOOP_PROMPTS, AGENTLOOP_WORKSPACE
   AGENTLOOP_GLOBAL_CONFIG   path of the global config file (default
                             $XDG_CONFIG_HOME/agentloop/config.json or
                             ~/.config/agentloop/config.json)
@@ -88,7 +90,9 @@ file procedures.<name> overrides the top level):
   <workspace>/.agentloop/config.json
   {"ai_cmd": "claude -p", "ai_timeout": "20m", "max_iterations": 5,
    "failure_threshold": 3, "token_budget": 100000, "gates": ["go test ./..."],
-   "context": ["AGENTS.md"], "prompts": "prompts/build",
+   "context": ["AGENTS.md"], "prompts": "prompts/build", "ai_output": "claude",
+   "max_cost": 5, "max_tokens": 2000000, "done_marker": "<promise>COMPLETE</promise>",
+   "done_file": "DONE", "gate_timeout": "10m", "git": "commit",
    "procedures": {"build": {"max_iterations": 10}}}
   ("default_iterations" is accepted as another name for "max_iterations";
   relative paths are relative to the workspace.)
@@ -96,7 +100,9 @@ file procedures.<name> overrides the top level):
 The AI CLI and the gates see AGENTLOOP_PROCEDURE, AGENTLOOP_ITERATION
 (1-indexed) and AGENTLOOP_ITERATION_LIMIT (0 = unlimited) in their environment.
 
-Exit codes: 0 completed, 1 aborted or error, 2 usage error, 130 interrupted.
+Exit codes: 0 completed (the iteration limit, a spending limit or the
+completion marker or file reached), 1 aborted or error, 2 usage error,
+130 interrupted.
 `
 
 // parseArgs parses the command line. Flags may come before or after the
@@ -110,10 +116,21 @@ func parseArgs(args []string, cwd string, stdout io.Writer) (*invocation, error)
 		aiCmd, prompts, workspace       string
 		maxIter, threshold, tokenBudget int
 		gates, contexts                 stringList
-		aiTimeout                       time.Duration
+		aiTimeout, gateTimeout          time.Duration
+		aiOutput, doneMarker, doneFile  string
+		gitMode                         string
+		maxCost                         float64
+		maxTokens                       int64
 	)
 	fs.StringVar(&aiCmd, "ai-cmd", "", "AI CLI `command` run each iteration with the prompt on stdin (env AGENTLOOP_AI_CMD)")
 	fs.DurationVar(&aiTimeout, "ai-timeout", 0, "time limit of each run of the AI CLI, e.g. 10m; a run that exceeds it is stopped (SIGTERM, then SIGKILL) and the iteration fails (0 = none; env AGENTLOOP_AI_TIMEOUT)")
+	fs.StringVar(&aiOutput, "ai-output", formatAuto, "`format` of the AI CLI's output, read for what the call cost and its answer: auto (sniff), claude (--output-format json or stream-json), codex (exec --json), gemini (--output-format json) or text (env AGENTLOOP_AI_OUTPUT)")
+	fs.Float64Var(&maxCost, "max-cost", 0, "stop the loop before the next iteration would spend more than `USD` in all, by the cost the AI CLI reports (0 = no limit; env AGENTLOOP_MAX_COST)")
+	fs.Int64Var(&maxTokens, "max-tokens", 0, "stop the loop before the next iteration would spend more than `N` tokens in all, input and output, as the AI CLI reports them or else the prompt's estimate (0 = no limit; env AGENTLOOP_MAX_TOKENS)")
+	fs.StringVar(&doneMarker, "done-marker", "", "`text` by which the AI CLI says the work is done, e.g. '<promise>COMPLETE</promise>': an iteration that prints it and passes its gates converges the loop (env AGENTLOOP_DONE_MARKER)")
+	fs.StringVar(&doneFile, "done-file", "", "`file` (relative to the workspace) by which the AI CLI says the work is done: an iteration that writes it and passes its gates converges the loop; it is removed before each AI CLI run (env AGENTLOOP_DONE_FILE)")
+	fs.DurationVar(&gateTimeout, "gate-timeout", 0, "time limit of each quality gate run, e.g. 5m; a gate that exceeds it is stopped (SIGTERM, then SIGKILL) and fails (0 = none; env AGENTLOOP_GATE_TIMEOUT)")
+	fs.StringVar(&gitMode, "git", gitOff, "what each iteration does with its changes to the workspace, a git work tree: off, commit (a commit per iteration) or stash (a snapshot per iteration on the stash list); .agentloop/ is left out (env AGENTLOOP_GIT)")
 	fs.IntVar(&maxIter, "max-iterations", 0, "iterations to run, 0 = unlimited (default: procedures.<name>.max_iterations, then max_iterations of the config files, then 0)")
 	fs.IntVar(&threshold, "failure-threshold", 3, "consecutive failed iterations that abort the loop")
 	fs.IntVar(&tokenBudget, "token-budget", 100000, "token budget of the prompt; a larger prompt is warned about and sent anyway")
@@ -193,6 +210,20 @@ func parseArgs(args []string, cwd string, stdout io.Writer) (*invocation, error)
 			inv.flags.TokenBudget = &tokenBudget
 		case "ai-timeout":
 			inv.flags.AITimeout = (*duration)(&aiTimeout)
+		case "gate-timeout":
+			inv.flags.GateTimeout = (*duration)(&gateTimeout)
+		case "ai-output":
+			inv.flags.AIOutput = &aiOutput
+		case "max-cost":
+			inv.flags.MaxCost = &maxCost
+		case "max-tokens":
+			inv.flags.MaxTokens = &maxTokens
+		case "done-marker":
+			inv.flags.DoneMarker = &doneMarker
+		case "done-file":
+			inv.flags.DoneFile = &doneFile
+		case "git":
+			inv.flags.Git = &gitMode
 		case "gate":
 			g := []string(gates)
 			inv.flags.Gates = &g

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -31,6 +33,22 @@ type layer struct {
 	Prompts          *string   `json:"prompts,omitempty"`
 	// AITimeout bounds each run of the AI CLI; 0 means no bound.
 	AITimeout *duration `json:"ai_timeout,omitempty"`
+	// AIOutput is the format of the AI CLI's output (outputFormats).
+	AIOutput *string `json:"ai_output,omitempty"`
+	// MaxCost and MaxTokens bound what the loop spends, as the AI CLI
+	// reports it (or, for tokens, the prompt's estimate); 0 means no bound.
+	MaxCost   *float64 `json:"max_cost,omitempty"`
+	MaxTokens *int64   `json:"max_tokens,omitempty"`
+	// DoneMarker is the text by which the AI CLI says the work is done.
+	DoneMarker *string `json:"done_marker,omitempty"`
+	// DoneFile is the file by which the AI CLI says the work is done
+	// (relative to the workspace).
+	DoneFile *string `json:"done_file,omitempty"`
+	// GateTimeout bounds each run of a quality gate; 0 means no bound.
+	GateTimeout *duration `json:"gate_timeout,omitempty"`
+	// Git is what each iteration does with its changes: gitOff, gitCommit
+	// or gitStash.
+	Git *string `json:"git,omitempty"`
 }
 
 // duration is a time.Duration written as a string in JSON, e.g. "10m".
@@ -71,6 +89,26 @@ func (l *layer) validate(name func(key string) string) error {
 		return usagef("%s must not be empty", name("prompts"))
 	case l.AITimeout != nil && *l.AITimeout < 0:
 		return usagef("%s must be 0 (none) or more, got %s", name("ai_timeout"), time.Duration(*l.AITimeout))
+	case l.GateTimeout != nil && *l.GateTimeout < 0:
+		return usagef("%s must be 0 (none) or more, got %s", name("gate_timeout"), time.Duration(*l.GateTimeout))
+	case l.MaxCost != nil && (math.IsNaN(*l.MaxCost) || math.IsInf(*l.MaxCost, 0) || *l.MaxCost < 0):
+		return usagef("%s must be 0 (none) or a positive amount of US dollars, got %v", name("max_cost"), *l.MaxCost)
+	case l.MaxTokens != nil && *l.MaxTokens < 0:
+		return usagef("%s must be 0 (none) or more, got %d", name("max_tokens"), *l.MaxTokens)
+	case l.DoneMarker != nil && strings.TrimSpace(*l.DoneMarker) == "":
+		return usagef("%s must not be empty", name("done_marker"))
+	case l.DoneFile != nil && strings.TrimSpace(*l.DoneFile) == "":
+		return usagef("%s must not be empty", name("done_file"))
+	}
+	if l.AIOutput != nil {
+		if err := validOutputFormat(name("ai_output"), *l.AIOutput); err != nil {
+			return err
+		}
+	}
+	if l.Git != nil {
+		if err := validGitMode(name("git"), *l.Git); err != nil {
+			return err
+		}
 	}
 	if l.Gates != nil {
 		for _, g := range *l.Gates {
@@ -210,6 +248,31 @@ func envLayer(getenv func(string) string, cwd string) (*layer, error) {
 		}
 		l.AITimeout = (*duration)(&d)
 	}
+	if v := getenv("AGENTLOOP_GATE_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil {
+			return nil, usagef("AGENTLOOP_GATE_TIMEOUT: %q is not a duration (such as 10m)", v)
+		}
+		l.GateTimeout = (*duration)(&d)
+	}
+	if v := getenv("AGENTLOOP_MAX_COST"); v != "" {
+		c, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return nil, usagef("AGENTLOOP_MAX_COST: %q is not an amount (such as 2.50)", v)
+		}
+		l.MaxCost = &c
+	}
+	if v := getenv("AGENTLOOP_MAX_TOKENS"); v != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return nil, usagef("AGENTLOOP_MAX_TOKENS: %q is not a number", v)
+		}
+		l.MaxTokens = &n
+	}
+	l.AIOutput = str("AGENTLOOP_AI_OUTPUT")
+	l.DoneMarker = str("AGENTLOOP_DONE_MARKER")
+	l.DoneFile = str("AGENTLOOP_DONE_FILE")
+	l.Git = str("AGENTLOOP_GIT")
 	if p := str("AGENTLOOP_PROMPTS"); p != nil {
 		a := abs(cwd, *p)
 		l.Prompts = &a
@@ -235,7 +298,20 @@ type settings struct {
 	Context          []string
 	Prompts          string
 	// AITimeout bounds each run of the AI CLI; 0 means no bound.
-	AITimeout     time.Duration
+	AITimeout time.Duration
+	// AIOutput is the format of the AI CLI's output (outputFormats).
+	AIOutput string
+	// MaxCost (US dollars) and MaxTokens bound the loop's spending; 0
+	// means no bound.
+	MaxCost   float64
+	MaxTokens int64
+	// DoneMarker and DoneFile (absolute) are how the AI CLI says the work
+	// is done; "" when not configured.
+	DoneMarker, DoneFile string
+	// GateTimeout bounds each run of a quality gate; 0 means no bound.
+	GateTimeout time.Duration
+	// Git is gitOff, gitCommit or gitStash.
+	Git           string
 	DryRun, Fresh bool
 	Verbose       bool
 	// JSON moves the progress lines to stderr and writes the final result
@@ -304,7 +380,15 @@ func resolve(inv *invocation, getenv func(string) string, cwd string) (*settings
 	s.Context = first(layers, func(l *layer) *[]string { return l.Context }, nil)
 	s.Prompts = first(layers, func(l *layer) *string { return l.Prompts }, filepath.Join(s.Workspace, "prompts", s.Procedure))
 	s.AITimeout = time.Duration(first(layers, func(l *layer) *duration { return l.AITimeout }, 0))
-	s.LimitsFromFlags = inv.flags.MaxIterations != nil || inv.flags.FailureThreshold != nil
+	s.AIOutput = first(layers, func(l *layer) *string { return l.AIOutput }, formatAuto)
+	s.MaxCost = first(layers, func(l *layer) *float64 { return l.MaxCost }, 0)
+	s.MaxTokens = first(layers, func(l *layer) *int64 { return l.MaxTokens }, 0)
+	s.DoneMarker = first(layers, func(l *layer) *string { return l.DoneMarker }, "")
+	s.DoneFile = abs(s.Workspace, first(layers, func(l *layer) *string { return l.DoneFile }, ""))
+	s.GateTimeout = time.Duration(first(layers, func(l *layer) *duration { return l.GateTimeout }, 0))
+	s.Git = first(layers, func(l *layer) *string { return l.Git }, gitOff)
+	s.LimitsFromFlags = inv.flags.MaxIterations != nil || inv.flags.FailureThreshold != nil ||
+		inv.flags.MaxCost != nil || inv.flags.MaxTokens != nil
 	return s, nil
 }
 

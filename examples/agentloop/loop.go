@@ -22,10 +22,10 @@ import (
 
 // dryRun prints the assembled prompt and its token count (seed 004,
 // example 4) and runs nothing.
-func dryRun(set *settings, stdout, stderr io.Writer) int {
+func dryRun(set *settings, stdout io.Writer, errs *errLines) int {
 	prompt, err := assemblePrompt(set.Prompts, set.Context, set.Workspace)
 	if err != nil {
-		fmt.Fprintf(stderr, "agentloop: %v\n", err)
+		errs.printf("%v", err)
 		return exitError
 	}
 	ai := set.AICmd
@@ -108,33 +108,35 @@ func newLogger(set *settings, stderr io.Writer) (*zap.Logger, func(), error) {
 }
 
 // runLoop checks the procedure's saved state, runs or resumes the loop, and
-// returns the exit code. The progress lines go to stdout, or to stderr
-// with --json, which writes the final result to stdout (see writeResult).
-func runLoop(ctx context.Context, hurry <-chan struct{}, set *settings, environ []string, log *zap.Logger, stdout, stderr io.Writer) int {
+// returns the run, its exit code set. The progress lines go to stdout, or to
+// stderr with --json, which writes the final result to stdout (see
+// writeResult).
+func runLoop(ctx context.Context, hurry <-chan struct{}, running *activity, set *settings, environ []string, log *zap.Logger, stdout io.Writer, errs *errLines) *loopRun {
 	progress := stdout
 	if set.JSON {
-		progress = stderr
+		progress = errs.w
 	}
 	tty := term.Is(progress)
 	out := &console{w: progress, tty: tty, color: useColor(tty, lookup(environ))}
-	run := loopRun{ctx: ctx, hurry: hurry, set: set, environ: environ, log: log, out: out, stderr: stderr}
-	code := run.run()
-	if set.JSON {
-		writeResult(stdout, code, run.res, run.err, run.rep)
-	}
-	return code
+	run := &loopRun{ctx: ctx, hurry: hurry, running: running, set: set, environ: environ, log: log, out: out, stderr: errs.w, errs: errs}
+	run.code = run.run()
+	return run
 }
 
 // loopRun is one run of the loop and what it ended with.
 type loopRun struct {
 	ctx     context.Context
 	hurry   <-chan struct{}
+	running *activity
 	set     *settings
 	environ []string
 	log     *zap.Logger
 	out     *console
 	stderr  io.Writer
+	errs    *errLines
 
+	// code is the exit code.
+	code int
 	// Set by run: the engine's result and error, and the reporter.
 	res *iterate.Result[loopState]
 	err error
@@ -143,15 +145,15 @@ type loopRun struct {
 
 // run runs or resumes the loop and returns the exit code.
 func (l *loopRun) run() int {
-	ctx, set, out, stderr := l.ctx, l.set, l.out, l.stderr
+	ctx, set, out, errs := l.ctx, l.set, l.out, l.errs
 	if !set.Resume {
-		if code := preflight(set, stderr); code >= 0 {
+		if code := preflight(set, errs); code >= 0 {
 			return code
 		}
 	}
 
 	store := checkpoint.NewDir(set.StateDir)
-	saved, persist, code := prepare(ctx, set, store, out, stderr)
+	saved, persist, code := prepare(ctx, set, store, out, errs)
 	if code >= 0 {
 		return code
 	}
@@ -168,23 +170,38 @@ func (l *loopRun) run() int {
 	}
 	maxIter, threshold := set.MaxIterations, set.FailureThreshold
 	if set.Resume {
-		if code := preflight(set, stderr); code >= 0 {
+		if code := preflight(set, errs); code >= 0 {
 			return code
 		}
 	}
 
 	rep := newReporter(out, set, persist)
 	l.rep = rep
-	ag := &agent{set: set, log: l.log, env: l.environ, stdout: out.w, stderr: stderr, hurry: l.hurry}
+	ag := &agent{set: set, log: l.log, env: l.environ, stdout: out.w, stderr: l.stderr, hurry: l.hurry, running: l.running}
+	if err := ag.checkGit(ctx); err != nil {
+		errs.printf("%v", err)
+		return exitUsage
+	}
+	// The AI CLI's word that the work is done converges the loop, the
+	// reason naming the marker or file; then the failure threshold and the
+	// iteration limit end it (the assessments of an AI CLI loop are
+	// otherwise empty), and the budget's limits, which the engine checks.
+	done := converge.PolicyFunc(func(h *converge.History) converge.Decision {
+		if reason := ag.doneReason(); reason != "" && h.Current.Complete {
+			return converge.Decision{Verdict: converge.Converged, Reason: reason}
+		}
+		return converge.Decision{}
+	})
 	opts := []iterate.Option{
 		iterate.WithSession(set.Procedure),
 		iterate.WithMaxIterations(maxIter),
 		iterate.WithFailureThreshold(threshold),
-		// Only the failure threshold and the iteration limit end the loop:
-		// the assessments of an AI CLI loop are empty.
-		iterate.WithConvergence(converge.Any(converge.Failures{}, converge.IterationLimit{})),
+		iterate.WithConvergence(converge.Any(done, converge.Failures{}, converge.IterationLimit{})),
 		iterate.WithLogger(l.log),
 		iterate.WithObserver(rep.observe),
+	}
+	if set.MaxCost > 0 || set.MaxTokens > 0 {
+		opts = append(opts, iterate.WithBudget(budget.Limits{Cost: set.MaxCost, Tokens: set.MaxTokens}))
 	}
 	if persist {
 		flags := iterate.Cleanup
@@ -216,10 +233,10 @@ func (l *loopRun) run() int {
 	var resumable *iterate.ResumableError
 	switch {
 	case errors.As(err, &locked):
-		refuseRunning(stderr, set.Procedure, locked)
+		refuseRunning(errs, set.Procedure, locked)
 		return exitError
 	case errors.As(err, &resumable):
-		offerResume(stderr, set, resumable.Checkpoint)
+		offerResume(errs, set, resumable.Checkpoint)
 		return exitError
 	case errors.Is(err, iterate.ErrInterrupted):
 		return exitInterrupted
@@ -229,36 +246,39 @@ func (l *loopRun) run() int {
 	case errors.Is(err, iterate.ErrAborted):
 		return exitError
 	case err != nil:
-		fmt.Fprintf(stderr, "agentloop: %v\n", err)
+		errs.printf("%v", err)
 		return exitError
 	case allFailed(res, rep.lastErr):
 		// Seed 004 counts the iterations below the failure threshold as
 		// done; a run that never succeeded did nothing, and says so.
 		out.error(fmt.Sprintf("every iteration failed (%d of %d); the last: %v", res.Iterations, res.Iterations, rep.lastErr))
 		return exitError
-	case res.Status == iterate.MaxIterations || res.Status.Success():
+	case res.Status == iterate.MaxIterations || res.Status == iterate.BudgetExhausted || res.Status.Success():
+		// A limit the user set (iterations, spending) or the AI CLI's word
+		// that the work is done.
 		return exitOK
 	}
 	return exitError
 }
 
-// allFailed reports whether a loop that reached its iteration limit never
-// had a successful iteration, across resumes, and this run saw the last
-// failure (lastErr).
+// allFailed reports whether a loop that reached its iteration limit (or a
+// spending limit) never had a successful iteration, across resumes, and
+// this run saw the last failure (lastErr).
 func allFailed(res *iterate.Result[loopState], lastErr error) bool {
-	return res.Status == iterate.MaxIterations && res.Iterations > 0 && res.State.Succeeded == 0 && lastErr != nil
+	return (res.Status == iterate.MaxIterations || res.Status == iterate.BudgetExhausted) &&
+		res.Iterations > 0 && res.State.Succeeded == 0 && lastErr != nil
 }
 
 // preflight checks that an AI CLI is configured (exit code 2 otherwise) and
 // that the prompt can be assembled (exit code 1 otherwise); it returns -1
 // when all is well.
-func preflight(set *settings, stderr io.Writer) int {
+func preflight(set *settings, errs *errLines) int {
 	if set.AICmd == "" {
-		fmt.Fprintln(stderr, "agentloop: no AI CLI configured: give --ai-cmd, set AGENTLOOP_AI_CMD, or set ai_cmd in .agentloop/config.json")
+		errs.printf("no AI CLI configured: give --ai-cmd, set AGENTLOOP_AI_CMD, or set ai_cmd in .agentloop/config.json")
 		return exitUsage
 	}
 	if _, err := assemblePrompt(set.Prompts, set.Context, set.Workspace); err != nil {
-		fmt.Fprintf(stderr, "agentloop: %v\n", err)
+		errs.printf("%v", err)
 		return exitError
 	}
 	return -1
@@ -281,19 +301,19 @@ func preflight(set *settings, stderr io.Writer) int {
 // takes it again. Whether a start must give way to a resume is not decided
 // here but by the engine under its own lock (iterate.RefuseResumable),
 // as is a start over a corrupted state (the engine warns and starts afresh).
-func prepare(ctx context.Context, set *settings, store *checkpoint.Dir, out *console, stderr io.Writer) (*checkpoint.Checkpoint, bool, int) {
+func prepare(ctx context.Context, set *settings, store *checkpoint.Dir, out *console, errs *errLines) (*checkpoint.Checkpoint, bool, int) {
 	_, release, err := store.Lock(ctx, set.Procedure)
 	var locked *checkpoint.LockedError
 	switch {
 	case errors.As(err, &locked):
-		refuseRunning(stderr, set.Procedure, locked)
+		refuseRunning(errs, set.Procedure, locked)
 		return nil, false, exitError
 	case ctx.Err() != nil:
 		return nil, false, exitInterrupted
 	case err != nil:
 		out.warn(fmt.Sprintf("state cannot be persisted (%v); continuing without resume support", err))
 		if set.Resume {
-			fmt.Fprintf(stderr, "agentloop: cannot resume procedure %s: its state is unavailable\n", set.Procedure)
+			errs.printf("cannot resume procedure %s: its state is unavailable", set.Procedure)
 			return nil, false, exitError
 		}
 		return nil, false, -1
@@ -312,10 +332,17 @@ func prepare(ctx context.Context, set *settings, store *checkpoint.Dir, out *con
 	saved, err := store.Load(ctx, set.Procedure)
 	switch {
 	case errors.Is(err, checkpoint.ErrNotFound):
-		fmt.Fprintf(stderr, "agentloop: no saved state of procedure %s to resume; start it with: agentloop %s\n", set.Procedure, set.Procedure)
+		errs.printf("no saved state of procedure %s to resume; start it with: agentloop %s", set.Procedure, set.Procedure)
 		return nil, true, exitError
 	case ctx.Err() != nil:
 		return nil, true, exitInterrupted
+	case errors.Is(err, checkpoint.ErrCorrupt) && set.AICmd == "":
+		// The run's settings, its AI CLI among them, were in the damaged
+		// state: say so, rather than that none is configured.
+		out.warn(fmt.Sprintf("previous checkpoint of session %q unreadable: %v", set.Procedure, err))
+		errs.printf("cannot resume procedure %s: its settings were in the damaged state (set aside as *.corrupt in %s) and no AI CLI is configured; start it again with: agentloop %s --ai-cmd CMD",
+			set.Procedure, set.StateDir, set.Procedure)
+		return nil, true, exitError
 	case errors.Is(err, checkpoint.ErrCorrupt):
 		// Seed 004: a corrupted state is a fresh start. The damaged files
 		// stay quarantined, so the engine's start finds them and warns.
@@ -323,14 +350,14 @@ func prepare(ctx context.Context, set *settings, store *checkpoint.Dir, out *con
 	case err != nil:
 		// Not damage (a newer format, a permission): never start over a
 		// state that may be good.
-		fmt.Fprintf(stderr, "agentloop: cannot resume procedure %s: %v\n", set.Procedure, err)
+		errs.printf("cannot resume procedure %s: %v", set.Procedure, err)
 		return nil, true, exitError
 	}
 	if len(saved.Skipped) > 0 {
 		out.warn(fmt.Sprintf("saved state generations %v damaged; resuming from generation %d", saved.Skipped, saved.Generation))
 	}
 	if iterate.Status(saved.Status).Final() {
-		fmt.Fprintf(stderr, "agentloop: procedure %s already ended (%s: %s); nothing to resume. Start it again with: agentloop %s\n",
+		errs.printf("procedure %s already ended (%s: %s); nothing to resume. Start it again with: agentloop %s",
 			set.Procedure, statusName(iterate.Status(saved.Status)), saved.Reason, set.Procedure)
 		return nil, true, exitError
 	}
@@ -339,7 +366,7 @@ func prepare(ctx context.Context, set *settings, store *checkpoint.Dir, out *con
 
 // offerResume explains that the procedure can be resumed (seed 004: a state
 // file with status interrupted offers resume).
-func offerResume(stderr io.Writer, set *settings, saved *checkpoint.Checkpoint) {
+func offerResume(errs *errLines, set *settings, saved *checkpoint.Checkpoint) {
 	how := "was interrupted"
 	if iterate.Status(saved.Status) == iterate.Running {
 		how = "did not finish (its run is gone: crashed?)"
@@ -349,15 +376,15 @@ func offerResume(stderr io.Writer, set *settings, saved *checkpoint.Checkpoint) 
 	if json.Unmarshal(saved.State, &prev) == nil && prev.Settings != nil {
 		max = prev.Settings.MaxIterations
 	}
-	fmt.Fprintf(stderr, "agentloop: procedure %s %s after %d iterations (%s).\nResume with: %s\nor start over with: agentloop %s --fresh\n",
+	errs.printf("procedure %s %s after %d iterations (%s).\nResume with: %s\nor start over with: agentloop %s --fresh",
 		set.Procedure, how, saved.Iteration, limit(max), set.ResumeHint, set.Procedure)
 }
 
 // refuseRunning explains that a live run holds the procedure.
-func refuseRunning(stderr io.Writer, procedure string, locked *checkpoint.LockedError) {
+func refuseRunning(errs *errLines, procedure string, locked *checkpoint.LockedError) {
 	holder := ""
 	if locked.Holder != "" {
 		holder = " (" + locked.Holder + ")"
 	}
-	fmt.Fprintf(stderr, "agentloop: procedure %s is already running%s; refusing to start a second run of it\n", procedure, holder)
+	errs.printf("procedure %s is already running%s; refusing to start a second run of it", procedure, holder)
 }

@@ -130,7 +130,9 @@ func (r *reporter) observe(e iterate.Event) {
 
 func (r *reporter) stopped(e iterate.LoopStopped) {
 	switch e.Status {
-	case iterate.MaxIterations:
+	case iterate.MaxIterations, iterate.Converged:
+		// "Reached max iterations: 3 (...)", or "Work complete: the AI CLI
+		// printed the completion marker ... (2 iterations, total: ...)".
 		r.progress(e)
 		// The engine removed the checkpoints (iterate.Cleanup) if it could save
 		// the final one; the summary goes with them.
@@ -139,6 +141,11 @@ func (r *reporter) stopped(e iterate.LoopStopped) {
 				r.out.warn(fmt.Sprintf("state summary not removed: %v", err))
 			}
 		}
+	case iterate.BudgetExhausted:
+		// "Budget exhausted: cost limit reached (4 iterations, total:
+		// ...)": a limit the user set, not an error. The state is kept
+		// (a final one, not resumable).
+		r.progress(e)
 	case iterate.Aborted:
 		// Only the failure threshold aborts: "Aborting after 3 consecutive
 		// failures (...)".
@@ -289,23 +296,35 @@ type finalResult struct {
 	LastError string `json:"last_error,omitempty"`
 }
 
-// resultUsage is what the loop spent, across resumes.
+// resultUsage is what the loop spent, across resumes: the tokens the AI CLI
+// reported (input and output), or the estimates of the prompts it was
+// sent (input), and the cost it reported in US dollars.
 type resultUsage struct {
-	Tokens      int64   `json:"tokens"`
-	WallSeconds float64 `json:"wall_seconds"`
+	Tokens       int64   `json:"tokens"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	WallSeconds  float64 `json:"wall_seconds"`
 }
 
 // writeResult writes the final result of a run as one line of JSON; res
 // and rep are nil when the loop did not run.
-func writeResult(w io.Writer, code int, res *iterate.Result[loopState], err error, rep *reporter) {
+//
+// errLine is the program's first error line, reported as "error" when the
+// run's own error does not say why it ended.
+func writeResult(w io.Writer, code int, res *iterate.Result[loopState], err error, rep *reporter, errLine string) {
 	r := finalResult{Status: "error", ExitCode: code}
 	if res != nil {
 		r.Status, r.Reason, r.Iterations = string(res.Status), res.Reason, res.Iterations
 		r.Succeeded = res.State.Succeeded
-		r.Usage = resultUsage{Tokens: res.Usage.Tokens, WallSeconds: res.Usage.Wall.Seconds()}
+		r.Usage = resultUsage{Tokens: res.Usage.Tokens, InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
+			CostUSD: res.Usage.Cost, WallSeconds: res.Usage.Wall.Seconds()}
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		r.Error = err.Error()
+	case errLine != "":
+		r.Error = errLine
 	}
 	if rep != nil && rep.lastErr != nil {
 		r.LastError = rep.lastErr.Error()

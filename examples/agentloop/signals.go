@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 )
 
@@ -14,7 +15,10 @@ import (
 // second signal: the state is saved before any exit. A second signal only
 // cuts the wait for the command that is running (see agent.runCommand),
 // and is acknowledged on stderr. stop releases the signals.
-func notifySignals(stderr io.Writer) (ctx context.Context, hurry <-chan struct{}, stop func()) {
+//
+// running says what runs when the second signal arrives ("" for nothing
+// but agentloop itself), for the acknowledgement.
+func notifySignals(stderr io.Writer, running *activity) (ctx context.Context, hurry <-chan struct{}, stop func()) {
 	ctx, stopCtx := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -32,7 +36,11 @@ func notifySignals(stderr io.Writer) (ctx context.Context, hurry <-chan struct{}
 				return
 			}
 			if count == 2 {
-				fmt.Fprintln(stderr, "agentloop: interrupted again: stopping the AI CLI at once; the state is saved before exit")
+				if what := running.current(); what != "" {
+					fmt.Fprintf(stderr, "agentloop: interrupted again: stopping the %s at once; the state is saved before exit\n", what)
+				} else {
+					fmt.Fprintln(stderr, "agentloop: interrupted again; the state is saved before exit")
+				}
 				close(second)
 			}
 		}
@@ -62,4 +70,30 @@ func whenClosed(ch <-chan struct{}, f func()) (stop func()) {
 		close(cancel)
 		<-ended
 	}
+}
+
+// activity is what command agentloop runs at the moment: "AI CLI",
+// "quality gate \"go test ./...\"", "git", or "" between commands. Safe
+// for concurrent use; a nil *activity records nothing.
+type activity struct {
+	mu   sync.Mutex
+	what string
+}
+
+func (a *activity) set(what string) {
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	a.what = what
+	a.mu.Unlock()
+}
+
+func (a *activity) current() string {
+	if a == nil {
+		return ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.what
 }

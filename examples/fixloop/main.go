@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -421,6 +422,11 @@ func newSession(o *options, pkg string) (config, error) {
 	if err := checkpoint.ValidateSession(cfg.Session); err != nil {
 		return config{}, err
 	}
+	if o.workdir != "" {
+		if err := checkApart(src, o.workdir); err != nil {
+			return config{}, err
+		}
+	}
 	if cfg.Workdir, err = prepareWorkdir(o.workdir, o.clean); err != nil {
 		return config{}, err
 	}
@@ -431,6 +437,72 @@ func newSession(o *options, pkg string) (config, error) {
 		return config{}, fmt.Errorf("copying %s to the working copy: %w", pkg, err)
 	}
 	return cfg, nil
+}
+
+// overlapError reports a working directory that is the package directory,
+// inside it (the copy would copy itself, without end) or holds it (--clean
+// would delete it).
+type overlapError struct {
+	Workdir, Package string
+	// Inside is true when the working directory is in the package, false
+	// when the package is in the working directory (or they are one).
+	Inside bool
+}
+
+func (e *overlapError) Error() string {
+	if e.Inside {
+		return fmt.Sprintf("working directory %s is inside the package %s: the copy would copy itself; choose a directory outside it", e.Workdir, e.Package)
+	}
+	return fmt.Sprintf("working directory %s holds the package %s: the copy would overwrite it; choose a directory outside it", e.Workdir, e.Package)
+}
+
+// checkApart returns an *overlapError when the working directory dir and
+// the package directory src overlap, once their symbolic links are
+// resolved (dir need not exist yet).
+func checkApart(src, dir string) error {
+	realSrc, err := filepath.EvalSymlinks(src)
+	if err != nil {
+		return err
+	}
+	realDir, err := resolveExisting(dir)
+	if err != nil {
+		return err
+	}
+	switch {
+	case within(realSrc, realDir) && realSrc != realDir:
+		return &overlapError{Workdir: dir, Package: src, Inside: true}
+	case within(realDir, realSrc):
+		return &overlapError{Workdir: dir, Package: src}
+	}
+	return nil
+}
+
+// resolveExisting returns the absolute path of path with the symbolic
+// links of its longest existing prefix resolved.
+func resolveExisting(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	var rest []string
+	for p := abs; ; p = filepath.Dir(p) {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{real}, rest...)...), nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		if filepath.Dir(p) == p {
+			return abs, nil
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+	}
+}
+
+// within reports whether path is dir or inside it (both clean and
+// absolute).
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // prepareWorkdir returns the absolute path of an empty working directory:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -783,4 +784,65 @@ func TestTemporaryWorkdirRemoved(t *testing.T) {
 	if !strings.Contains(o.stderr, "removed the temporary working copy") {
 		t.Errorf("stderr does not say the copy was removed:\n%s", o.stderr)
 	}
+}
+
+// TestWorkdirOverlapsPackage: a working directory inside the package (the
+// copy would copy itself without end), reached through a symbolic link or
+// not, or one that holds the package (--clean would delete it) is refused,
+// exit 1, before anything is created or removed.
+func TestWorkdirOverlapsPackage(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	pkg := filepath.Join(root, "pkg")
+	if err := copyTree("testdata/sandbox", pkg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(pkg, filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(pkg, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before := listTree(t, root)
+	tests := []struct {
+		name, workdir, want string
+		clean               bool
+	}{
+		{"inside", filepath.Join(pkg, "work"), "is inside the package", false},
+		{"inside_existing", filepath.Join(pkg, "sub"), "is inside the package", false},
+		{"inside_through_link", filepath.Join(root, "link", "work"), "is inside the package", false},
+		{"the_package_itself", pkg, "holds the package", true},
+		{"holds_the_package", root, "holds the package", true},
+	}
+	for _, tt := range tests {
+		args := []string{"--workdir", tt.workdir, "--patches", "testdata/patches/converge", "--quiet", pkg}
+		if tt.clean {
+			args = append([]string{"--clean"}, args...)
+		}
+		o := fixloop(t, "", nil, args...)
+		if o.code != exitError || !strings.Contains(o.stderr, tt.want) || len(o.stderr) > 1000 {
+			t.Errorf("%s: exit %d, stderr %q; want exit %d and %q", tt.name, o.code, o.stderr, exitError, tt.want)
+		}
+	}
+	if diff := cmp.Diff(before, listTree(t, root)); diff != "" {
+		t.Errorf("files changed (-before +after):\n%s", diff)
+	}
+}
+
+// listTree lists the paths under dir.
+func listTree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		out = append(out, rel)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -930,3 +930,18 @@ func TestInterruptAndResume(t *testing.T) {
 		t.Errorf("resume of a finished session: exit %d\n%s", again.code, again.stdout)
 	}
 }
+
+// TestProgressCountsTasks: a phase whose tasks are done one a call makes
+// progress every iteration, though it stays remaining until the last: the
+// loop is not stuck (seed 003's stuck rule counts tasks, not only whole
+// phases), and completes. (An iteration that does no task is still stuck:
+// seed003_stuck_detection.)
+func TestProgressCountsTasks(t *testing.T) {
+	r := runFixture(t, "five_tasks.md", "--sim-tasks-per-call", "1", "--max-iterations", "10")
+	if r.code != exitOK || !strings.Contains(r.stdout, "Stopped: converged after 5 iteration(s): work complete") {
+		t.Errorf("exit %d, want %d after 5 iterations\n%s%s", r.code, exitOK, r.stdout, r.stderr)
+	}
+	if plan := r.planText(t); strings.Contains(plan, "- [ ]") {
+		t.Errorf("tasks left:\n%s", plan)
+	}
+}

@@ -118,7 +118,7 @@ Exit codes:
   0    the plan is complete
   1    error (invalid plan, dependency cycle, failed run, session locked)
   2    usage error
-  3    stuck: the remaining phases did not change for 2 iterations
+  3    stuck: the remaining phases did not change, nor any task get done, for 2 iterations
   4    stopped with work remaining (max iterations; file mode's single pass)
   130  interrupted; run again with --resume to continue (interrupted before
        the first iteration: nothing was saved, run again without it)
@@ -356,7 +356,14 @@ func (p *program) run(ctx context.Context) int {
 		}
 	}
 
-	r := &runner{plan: planPath, fileMode: fileMode, rateBudget: o.rateBudget, out: p.out, checkpoint: stateDir,
+	// The plan's lock, and its edits, go to the file itself: two runs that
+	// reach one plan through different names (a symbolic link) share its
+	// lock, and an edit replaces the file, not the link.
+	realPath, err := filepath.EvalSymlinks(planPath)
+	if err != nil {
+		return p.fail("%v", err)
+	}
+	r := &runner{plan: realPath, fileMode: fileMode, rateBudget: o.rateBudget, out: p.out, checkpoint: stateDir,
 		window: budget.ContextWindow{Size: o.contextWindow, Threshold: o.contextThreshold}}
 	r.summaries = cmp.Or(o.summaries, defaultSummaries(planPath))
 	r.topic = filepath.Dir(r.summaries)
@@ -365,7 +372,7 @@ func (p *program) run(ctx context.Context) int {
 		p.result.Status, p.result.Reason = "dry_run", "nothing run"
 		return dryRun(p.out, r, plan, o)
 	}
-	release, err := lockPlan(planLockPath(planPath))
+	release, err := lockPlan(planLockPath(realPath))
 	if err != nil {
 		return p.fail("%v", err)
 	}
@@ -478,13 +485,14 @@ func (p *program) loop(ctx context.Context, r *runner, session string) int {
 		iterate.WithStrategy(r),
 		iterate.WithAnalyzer(gap.AnalyzerFunc(analyze)),
 		// Seed 003's decision table, spelled out: complete → done; the
-		// remaining phases unchanged for 2 iterations → stuck; the
+		// remaining phases unchanged for 2 iterations, and no task done
+		// meanwhile → stuck (stuckPolicy); the
 		// iteration limit → stop with work remaining (and the engine's
 		// default failure threshold, which converge.Failures reads from
 		// the history). converge.Default() decides the same for an
 		// assessment that measures only the work remaining, but this keeps
 		// the seed's "2" and nothing else in view.
-		iterate.WithConvergence(converge.Any(converge.Done{}, converge.Failures{}, converge.NoProgress{After: 2}, converge.IterationLimit{})),
+		iterate.WithConvergence(converge.Any(converge.Done{}, converge.Failures{}, stuckPolicy(2), converge.IterationLimit{})),
 		iterate.WithFingerprint("planrunner|" + r.plan + "|" + modeName(r.fileMode)),
 	}
 	if r.checkpoint != "" {

@@ -115,6 +115,40 @@ var (
 	fenceRe     = regexp.MustCompile("^\\s*(```|~~~)")
 )
 
+// depSepRe splits the value of a dependency line into its words.
+var depSepRe = regexp.MustCompile(`[\s,;&]+`)
+
+// parseDeps reads the value of a `Depends on:` line: phase numbers, each
+// with or without the word "Phase" ("Phase 1, Phase 3", "Phases 1 and 3",
+// "[1, 3]", "#2"), or "none" for no dependencies. Anything else ("phase
+// one", "the parser") returns why it is not a list of phases, rather than
+// being taken for no dependency at all.
+func parseDeps(value string) (deps []int, msg string) {
+	value = strings.Trim(strings.TrimSpace(value), "*_`. ")
+	if strings.EqualFold(value, "none") {
+		return nil, ""
+	}
+	words := depSepRe.Split(strings.NewReplacer("[", " ", "]", " ", "(", " ", ")", " ").Replace(value), -1)
+	for _, w := range words {
+		w = strings.TrimPrefix(strings.Trim(w, "*_`."), "#")
+		switch lw := strings.ToLower(w); {
+		case lw == "" || lw == "phase" || lw == "phases" || lw == "and":
+		case numberRe.FindString(w) == w:
+			n, err := strconv.Atoi(w)
+			if err != nil {
+				return nil, "dependency out of range: " + w
+			}
+			deps = append(deps, n)
+		default:
+			return nil, fmt.Sprintf("%q is not a phase number (write \"Depends on: Phase 1, Phase 3\", or \"none\")", w)
+		}
+	}
+	if len(deps) == 0 {
+		return nil, `it names no phase (write "Depends on: Phase 1, Phase 3", or "none")`
+	}
+	return deps, ""
+}
+
 // ParsePlan parses data, the content of the plan at path. In file mode the
 // plan needs no phases: its work items are its checkboxes (and `sorry`
 // placeholders of a .lean file). In plan mode it needs at least one phase,
@@ -196,11 +230,13 @@ func ParsePlan(path string, data []byte, fileMode bool) (*Plan, error) {
 		}
 		if cur != nil {
 			if m := dependsRe.FindStringSubmatch(line); m != nil {
-				for _, d := range numberRe.FindAllString(m[1], -1) {
-					n, err := strconv.Atoi(d)
-					if err != nil {
-						return nil, &PlanError{Path: path, Line: i + 1, Msg: "dependency out of range: " + d}
-					}
+				deps, msg := parseDeps(m[1])
+				if msg != "" {
+					headingErrs = append(headingErrs, &PlanError{Path: path, Line: i + 1,
+						Msg: fmt.Sprintf("malformed dependency line %q: %s", strings.TrimSpace(line), msg)})
+					continue
+				}
+				for _, n := range deps {
 					if !slices.Contains(cur.Deps, n) {
 						cur.Deps = append(cur.Deps, n)
 					}

@@ -67,7 +67,8 @@ func TestParsePlan(t *testing.T) {
 			text: "# T\n\n### Phase 1: A\n- [ ] a\n\n### Phase 2: B\n- [ ] b\n\n" +
 				"### Phase 3: C\nDepends on: Phase 1, Phase 2\n- [ ] c\n\n" +
 				"### Phase 4: D\n**Dependencies**: [1, 3]\n- [ ] d\n\n" +
-				"### Phase 5: E\n- Depends on: none\n- [ ] e\n",
+				"### Phase 5: E\n- Depends on: none\n- [ ] e\n\n" +
+				"### Phase 6: F\n*Depends on*: Phases 2 and 4 (#5).\n- [ ] f\n",
 			wantTitle: "T",
 			want: []phaseView{
 				{Num: 1, Title: "A", Tasks: []string{"  a"}},
@@ -75,6 +76,7 @@ func TestParsePlan(t *testing.T) {
 				{Num: 3, Title: "C", Deps: []int{1, 2}, Tasks: []string{"  c"}},
 				{Num: 4, Title: "D", Deps: []int{1, 3}, Tasks: []string{"  d"}},
 				{Num: 5, Title: "E", Tasks: []string{"  e"}},
+				{Num: 6, Title: "F", Deps: []int{2, 4, 5}, Tasks: []string{"  f"}},
 			},
 		},
 		{
@@ -131,6 +133,13 @@ func TestParsePlanErrors(t *testing.T) {
 		{"wrong_level", "### Phase 1: A\n- [ ] a\n## Phase 2: B\n- [ ] b\n", 3, `malformed phase heading "## Phase 2: B"`},
 		{"no_tasks", "### Phase 1: A\n- [ ] a\n### Phase 2: B\nSome prose.\n### Phase 3: C\n- [ ] c\n", 3, "Phase 2 has no tasks"},
 		{"out_of_range", "### Phase 99999999999999999999: A\n- [ ] a\n", 1, "phase number out of range"},
+		{"depends_on_words", "### Phase 1: A\n- [ ] a\n### Phase 2: B\nDepends on: phase one\n- [ ] b\n", 4,
+			`malformed dependency line "Depends on: phase one": "one" is not a phase number`},
+		{"depends_on_prose", "### Phase 1: A\n- [ ] a\n### Phase 2: B\n- Depends on: the parser, Phase 1\n- [ ] b\n", 4,
+			`malformed dependency line "- Depends on: the parser, Phase 1": "the" is not a phase number`},
+		{"depends_on_empty", "### Phase 1: A\n- [ ] a\n### Phase 2: B\n**Dependencies**:\n- [ ] b\n", 4, "it names no phase"},
+		{"depends_out_of_range", "### Phase 1: A\n- [ ] a\n### Phase 2: B\nDepends on: Phase 99999999999999999999\n- [ ] b\n", 4,
+			"dependency out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

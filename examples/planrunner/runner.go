@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/examples/internal/textfmt"
 	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
@@ -317,12 +318,45 @@ func (r *runner) Assess(_ context.Context, _ State) (gap.Assessment, error) {
 		return a, nil
 	}
 	complete, remaining := p.Split()
+	done := 0
+	for _, ph := range p.Phases {
+		done += len(ph.Tasks) - ph.Open()
+	}
 	for _, ph := range remaining {
 		a.WorkRemaining = append(a.WorkRemaining, phaseKey(ph.Num))
 	}
 	a.Complete = len(remaining) == 0
 	a.Score = float64(len(complete)) / float64(len(p.Phases))
+	// The tasks done count as progress too (stuckPolicy): a phase of five
+	// tasks done one a call is not stuck.
+	a.Scores = map[string]float64{scoreTasksDone: float64(done)}
 	return a, nil
+}
+
+// scoreTasksDone is the assessment's score that counts the plan's tasks
+// done.
+const scoreTasksDone = "tasks_done"
+
+// stuckPolicy is seed 003's stuck rule, the remaining phases unchanged for
+// after iterations (converge.NoProgress), once no task was done meanwhile
+// either: progress is counted in tasks, not only in whole phases.
+func stuckPolicy(after int) converge.Policy {
+	np := converge.NoProgress{After: after}
+	return converge.PolicyFunc(func(h *converge.History) converge.Decision {
+		d := np.Decide(h)
+		if !d.Stop() || len(h.Recent) < after+1 {
+			return d
+		}
+		// The records of the unchanged iterations and the one before them.
+		recent := h.Recent[len(h.Recent)-after-1:]
+		first, _ := recent[0].Metric(scoreTasksDone)
+		for _, r := range recent[1:] {
+			if v, _ := r.Metric(scoreTasksDone); v != first {
+				return converge.Decision{}
+			}
+		}
+		return d
+	})
 }
 
 // analyze turns the work remaining into gaps: one per remaining phase

@@ -15,7 +15,7 @@ import (
 // forked keeps its generations as they were.
 func TestFork(t *testing.T) {
 	dir := t.TempDir()
-	capture(t, func() int { return run(dir, 4, false, 0) })
+	capture(t, func() int { return run(dir, 4, false, false, 0) })
 	store := checkpoint.NewDir(dir)
 	before, err := store.Generations(context.Background(), "quickstart")
 	if err != nil || len(before) != 3 {

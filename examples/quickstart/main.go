@@ -5,6 +5,7 @@
 //
 //	go run ./examples/quickstart                   # run
 //	go run ./examples/quickstart -resume           # continue after Ctrl+C
+//	go run ./examples/quickstart -fresh            # discard it and start over
 //	go run ./examples/quickstart -fork quickstart@1 # start again from generation 1
 //
 // Every generation of the session is kept, so a run can be forked from any
@@ -15,9 +16,10 @@
 //
 // Flags:
 //
-//	-state DIR        checkpoint directory (default: refine-quickstart under the temp dir)
+//	-state DIR        checkpoint directory (default: refine-quickstart in the user's cache directory)
 //	-max-iterations N iteration limit (default 4)
 //	-resume           continue the interrupted session
+//	-fresh            discard an interrupted session and start over
 //	-session NAME     the session to run or resume (default quickstart)
 //	-fork SESSION@GEN start a new session from generation GEN of SESSION
 //	-slow D           make every task take D, to try Ctrl+C (default 0)
@@ -152,15 +154,16 @@ func main() { os.Exit(cli(os.Args[1:], os.Stderr)) }
 func cli(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	state := fs.String("state", filepath.Join(os.TempDir(), "refine-quickstart"), "checkpoint `dir`ectory")
+	state := fs.String("state", defaultState(), "checkpoint `dir`ectory")
 	max := fs.Int("max-iterations", 4, "iteration limit (0 = unlimited)")
 	resume := fs.Bool("resume", false, "continue the interrupted session")
+	fresh := fs.Bool("fresh", false, "discard an interrupted session and start over")
 	session := fs.String("session", defaultSession, "the session to run or resume")
 	fork := fs.String("fork", "", "start a new session from generation GEN of SESSION (`SESSION@GEN`)")
 	slow := fs.Duration("slow", 0, "make every task take this long, to try Ctrl+C")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: quickstart [-resume] [-fork SESSION@GEN] [-session NAME] [-state DIR] [-max-iterations N] [-slow D]\n       quickstart -version\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: quickstart [-resume | -fresh] [-fork SESSION@GEN] [-session NAME] [-state DIR] [-max-iterations N] [-slow D]\n       quickstart -version\n\n"+
 			"Runs a small refinement loop that answers three questions about a toy codebase.\n\n")
 		fs.PrintDefaults()
 	}
@@ -178,6 +181,14 @@ func cli(args []string, stderr io.Writer) int {
 		fmt.Fprintln(os.Stdout, buildinfo.Version("quickstart"))
 		return 0
 	}
+	switch {
+	case *max < 0:
+		fmt.Fprintf(stderr, "quickstart: -max-iterations must be 0 (unlimited) or more, got %d; run 'quickstart -help' for usage\n", *max)
+		return 2
+	case *resume && *fresh:
+		fmt.Fprintln(stderr, "quickstart: -resume continues the session and -fresh discards it: give one of them; run 'quickstart -help' for usage")
+		return 2
+	}
 	var from *forkOf
 	if *fork != "" {
 		f, err := parseFork(*fork)
@@ -191,7 +202,18 @@ func cli(args []string, stderr io.Writer) int {
 		from = f
 		*session = f.session + "-fork-" + strconv.FormatUint(f.gen, 10)
 	}
-	return runSession(*state, *session, *max, *resume, from, *slow)
+	return runSession(*state, *session, *max, *resume, *fresh, from, *slow)
+}
+
+// defaultState is the default checkpoint directory: refine-quickstart in
+// the user's cache directory, so that two users of one machine never share
+// (nor are refused) it; in the temporary directory, named after the user's
+// id, when there is no cache directory.
+func defaultState() string {
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "refine-quickstart")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("refine-quickstart-%d", os.Getuid()))
 }
 
 // defaultSession is the session the quickstart runs.
@@ -216,20 +238,31 @@ func parseFork(s string) (*forkOf, error) {
 	return &forkOf{session: session, gen: n}, nil
 }
 
-func run(state string, max int, resume bool, slow time.Duration) int {
-	return runSession(state, defaultSession, max, resume, nil, slow)
+func run(state string, max int, resume, fresh bool, slow time.Duration) int {
+	return runSession(state, defaultSession, max, resume, fresh, nil, slow)
 }
 
-// runSession runs session, resumes it, or starts it as a fork of from.
-func runSession(state, session string, max int, resume bool, from *forkOf, slow time.Duration) int {
+// runSession runs session, resumes it, or starts it as a fork of from;
+// fresh discards the session first.
+func runSession(state, session string, max int, resume, fresh bool, from *forkOf, slow time.Duration) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// Every generation is kept (the loop is short), so that any can be
+	// forked.
+	store := checkpoint.NewDir(state, checkpoint.KeepAll())
+	if fresh {
+		if err := store.Remove(ctx, session); err != nil {
+			fmt.Fprintln(os.Stderr, "quickstart:", err)
+			return 1
+		}
+	}
+	// A start over an interrupted session is refused (RefuseResumable),
+	// not made at the cost of its progress: -resume continues it, -fresh
+	// discards it.
 	eng := iterate.New(researcher{slow: slow},
 		iterate.WithMaxIterations(max),
-		// Every generation is kept (the loop is short), so that any can
-		// be forked.
-		iterate.WithCheckpointer(checkpoint.NewDir(state, checkpoint.KeepAll())),
+		iterate.WithCheckpointer(store, iterate.RefuseResumable),
 		iterate.WithSession(session),
 		iterate.WithKeepBest(iterate.ByMetric("coverage")),
 		iterate.WithObserver(iterate.Progress(os.Stdout)),
@@ -237,6 +270,7 @@ func runSession(state, session string, max int, resume bool, from *forkOf, slow 
 	)
 	var res *iterate.Result[Notes]
 	var err error
+	var resumable *iterate.ResumableError
 	switch {
 	case from != nil:
 		fmt.Printf("Forking generation %d of session %s as session %s\n", from.gen, from.session, session)
@@ -247,6 +281,11 @@ func runSession(state, session string, max int, resume bool, from *forkOf, slow 
 		res, err = eng.Run(ctx, Notes{})
 	}
 	switch {
+	case errors.As(err, &resumable):
+		fmt.Fprintf(os.Stderr, "quickstart: an interrupted session is saved in %s (%d iterations done); not starting over it.\n"+
+			"Resume with: go run ./examples/quickstart -resume%s%s\nor start over with: go run ./examples/quickstart -fresh%s%s\n",
+			state, resumable.Checkpoint.Iteration, sessionFlag(session), stateFlag(state), sessionFlag(session), stateFlag(state))
+		return 1
 	case errors.Is(err, iterate.ErrInterrupted):
 		fmt.Println("Resume with: go run ./examples/quickstart -resume" + sessionFlag(session) + stateFlag(state))
 		return 130
@@ -310,7 +349,7 @@ func sessionFlag(session string) string {
 
 // stateFlag returns the -state flag that names state, "" for the default.
 func stateFlag(state string) string {
-	if state == filepath.Join(os.TempDir(), "refine-quickstart") {
+	if state == defaultState() {
 		return ""
 	}
 	return " -state " + state

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,7 @@ import (
 // then that a resume of the finished session reports the same result.
 func TestQuickstart(t *testing.T) {
 	dir := t.TempDir()
-	out := capture(t, func() int { return run(dir, 4, false, 0) })
+	out := capture(t, func() int { return run(dir, 4, false, false, 0) })
 	for _, want := range []string{
 		"Starting session: quickstart (max 4 iterations)",
 		"Iteration 1/4 completed in",
@@ -24,7 +25,7 @@ func TestQuickstart(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	again := capture(t, func() int { return run(dir, 4, true, 0) })
+	again := capture(t, func() int { return run(dir, 4, true, false, 0) })
 	if !strings.Contains(again, "Status: converged after 2 iterations") {
 		t.Errorf("resume of the finished session:\n%s", again)
 	}
@@ -63,6 +64,30 @@ func TestArguments(t *testing.T) {
 	stderr.Reset()
 	if code := cli([]string{"-max-iterations", "x"}, &stderr); code != 2 || !strings.Contains(stderr.String(), "invalid value") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	// A negative limit is a usage error too (exit 2, not 1), refused
+	// before anything runs.
+	stderr.Reset()
+	if code := cli([]string{"-max-iterations", "-1", "-state", t.TempDir()}, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "-max-iterations must be 0 (unlimited) or more, got -1") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := cli([]string{"-resume", "-fresh"}, &stderr); code != 2 || !strings.Contains(stderr.String(), "give one of them") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+}
+
+// TestDefaultStatePerUser: the default checkpoint directory is the user's
+// own (in the user's cache directory), not one name under the shared
+// temporary directory that the first user to run quickstart owns and a
+// second one is refused.
+func TestDefaultStatePerUser(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Setenv("TMPDIR", t.TempDir())
+	if got, want := defaultState(), filepath.Join(cache, "refine-quickstart"); got != want {
+		t.Errorf("defaultState() = %s, want %s", got, want)
 	}
 }
 

@@ -519,3 +519,27 @@ func interruptInIteration2(t *testing.T, args []string) string {
 	}
 	return out.String()
 }
+
+// TestUnearnedAnswers (issue 23, item 8): findings whose names and doc
+// comments match the questions, confident as they are, do not answer them
+// unless the code they cite holds the evidence (the identifiers a question
+// names, or its keywords in two files): the questions stay open and the
+// research ends partial (exit 3), where it used to report every question
+// answered and converge.
+func TestUnearnedAnswers(t *testing.T) {
+	t.Parallel()
+	rep, r := runJSON(t, nil, scenarioArgs(t, "6_unearned", t.TempDir())...)
+	if r.code != exitPartial || rep.Convergence != "partial" {
+		t.Errorf("exit %d, convergence %q; want %d and partial\n%s", r.code, rep.Convergence, exitPartial, r.stderr)
+	}
+	for _, q := range rep.Questions {
+		if q.Status == "answered" {
+			t.Errorf("question %q answered by %+v", q.Text, q.Answer)
+		}
+	}
+	// The findings are confident: the verdict is the evidence's, not the
+	// confidence's.
+	if rep.Confidence < 0.80 {
+		t.Errorf("confidence %.2f: the scenario needs confident findings", rep.Confidence)
+	}
+}

@@ -374,19 +374,40 @@ func defaultStateDir() string {
 	return ".research"
 }
 
-// resumeCommand returns the command line that resumes this run.
+// resumeCommand returns the command line that resumes this run. The
+// --store URL is written without its password (redactURL), which the
+// line then asks for: it is printed, and may be logged or shared.
 func resumeCommand(args []string) string {
 	parts := []string{"research"}
+	redacted := false
+	storeNext := false
 	for _, a := range args {
 		if a == "--resume" || a == "-resume" || strings.HasPrefix(a, "--resume=") || strings.HasPrefix(a, "-resume=") {
 			continue
+		}
+		switch name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "="); {
+		case storeNext:
+			storeNext = false
+			if r := redactURL(a); r != a {
+				a, redacted = r, true
+			}
+		case strings.HasPrefix(a, "-") && name == "store" && !hasValue:
+			storeNext = true
+		case strings.HasPrefix(a, "-") && name == "store":
+			if r := redactURL(value); r != value {
+				a, redacted = a[:len(a)-len(value)]+r, true
+			}
 		}
 		if strings.ContainsAny(a, " \t'\"$") {
 			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
 		parts = append(parts, a)
 	}
-	return strings.Join(append(parts, "--resume"), " ")
+	cmd := strings.Join(append(parts, "--resume"), " ")
+	if redacted {
+		cmd += " (the --store password left out: put it back in the URL, or set PGPASSWORD)"
+	}
+	return cmd
 }
 
 // keywordList lists the keywords as the questions name them.

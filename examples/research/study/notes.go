@@ -68,6 +68,10 @@ type Finding struct {
 	// Tags lists the questions the finding bears on, with how well it
 	// matches each.
 	Tags []Tag `json:"tags,omitempty"`
+	// Evidence is what the verification of the cited code found for each
+	// tagged question (the question's keywords in it); only a finding with
+	// evidence answers a question.
+	Evidence []Evidence `json:"evidence,omitempty"`
 	// Iteration is the iteration that discovered the finding.
 	Iteration int `json:"iteration"`
 
@@ -422,10 +426,21 @@ func (n *Notes) averageConfidence() float64 {
 	return sum / float64(len(n.Findings))
 }
 
-// answerQuestions recomputes which questions are answered: a question is
-// answered by its tagged findings of confidence ≥ answerConfidence with no
-// open conflict; it is partially answered when it has tagged findings but
-// none of them qualifies.
+// evidenceCount is the number of the question's keywords the finding's
+// verified evidence holds.
+func evidenceCount(f *Finding, qi int) int {
+	terms, _ := f.evidenceFor(qi)
+	return len(terms)
+}
+
+// answerQuestions recomputes which questions are answered. An answer must
+// be earned: a question is answered by its tagged findings of confidence
+// ≥ answerConfidence, with no open conflict and with citations, whose
+// verified evidence (Finding.Evidence: the question's keywords found in the
+// code they cite) covers every identifier the question names, or, for a
+// question that names none, holds two of its keywords, one distinctive, in
+// findings of two files (see earned). A question with tagged findings but no such evidence
+// stays open, partially answered.
 func (n *Notes) answerQuestions() {
 	for qi := range n.Questions {
 		q := &n.Questions[qi]
@@ -436,6 +451,9 @@ func (n *Notes) answerQuestions() {
 			}
 		}
 		slices.SortStableFunc(tagged, func(a, b *Finding) int {
+			if c := cmp.Compare(evidenceCount(b, qi), evidenceCount(a, qi)); c != 0 {
+				return c
+			}
 			if c := cmp.Compare(b.tag(qi), a.tag(qi)); c != 0 {
 				return c
 			}
@@ -446,12 +464,16 @@ func (n *Notes) answerQuestions() {
 		})
 		q.Answer = q.Answer[:0]
 		q.Answered, q.Partial = false, false
+		var qualifying []*Finding
 		for _, f := range tagged {
-			if f.Confidence >= answerConfidence && f.Conflict == "" && len(f.Citations) > 0 {
-				q.Answered = true
-				if len(q.Answer) < 4 {
-					q.Answer = append(q.Answer, f.ID)
-				}
+			if f.Confidence >= answerConfidence && f.Conflict == "" && len(f.Citations) > 0 && evidenceCount(f, qi) > 0 {
+				qualifying = append(qualifying, f)
+			}
+		}
+		if counted := earned(q, qi, qualifying); len(counted) > 0 {
+			q.Answered = true
+			for _, f := range counted[:min(len(counted), 4)] {
+				q.Answer = append(q.Answer, f.ID)
 			}
 		}
 		if !q.Answered && len(tagged) > 0 {

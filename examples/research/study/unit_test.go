@@ -356,8 +356,11 @@ func TestIntegrate(t *testing.T) {
 func TestAssess(t *testing.T) {
 	w, n := fixture(t, "4_conflict")
 	n.Analyzed = []string{"pool/pool.go", "unrelated.go"}
+	// The finding's evidence, as the verification records it: the
+	// identifier the question names is in the code it cites.
 	n.Findings = []Finding{{ID: "F001", Description: "d", Confidence: 0.6, Citations: []string{"pool/pool.go:8"},
-		Claims: []Claim{{Source: "ExploreAgent"}}, Impact: "critical", Relevance: 1, Tags: []Tag{{Question: 0, Score: 3}}}}
+		Claims: []Claim{{Source: "ExploreAgent"}}, Impact: "critical", Relevance: 1, Tags: []Tag{{Question: 0, Score: 3}},
+		Evidence: []Evidence{{Question: 0, Terms: []string{"maxOpenHandles"}}}}}
 	n.Conflicts = []Conflict{{ID: "C1", A: Side{Source: "ExploreAgent 1.1", Statement: "x"}, B: Side{Source: "ExploreAgent 1.2", Statement: "y"}}}
 	n.Context = []ContextItem{{Text: "how a reaches b (pool/x.go)"}}
 	n.answerQuestions()
@@ -733,4 +736,98 @@ func TestReportMetricsWindow(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEarnedAnswers: a question is answered only by findings whose cited
+// code the verification found its keywords in: every identifier it names
+// (in the code, not in a doc comment), or, for a question naming none, two
+// of its keywords in findings of two files. Confident findings without
+// such evidence leave it partially answered.
+func TestEarnedAnswers(t *testing.T) {
+	q := func(text string) Question {
+		body, explicit, _ := splitKeywords(text)
+		return Question{Text: body, Critical: true, Keywords: keywordsOf(body, explicit)}
+	}
+	root := t.TempDir()
+	write := func(rel, src string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(filepath.FromSlash(rel))), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(rel)), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("pool/timeouts.go", "package pool\n\n// apply applies ReadTimeout and WriteTimeout.\nfunc apply() {\n\tsetRead(0)\n}\n\nfunc applyBoth(s *S) {\n\tsetRead(s.ReadTimeout)\n\tsetWrite(s.WriteTimeout)\n}\n")
+	write("pool/gone.go", "package pool\n\nfunc clientGone(r *request) {\n\tr.cancel() // the client disconnected\n}\n")
+	write("pool/conn.go", "package pool\n\nfunc onDisconnect(c *client) {\n\tc.request.abort()\n}\n")
+	// Requests and clients are everywhere: words too common to be evidence.
+	for _, f := range []string{"a", "b", "c", "d"} {
+		write("pool/"+f+".go", "package pool\n\nfunc newClientRequest"+f+"(c *client) *request {\n\treturn &request{client: c}\n}\n")
+	}
+	n := Notes{Root: root, Questions: []Question{
+		q("Where are ReadTimeout and WriteTimeout applied?"),
+		q("What happens to an in-flight request when its client disconnects?"),
+		q("How does the pool refuse a handle over the limit? [errLimit]"),
+	}}
+	var words []string
+	for _, k := range allKeywords(&n) {
+		words = append(words, k.Word)
+	}
+	ix, err := buildIndex(context.Background(), root, nil, words)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &researcher{ix: ix, lines: &lineCounter{ix: ix}, filesPerTask: 20}
+	finding := func(id, file string, line, end int, qi int) Finding {
+		return Finding{ID: id, Description: id, Confidence: 0.8, File: file, Line: line, End: end, Citations: []string{cite(file, line)},
+			Claims: []Claim{{Source: "ExploreAgent"}}, Tags: []Tag{{Question: qi, Score: 4}}}
+	}
+	tests := []struct {
+		name     string
+		findings []Finding
+		want     [3]string // per question: answered, partial or ""
+	}{
+		{"doc_comment_is_no_evidence", []Finding{finding("F001", "pool/timeouts.go", 4, 6, 0)}, [3]string{"partial", "", ""}},
+		{"identifiers_in_the_code", []Finding{finding("F001", "pool/timeouts.go", 8, 11, 0)}, [3]string{"answered", "", ""}},
+		{"one_identifier_of_two", []Finding{finding("F001", "pool/timeouts.go", 9, 9, 0)}, [3]string{"partial", "", ""}},
+		{"two_findings_cover_both", []Finding{finding("F001", "pool/timeouts.go", 9, 9, 0), finding("F002", "pool/timeouts.go", 10, 10, 0)},
+			[3]string{"answered", "", ""}},
+		{"no_identifiers_one_file", []Finding{finding("F003", "pool/gone.go", 3, 5, 1)}, [3]string{"", "partial", ""}},
+		{"no_identifiers_two_files", []Finding{finding("F003", "pool/gone.go", 3, 5, 1), finding("F004", "pool/conn.go", 3, 5, 1)},
+			[3]string{"", "answered", ""}},
+		{"common_words_only", []Finding{finding("F005", "pool/a.go", 3, 5, 1), finding("F006", "pool/b.go", 3, 5, 1)},
+			[3]string{"", "partial", ""}},
+		{"low_confidence_with_evidence", []Finding{func() Finding { f := finding("F001", "pool/timeouts.go", 8, 11, 0); f.Confidence = 0.5; return f }()},
+			[3]string{"partial", "", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := n
+			m.Questions = slices.Clone(n.Questions)
+			m.Findings = tt.findings
+			w.checkEvidence(&m)
+			m.answerQuestions()
+			for i, q := range m.Questions {
+				got := ""
+				switch {
+				case q.Answered:
+					got = "answered"
+				case q.Partial:
+					got = "partial"
+				}
+				if got != tt.want[i] {
+					t.Errorf("question %d (%s): %q, want %q; evidence %+v", i+1, q.Text, got, tt.want[i], evidenceOf(m.Findings))
+				}
+			}
+		})
+	}
+}
+
+func evidenceOf(fs []Finding) map[string][]Evidence {
+	m := map[string][]Evidence{}
+	for _, f := range fs {
+		m[f.ID] = f.Evidence
+	}
+	return m
 }

@@ -145,6 +145,7 @@ func (w *researcher) Integrate(_ context.Context, s Notes, outcomes []iterate.Ou
 	for i := range n.Findings {
 		n.Findings[i].score()
 	}
+	w.checkEvidence(&n)
 	n.answerQuestions()
 	n.findContext()
 	n.crossReference()
@@ -177,6 +178,7 @@ func (n *Notes) clone() Notes {
 		f.SeeAlso = slices.Clone(f.SeeAlso)
 		f.Claims = slices.Clone(f.Claims)
 		f.Tags = slices.Clone(f.Tags)
+		f.Evidence = slices.Clone(f.Evidence)
 		f.Variants = slices.Clone(f.Variants)
 		f.Calls = slices.Clone(f.Calls)
 	}
