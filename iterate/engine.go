@@ -187,7 +187,7 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 		}
 	}
 	if r.observing { // an event boxed for no observer would cost an allocation
-		r.emit(LoopStarted{Session: e.cfg.session, MaxIterations: e.cfg.maxIterations, Time: r.data.StartedAt,
+		r.emit(LoopStarted{it: r.at(0), Session: e.cfg.session, Context: ctx, MaxIterations: e.cfg.maxIterations, Time: r.data.StartedAt,
 			StartedAt: r.data.StartedAt, FailureThreshold: e.cfg.failureThreshold})
 	}
 	if ce := r.check(zap.InfoLevel, "loop started"); ce != nil {
@@ -277,7 +277,7 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	}
 	r.applyLimit()
 	if r.observing {
-		r.emit(LoopStarted{it: it{r.hist.Iteration}, Session: e.cfg.session, MaxIterations: r.hist.MaxIterations,
+		r.emit(LoopStarted{it: r.at(r.hist.Iteration), Session: e.cfg.session, Context: ctx, MaxIterations: r.hist.MaxIterations,
 			Resumed: true, Completed: r.hist.Iteration, Elapsed: r.data.Elapsed, Time: time.Now(), StartedAt: r.data.StartedAt,
 			ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: e.cfg.failureThreshold,
 			Durations: append([]time.Duration(nil), r.durations.values()...), LastIterationAt: r.data.LastIterationAt})
@@ -361,7 +361,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 			r.observeBest(a)
 		}
 		if r.observing {
-			r.emit(GapsFound{it: it{n}, Assessment: r.hist.Current, Gaps: gaps})
+			r.emit(GapsFound{it: r.at(n), Assessment: r.hist.Current, Gaps: gaps})
 		}
 
 		d, err := r.decide()
@@ -370,7 +370,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 		}
 		r.decision = d
 		if r.observing {
-			r.emit(Decided{it: it{n}, Decision: d})
+			r.emit(Decided{it: r.at(n), Decision: d})
 		}
 		if d.Verdict == converge.Escalate {
 			return r.escalate(ctx, d, nil)
@@ -442,7 +442,7 @@ func (r *run[S]) iterate(ctx context.Context, n int, plan *Plan, reservation bud
 	fl := &r.inflight
 	*fl = inflight{n: n, plan: plan, reservation: reservation}
 	if r.observing {
-		r.emit(IterationStarted{it: it{n}, Time: r.clock.at(r.clock.last)})
+		r.emit(IterationStarted{it: r.at(n), Time: r.clock.at(r.clock.last)})
 	}
 	if ce := r.check(zap.DebugLevel, "iteration started"); ce != nil {
 		ce.Write(zap.Int("iteration", n), zap.String("phase", "execute"), zap.String("action", string(plan.Action)), zap.Int("tasks", len(plan.Tasks)))
@@ -600,7 +600,7 @@ func (r *run[S]) ended(e iterationEnd) {
 	r.data.Totals.Duration += e.dur
 
 	if r.observing {
-		r.emit(IterationEnded{it: it{e.n}, Time: r.clock.lastEnd(), Duration: e.dur, Failed: e.failed, Err: e.err,
+		r.emit(IterationEnded{it: r.at(e.n), Time: r.clock.lastEnd(), Duration: e.dur, Failed: e.failed, Err: e.err,
 			Tasks: e.tasks, FailedTasks: e.failedTasks, ConsecutiveFailures: r.hist.ConsecutiveFailures,
 			Usage: e.usage})
 	}
@@ -699,7 +699,7 @@ func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision, p *Plan) 
 	if r.observing {
 		ev := *p
 		ev.Tasks = slices.Clone(p.Tasks) // the engine reuses the plan's task buffer
-		r.emit(Planned{it: it{n}, Plan: ev})
+		r.emit(Planned{it: r.at(n), Plan: ev})
 	}
 	if ce := r.check(zap.DebugLevel, "planned"); ce != nil {
 		ce.Write(zap.Int("iteration", n), zap.String("phase", "plan"), zap.String("action", string(p.Action)),
@@ -842,7 +842,7 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 		res.Escalation = r.data.Escalation
 	}
 	if r.observing {
-		r.emit(LoopStopped{it: it{r.hist.Iteration}, Status: status, Reason: reason, Elapsed: r.data.Elapsed, Time: time.Now(),
+		r.emit(LoopStopped{it: r.at(r.hist.Iteration), Status: status, Reason: reason, Elapsed: r.data.Elapsed, Time: time.Now(),
 			ConsecutiveFailures: r.hist.ConsecutiveFailures,
 			Saved:               r.cfg.checkpointer != nil && saveErr == nil && !r.saveFailed, SaveErr: saveErr})
 	}
@@ -927,9 +927,12 @@ func (r *run[S]) warn(n int, msg string) {
 		ce.Write(zap.Int("iteration", n))
 	}
 	if r.observing {
-		r.emit(Warned{it: it{n}, Message: msg})
+		r.emit(Warned{it: r.at(n), Message: msg})
 	}
 }
+
+// at returns the header of an event of iteration n of this run's loop.
+func (r *run[S]) at(n int) it { return it{N: n, session: r.cfg.session} }
 
 func (r *run[S]) emit(e Event) {
 	for _, fn := range r.cfg.observers {

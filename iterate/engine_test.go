@@ -427,3 +427,43 @@ func TestWallBudgetBoundsTasks(t *testing.T) {
 		}
 	})
 }
+
+// Every event a loop sends names its session; LoopStarted carries the
+// context Run was called with; a save reports its duration and bytes.
+func TestEventsNameTheirSession(t *testing.T) {
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "request")
+	var events []iterate.Event
+	w := iterate.Func(func(_ context.Context, n int, _ iterate.Round) (int, error) { return n + 1, nil })
+	eng := iterate.New(w, iterate.WithMaxIterations(2), iterate.WithSession("named"),
+		iterate.WithCheckpointer(&checkpoint.Memory{}), iterate.WithObserver(func(e iterate.Event) { events = append(events, e) }))
+	if _, err := eng.Run(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	saves := 0
+	for _, e := range events {
+		if s := iterate.SessionOf(e); s != "named" {
+			t.Errorf("%T names session %q, want named", e, s)
+		}
+		switch e := e.(type) {
+		case iterate.LoopStarted:
+			if e.Context == nil || e.Context.Value(key{}) != "request" {
+				t.Errorf("LoopStarted.Context is not Run's")
+			}
+		case iterate.CheckpointSaved:
+			saves++
+			if e.Bytes <= 0 || e.Duration <= 0 {
+				t.Errorf("save of generation %d: %d bytes in %v", e.Generation, e.Bytes, e.Duration)
+			}
+		}
+	}
+	if saves == 0 {
+		t.Error("no save reported")
+	}
+	if s := iterate.SessionOf(iterate.LoopStarted{Session: "made"}); s != "made" {
+		t.Errorf("SessionOf of a LoopStarted made by hand: %q", s)
+	}
+	if s := iterate.SessionOf(iterate.Warned{}); s != "" {
+		t.Errorf("SessionOf of a Warned made by hand: %q", s)
+	}
+}

@@ -1,6 +1,7 @@
 package iterate
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -19,17 +20,42 @@ import (
 // modified. The concrete types are LoopStarted, LoopStopped,
 // IterationStarted, GapsFound, Decided, Planned, TaskStarted, TaskEnded,
 // IterationEnded, CheckpointSaved, Recovered and Warned; switch on them.
+//
+// Every event a loop sends names the loop's session ([SessionOf]), so that
+// one observer can follow every loop of a process.
 type Event interface {
 	// Iteration is the 1-indexed iteration the event belongs to (0 before
 	// the first).
 	Iteration() int
 }
 
-// It is embedded in every event.
-type it struct{ N int }
+// It is embedded in every event: the iteration, and the session of the loop
+// that sent it.
+type it struct {
+	N       int
+	session string
+}
 
 // Iteration returns the event's 1-indexed iteration.
 func (e it) Iteration() int { return e.N }
+
+func (e it) sessionName() string { return e.session }
+
+// SessionOf returns the session of the loop that sent e (as [WithSession]
+// names it). For an event made outside a loop, as a test makes one, it is
+// the event's Session field (LoopStarted, CheckpointSaved), or "".
+func SessionOf(e Event) string {
+	if s, ok := e.(interface{ sessionName() string }); ok && s.sessionName() != "" {
+		return s.sessionName()
+	}
+	switch e := e.(type) {
+	case LoopStarted:
+		return e.Session
+	case CheckpointSaved:
+		return e.Session
+	}
+	return ""
+}
 
 // LoopStarted is sent when Run or Resume starts iterating.
 type LoopStarted struct {
@@ -51,6 +77,10 @@ type LoopStarted struct {
 	// (restored on resume), LastIterationAt when the last one ended.
 	Durations       []time.Duration
 	LastIterationAt time.Time
+	// Context is the context Run or Resume was called with, for observers
+	// that trace: a span it carries is the run's parent. It is the
+	// caller's; an observer must not keep it past the run's LoopStopped.
+	Context context.Context
 }
 
 // LoopStopped is sent when the loop ends, whatever the reason.
@@ -145,6 +175,11 @@ type CheckpointSaved struct {
 	Generation uint64
 	Status     Status
 	Err        error
+	// Duration is how long the save took, its retries included; Bytes, how
+	// many bytes of engine record and state the last attempt gave the
+	// store.
+	Duration time.Duration
+	Bytes    int64
 }
 
 // Recovered is sent when the session's newest checkpoint generations were

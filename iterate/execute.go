@@ -137,7 +137,7 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 	var start time.Time
 	if r.observing {
 		start = time.Now()
-		r.emit(TaskStarted{it: it{t.Iteration}, Task: *t})
+		r.emit(TaskStarted{it: r.at(t.Iteration), Task: *t})
 	}
 	replayed := r.cfg.persist&Journal != 0 && r.replay(t, out)
 	switch {
@@ -154,7 +154,7 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 		r.record(ctx, t, out)
 	}
 	if r.observing {
-		r.emit(TaskEnded{it: it{t.Iteration}, Task: *t, Err: out.Err, Usage: out.Usage, Duration: time.Since(start)})
+		r.emit(TaskEnded{it: r.at(t.Iteration), Task: *t, Err: out.Err, Usage: out.Usage, Duration: time.Since(start)})
 	}
 }
 

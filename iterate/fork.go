@@ -167,7 +167,7 @@ func (r *run[S]) fork(ctx context.Context, rc *resumeConfig) (*Result[S], error)
 	}
 	r.applyLimit()
 	if r.observing {
-		r.emit(LoopStarted{it: it{r.hist.Iteration}, Session: e.cfg.session, MaxIterations: r.hist.MaxIterations,
+		r.emit(LoopStarted{it: r.at(r.hist.Iteration), Session: e.cfg.session, Context: ctx, MaxIterations: r.hist.MaxIterations,
 			Resumed: true, Completed: r.hist.Iteration, Elapsed: r.data.Elapsed, Time: time.Now(), StartedAt: r.data.StartedAt,
 			ConsecutiveFailures: r.hist.ConsecutiveFailures, FailureThreshold: e.cfg.failureThreshold,
 			Durations: append([]time.Duration(nil), r.durations.values()...), LastIterationAt: r.data.LastIterationAt})

@@ -150,7 +150,7 @@ func (r *run[S]) abandonTask(ctx context.Context, t Task, start time.Time) (*Res
 	out := r.abandoned(ctx, &t)
 	out.Task = t
 	if r.observing {
-		r.emit(TaskEnded{it: it{t.Iteration}, Task: t, Err: out.Err, Duration: time.Since(start)})
+		r.emit(TaskEnded{it: r.at(t.Iteration), Task: t, Err: out.Err, Duration: time.Since(start)})
 	}
 	r.endStage(ctx, r.state, t.Stage, []Outcome[S]{out})
 	loopCtx := r.handoff.ctx

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/refine-go/refine/budget"
 )
@@ -127,6 +128,10 @@ func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
 	if r.journal.err != nil {
 		return // the run ends after this iteration; save nothing more
 	}
+	var start time.Time
+	if r.observing {
+		start = time.Now()
+	}
 	err = r.saveRetrying(context.WithoutCancel(ctx), Running, "", r.journal.entries)
 	if err != nil {
 		r.hostWarn(fmt.Sprintf("journaling task %s: %v", t.ID(), err))
@@ -135,7 +140,8 @@ func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
 		}
 	}
 	if r.observing { // a journal save is a save attempt too (see CheckpointSaved)
-		r.emit(CheckpointSaved{it: it{t.Iteration}, Session: r.cfg.session, Generation: r.generation, Status: Running, Err: err})
+		r.emit(CheckpointSaved{it: r.at(t.Iteration), Session: r.cfg.session, Generation: r.generation, Status: Running, Err: err,
+			Duration: time.Since(start), Bytes: r.savedBytes()})
 	}
 }
 

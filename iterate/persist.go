@@ -104,7 +104,7 @@ func (r *run[S]) recovered(c *checkpoint.Checkpoint) {
 		return
 	}
 	r.warn(0, fmt.Sprintf("checkpoint generations %v of session %q damaged; fell back to generation %d", c.Skipped, r.cfg.session, c.Generation))
-	r.emit(Recovered{Generation: c.Generation, Skipped: slices.Clone(c.Skipped)})
+	r.emit(Recovered{it: r.at(0), Generation: c.Generation, Skipped: slices.Clone(c.Skipped)})
 }
 
 func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
@@ -191,12 +191,17 @@ func (r *run[S]) storageFailed(ctx context.Context, err error) (*Result[S], erro
 
 // save writes a checkpoint; failures are warnings unless strict.
 func (r *run[S]) save(ctx context.Context, status Status, reason string) error {
+	var start time.Time
+	if r.observing {
+		start = time.Now()
+	}
 	err := r.saveRetrying(ctx, status, reason, r.journal.entries)
 	if err != nil {
 		r.warn(r.hist.Iteration, fmt.Sprintf("checkpoint of session %q not saved: %v", r.cfg.session, err))
 	}
 	if r.observing {
-		r.emit(CheckpointSaved{it: it{r.hist.Iteration}, Session: r.cfg.session, Generation: r.generation, Status: status, Err: err})
+		r.emit(CheckpointSaved{it: r.at(r.hist.Iteration), Session: r.cfg.session, Generation: r.generation, Status: status, Err: err,
+			Duration: time.Since(start), Bytes: r.savedBytes()})
 	}
 	return err
 }
@@ -209,6 +214,15 @@ type saver struct {
 	enc   recordEncoder
 	c     checkpoint.Checkpoint
 	state stateEncoder
+	bytes int64 // of engine record and state, given to the store by the last save
+}
+
+// savedBytes returns the bytes the last save gave the store, 0 before any.
+func (r *run[S]) savedBytes() int64 {
+	if r.saver == nil {
+		return 0
+	}
+	return r.saver.bytes
 }
 
 // Strict saves are retried this many times in all, waiting saveBackoff,
@@ -296,11 +310,13 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 		enc := &r.saver.state
 		*enc = stateEncoder{codec: codec, v: r.state}
 		err = store.SaveFrom(ctx, c, enc)
+		r.saver.bytes = int64(len(data)) + enc.cw.n
 		if enc.err != nil {
 			err = fmt.Errorf("encoding state: %w", enc.err)
 		}
 		*enc = stateEncoder{} // keeps neither the state nor the store's writer
 	} else {
+		r.saver.bytes = int64(len(data) + len(state))
 		err = r.cfg.checkpointer.Save(ctx, c)
 		c.State = nil // the saver keeps no state until the next save
 	}

@@ -68,10 +68,20 @@ func Example() {
 	// Output:
 	// refine.run refine.iteration=3 refine.status=max_iterations
 	//   refine.iteration refine.iteration=1
-	//     refine.task refine.task.id=1.1 refine.iteration=1
+	//     refine.assess refine.iteration=1
+	//     refine.plan refine.iteration=1
+	//     invoke_agent explore refine.task.id=1.1 refine.iteration=1
+	//     refine.integrate refine.iteration=1
 	//   refine.iteration refine.iteration=2 (Error: compiler crashed)
-	//     refine.task refine.task.id=2.1 refine.iteration=2 (Error: compiler crashed)
+	//     refine.assess refine.iteration=2
+	//     refine.plan refine.iteration=2
+	//     invoke_agent explore refine.task.id=2.1 refine.iteration=2 (Error: compiler crashed)
+	//     refine.integrate refine.iteration=2
 	//   refine.iteration refine.iteration=3
-	//     refine.task refine.task.id=3.1 refine.iteration=3
+	//     refine.assess refine.iteration=3
+	//     refine.plan refine.iteration=3
+	//     invoke_agent explore refine.task.id=3.1 refine.iteration=3
+	//     refine.integrate refine.iteration=3
+	//   refine.assess refine.iteration=4
 	// refine.iterations 3
 }

@@ -45,9 +45,11 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) { c.mp = mp })
 }
 
-// Observer turns the events of one loop at a time into spans and metrics;
-// pass its Observe method to iterate.WithObserver. Create it with [New]; the
-// zero value is not usable. An Observer is safe for concurrent use.
+// Observer turns the events of loops into spans and metrics; pass its
+// Observe method to iterate.WithObserver of every loop (events name their
+// session, so one Observer follows any number of loops at once). Create it
+// with [New]; the zero value is not usable. An Observer is safe for
+// concurrent use.
 type Observer struct {
 	tracer trace.Tracer
 
@@ -55,13 +57,13 @@ type Observer struct {
 	cost                                metric.Float64Counter
 	iterationDuration, taskDuration     metric.Float64Histogram
 
-	mu  sync.Mutex
-	run *run // the run in progress, nil between runs
+	mu   sync.Mutex
+	runs map[string]*run // the runs in progress, by session
 	// last holds the span of the last run of each session that stopped
 	// resumable, to link a resume to it; at most maxLast sessions.
 	last  map[trace.TraceID]trace.SpanContext // session trace → run
 	order []trace.TraceID                     // the keys of last, oldest first
-	pre   []spanEvent                         // events for the next run
+	pre   map[string][]spanEvent              // events for the next run of a session
 }
 
 // maxLast bounds the runs an Observer remembers for linking resumes.
@@ -83,7 +85,8 @@ func New(opts ...Option) *Observer {
 	if c.mp == nil {
 		c.mp = otel.GetMeterProvider()
 	}
-	o := &Observer{tracer: c.tp.Tracer(ScopeName), last: make(map[trace.TraceID]trace.SpanContext)}
+	o := &Observer{tracer: c.tp.Tracer(ScopeName), runs: make(map[string]*run),
+		last: make(map[trace.TraceID]trace.SpanContext), pre: make(map[string][]spanEvent)}
 	m := c.mp.Meter(ScopeName)
 	seconds := metric.WithExplicitBucketBoundaries(0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 	o.iterations = must(m.Int64Counter("refine.iterations", metric.WithUnit("{iteration}"),
@@ -145,6 +148,15 @@ const (
 	keyElapsed     = attribute.Key("refine.elapsed")
 	keySaved       = attribute.Key("refine.checkpoint.saved")
 	keyStartedAt   = attribute.Key("refine.started_at")
+	keyBytes       = attribute.Key("refine.checkpoint.bytes")
+	keyInterrupted = attribute.Key("refine.interrupted")
+
+	// The OpenTelemetry GenAI conventions' names.
+	keyInputTokens  = attribute.Key("gen_ai.usage.input_tokens")
+	keyOutputTokens = attribute.Key("gen_ai.usage.output_tokens")
+	keyOperation    = attribute.Key("gen_ai.operation.name")
+	keyAgentName    = attribute.Key("gen_ai.agent.name")
+	keyTokenType    = attribute.Key("gen_ai.token.type")
 )
 
 // run is the state of the run in progress.
@@ -162,35 +174,48 @@ type run struct {
 	iterCtx context.Context
 	tasks   map[string]trace.Span // the tasks in progress, by Task.ID
 
+	// The phases of the round in progress, timed as their events arrive
+	// (the loop sends them from its goroutine as each phase ends): the
+	// assessment and gap analysis from roundStart to assessed, the decision
+	// and plan from assessed to planned; the integration from the last
+	// task's end to IterationEnded.
+	roundStart, assessed, planned, lastTaskEnd time.Time
+
 	iterations int
 	usage      budget.Usage // of this run's completed iterations
 }
 
 // Observe records e. It is the function to pass to iterate.WithObserver.
+// An event belongs to the run of its session ([iterate.SessionOf]); one
+// that names none, as a test makes them, to the only run in progress.
 // Recovered events, and Warned events of iteration 0, that arrive before
 // LoopStarted (Resume reports a fallback to an older checkpoint before it
-// starts) are added to the next run's span, at most 16 of them; other events outside a run
-// (before LoopStarted, after LoopStopped) are ignored.
+// starts) are added to the next run's span, at most 16 of them; other
+// events outside a run (before LoopStarted, after LoopStopped) are ignored.
 func (o *Observer) Observe(e iterate.Event) {
+	now := time.Now()
+	session := iterate.SessionOf(e)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if s, ok := e.(iterate.LoopStarted); ok {
-		o.start(s)
+		o.start(s, now)
 		return
 	}
-	r := o.run
+	r := o.runOf(session)
 	if r == nil {
-		o.early(e)
+		o.early(e, session, now)
 		return
 	}
 	switch e := e.(type) {
 	case iterate.GapsFound:
+		r.assessed = now
 		cov, conf := e.Assessment.CoverageRatio(), e.Assessment.AverageConfidence()
 		r.pending = append(r.pending[:0], keyGaps.Int(len(e.Gaps)), keyCoverage.Float64(cov), keyConfidence.Float64(conf))
 		r.span.SetAttributes(keyCoverage.Float64(cov), keyConfidence.Float64(conf))
 	case iterate.Decided:
 		r.pending = append(r.pending, keyDecision.String(e.Decision.Verdict.String()))
 	case iterate.Planned:
+		r.planned = now
 		r.pending = append(r.pending, keyAction.String(string(e.Plan.Action)))
 	case iterate.IterationStarted:
 		o.endIteration(r, "iteration did not end", trace.WithTimestamp(e.Time))
@@ -198,18 +223,21 @@ func (o *Observer) Observe(e iterate.Event) {
 		r.pending = r.pending[:0]
 		r.iterCtx, r.iter = o.tracer.Start(r.ctx, "refine.iteration", trace.WithTimestamp(e.Time),
 			trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+		o.phases(r, r.iterCtx, e.Iteration())
+		r.lastTaskEnd = time.Time{}
 	case iterate.TaskStarted:
 		o.startTask(r, &e.Task)
 	case iterate.TaskEnded:
+		r.lastTaskEnd = now
 		o.endTask(r, e)
 	case iterate.IterationEnded:
 		o.iterationEnded(r, e)
+		r.roundStart = now
 	case iterate.CheckpointSaved:
-		attrs := []attribute.KeyValue{keyGeneration.Int64(int64(e.Generation)), keyStatus.String(string(e.Status))}
-		if e.Err != nil {
-			attrs = append(attrs, keyError.String(e.Err.Error()))
+		o.saved(r, e, now)
+		if e.Status != iterate.Running || r.iter == nil { // not a task's journal save
+			r.roundStart = now
 		}
-		r.span.AddEvent("refine.checkpoint", trace.WithAttributes(attrs...))
 	case iterate.Recovered:
 		recovered(e).addTo(r.span)
 	case iterate.Warned:
@@ -221,6 +249,53 @@ func (o *Observer) Observe(e iterate.Event) {
 	case iterate.LoopStopped:
 		o.stop(r, e)
 	}
+}
+
+// runOf returns the run in progress of session; for an event that names no
+// session, the only run in progress, if there is one.
+func (o *Observer) runOf(session string) *run {
+	if r, ok := o.runs[session]; ok || session != "" {
+		return r
+	}
+	if len(o.runs) == 1 {
+		for _, r := range o.runs {
+			return r
+		}
+	}
+	return nil
+}
+
+// phases records the spans of the round's assessment ("refine.assess":
+// assessment and gap analysis) and plan ("refine.plan": convergence
+// decision and plan), as children of parent, from the times their events
+// arrived; a phase whose end did not arrive is left out.
+func (o *Observer) phases(r *run, parent context.Context, iteration int) {
+	attrs := trace.WithAttributes(r.session, keyIteration.Int(iteration))
+	if !r.assessed.IsZero() && !r.roundStart.IsZero() {
+		_, span := o.tracer.Start(parent, "refine.assess", trace.WithTimestamp(r.roundStart),
+			trace.WithSpanKind(trace.SpanKindInternal), attrs)
+		span.End(trace.WithTimestamp(r.assessed))
+		if !r.planned.IsZero() && !r.planned.Before(r.assessed) {
+			_, span := o.tracer.Start(parent, "refine.plan", trace.WithTimestamp(r.assessed),
+				trace.WithSpanKind(trace.SpanKindInternal), attrs)
+			span.End(trace.WithTimestamp(r.planned))
+		}
+	}
+	r.roundStart, r.assessed, r.planned = time.Time{}, time.Time{}, time.Time{}
+}
+
+// saved records a checkpoint save as a span "refine.checkpoint.save", a
+// child of the run, from its start to its end.
+func (o *Observer) saved(r *run, e iterate.CheckpointSaved, now time.Time) {
+	attrs := []attribute.KeyValue{r.session, keyIteration.Int(e.Iteration()), keyGeneration.Int64(int64(e.Generation)),
+		keyStatus.String(string(e.Status)), keyBytes.Int64(e.Bytes)}
+	_, span := o.tracer.Start(r.ctx, "refine.checkpoint.save", trace.WithTimestamp(now.Add(-e.Duration)),
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	if e.Err != nil {
+		span.RecordError(e.Err)
+		span.SetStatus(codes.Error, e.Err.Error())
+	}
+	span.End(trace.WithTimestamp(now))
 }
 
 // anchor returns the span context every run of a session is a child of,
@@ -235,32 +310,51 @@ func anchor(session string, startedAt int64) trace.SpanContext {
 		TraceFlags: trace.FlagsSampled, Remote: true})
 }
 
-func (o *Observer) start(e iterate.LoopStarted) {
-	if o.run != nil {
-		// A run that never stopped (LoopStopped is always sent, so only
-		// when one Observer serves two loops at once): end it.
-		o.abandon(o.run, "another loop started before this one stopped")
+func (o *Observer) start(e iterate.LoopStarted, now time.Time) {
+	if prev := o.runs[e.Session]; prev != nil {
+		// A run of the session that never stopped (LoopStopped is always
+		// sent, so only when two loops run one session at once): end it.
+		o.abandon(prev, "another run of the session started before this one stopped")
 	}
 	r := &run{session: keySession.String(e.Session), anchor: anchor(e.Session, e.StartedAt.UnixNano()),
-		tasks: make(map[string]trace.Span)}
+		tasks: make(map[string]trace.Span), roundStart: now}
 	attrs := []attribute.KeyValue{r.session, keyResumed.Bool(e.Resumed), keyMax.Int(e.MaxIterations),
 		keyStartedAt.String(e.StartedAt.UTC().Format(time.RFC3339Nano))}
 	opts := []trace.SpanStartOption{trace.WithTimestamp(e.Time), trace.WithSpanKind(trace.SpanKindInternal)}
+	// The run's parent: the span of the context Run or Resume was called
+	// with, if any (a request's); else the session's span context. The
+	// other is linked.
+	parent := trace.ContextWithRemoteSpanContext(context.Background(), r.anchor)
+	var links []trace.Link
+	if e.Context != nil {
+		if sc := trace.SpanContextFromContext(e.Context); sc.IsValid() {
+			parent = trace.ContextWithSpanContext(context.Background(), sc)
+			links = append(links, trace.Link{SpanContext: r.anchor, Attributes: []attribute.KeyValue{keyLink.String("session")}})
+		}
+	}
 	if e.Resumed {
 		attrs = append(attrs, keyCompleted.Int(e.Completed))
-		link := trace.Link{SpanContext: r.anchor, Attributes: []attribute.KeyValue{keyLink.String("session")}}
-		if prev, ok := o.last[r.anchor.TraceID()]; ok {
-			link = trace.Link{SpanContext: prev, Attributes: []attribute.KeyValue{keyLink.String("previous_run")}}
+		switch prev, ok := o.last[r.anchor.TraceID()]; {
+		case ok:
+			links = append(links, trace.Link{SpanContext: prev, Attributes: []attribute.KeyValue{keyLink.String("previous_run")}})
+		case len(links) == 0:
+			links = append(links, trace.Link{SpanContext: r.anchor, Attributes: []attribute.KeyValue{keyLink.String("session")}})
 		}
-		opts = append(opts, trace.WithLinks(link))
+	}
+	if len(links) > 0 {
+		opts = append(opts, trace.WithLinks(links...))
 	}
 	opts = append(opts, trace.WithAttributes(attrs...))
-	r.ctx, r.span = o.tracer.Start(trace.ContextWithRemoteSpanContext(context.Background(), r.anchor), "refine.run", opts...)
-	for _, ev := range o.pre {
-		ev.addTo(r.span)
+	r.ctx, r.span = o.tracer.Start(parent, "refine.run", opts...)
+	// Its own early events, and those that named no session (as a test
+	// makes them).
+	for _, key := range []string{e.Session, ""} {
+		for _, ev := range o.pre[key] {
+			ev.addTo(r.span)
+		}
+		delete(o.pre, key)
 	}
-	o.pre = o.pre[:0]
-	o.run = r
+	o.runs[e.Session] = r
 }
 
 // spanEvent is a span event waiting for its run.
@@ -277,7 +371,7 @@ const maxPre = 16
 // early keeps the Recovered and Warned events that arrive before a run
 // starts (Resume reports a fallback to an older checkpoint before
 // LoopStarted) for the next run's span, with the time they arrived.
-func (o *Observer) early(e iterate.Event) {
+func (o *Observer) early(e iterate.Event, session string, now time.Time) {
 	var ev spanEvent
 	switch e := e.(type) {
 	case iterate.Recovered:
@@ -290,9 +384,9 @@ func (o *Observer) early(e iterate.Event) {
 	default:
 		return
 	}
-	if len(o.pre) < maxPre {
-		ev.opts = append(ev.opts, trace.WithTimestamp(time.Now()))
-		o.pre = append(o.pre, ev)
+	if len(o.pre[session]) < maxPre && (len(o.pre) < maxLast || o.pre[session] != nil) {
+		ev.opts = append(ev.opts, trace.WithTimestamp(now))
+		o.pre[session] = append(o.pre[session], ev)
 	}
 }
 
@@ -311,17 +405,31 @@ func (o *Observer) startTask(r *run, t *iterate.Task) {
 		parent = r.iterCtx
 	}
 	attrs := []attribute.KeyValue{r.session, keyTaskID.String(t.ID()), keyIteration.Int(t.Iteration),
-		keyRole.String(string(t.Role)), keyAction.String(string(t.Action))}
+		keyRole.String(string(t.Role)), keyAction.String(string(t.Action)),
+		keyOperation.String("invoke_agent"), keyAgentName.String(string(t.Role))}
 	if len(t.Gaps) > 0 {
 		g := t.Gap()
 		attrs = append(attrs, keyGapKind.String(string(g.Kind)), keyGapPriority.String(g.Priority.String()))
 	}
-	_, span := o.tracer.Start(parent, "refine.task", trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+	_, span := o.tracer.Start(parent, taskSpanName(t.Role), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	r.tasks[t.ID()] = span
 }
 
+// taskSpanName is the name of a task's span, as the GenAI conventions name
+// an agent's invocation: "invoke_agent {gen_ai.agent.name}".
+func taskSpanName(role iterate.RoleName) string {
+	if role == "" {
+		return "invoke_agent"
+	}
+	return "invoke_agent " + string(role)
+}
+
 func usageAttrs(u budget.Usage) []attribute.KeyValue {
-	return []attribute.KeyValue{keyTokens.Int64(u.Tokens), keyCost.Float64(u.Cost), keyCalls.Int64(u.Calls)}
+	attrs := []attribute.KeyValue{keyTokens.Int64(u.Tokens), keyCost.Float64(u.Cost), keyCalls.Int64(u.Calls)}
+	if u.InputTokens != 0 || u.OutputTokens != 0 {
+		attrs = append(attrs, keyInputTokens.Int64(u.InputTokens), keyOutputTokens.Int64(u.OutputTokens))
+	}
+	return attrs
 }
 
 func (o *Observer) endTask(r *run, e iterate.TaskEnded) {
@@ -343,9 +451,7 @@ func (o *Observer) endTask(r *run, e iterate.TaskEnded) {
 	attrs := metric.WithAttributes(r.session, keyRole.String(string(e.Task.Role)))
 	o.tasks.Add(ctx, 1, attrs)
 	o.taskDuration.Record(ctx, e.Duration.Seconds(), attrs)
-	if e.Usage.Tokens != 0 {
-		o.tokens.Add(ctx, e.Usage.Tokens, attrs)
-	}
+	o.countTokens(ctx, e.Usage, r.session, keyRole.String(string(e.Task.Role)))
 	if e.Usage.Cost != 0 {
 		o.cost.Add(ctx, e.Usage.Cost, attrs)
 	}
@@ -354,11 +460,37 @@ func (o *Observer) endTask(r *run, e iterate.TaskEnded) {
 	}
 }
 
+// countTokens counts tokens: the input and output ones apart (attribute
+// gen_ai.token.type), and those of a total not split so without a type.
+func (o *Observer) countTokens(ctx context.Context, u budget.Usage, attrs ...attribute.KeyValue) {
+	typed := func(kind string, n int64) {
+		if n != 0 {
+			o.tokens.Add(ctx, n, metric.WithAttributes(append(attrs, keyTokenType.String(kind))...))
+		}
+	}
+	typed("input", u.InputTokens)
+	typed("output", u.OutputTokens)
+	if rest := u.Tokens - u.InputTokens - u.OutputTokens; rest != 0 {
+		o.tokens.Add(ctx, rest, metric.WithAttributes(attrs...))
+	}
+}
+
 func (o *Observer) iterationEnded(r *run, e iterate.IterationEnded) {
 	span := r.iter
+	start := e.Time.Add(-e.Duration)
 	if span == nil { // no IterationStarted: an observer added mid-iteration
-		_, span = o.tracer.Start(r.ctx, "refine.iteration", trace.WithTimestamp(e.Time.Add(-e.Duration)),
+		_, span = o.tracer.Start(r.ctx, "refine.iteration", trace.WithTimestamp(start),
 			trace.WithAttributes(r.session, keyIteration.Int(e.Iteration())))
+	} else {
+		// The integration of the tasks' outcomes: from the last task's end
+		// (or the iteration's start, without tasks) to the iteration's.
+		from := start
+		if r.lastTaskEnd.After(from) && !r.lastTaskEnd.After(e.Time) {
+			from = r.lastTaskEnd
+		}
+		_, integ := o.tracer.Start(r.iterCtx, "refine.integrate", trace.WithTimestamp(from),
+			trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(r.session, keyIteration.Int(e.Iteration())))
+		integ.End(trace.WithTimestamp(e.Time))
 	}
 	r.iter, r.iterCtx = nil, nil
 	span.SetAttributes(append(usageAttrs(e.Usage), keyTasks.Int(e.Tasks), keyFailedTasks.Int(e.FailedTasks),
@@ -402,6 +534,7 @@ func (o *Observer) endIteration(r *run, why string, end ...trace.SpanEndOption) 
 func (o *Observer) stop(r *run, e iterate.LoopStopped) {
 	end := trace.WithTimestamp(e.Time)
 	o.endIteration(r, "loop stopped mid-iteration: "+e.Reason, end)
+	o.phases(r, r.ctx, e.Iteration()+1) // the round that decided the stop
 	r.span.SetAttributes(append(usageAttrs(r.usage), keyStatus.String(string(e.Status)), keyReason.String(e.Reason),
 		keyIteration.Int(e.Iteration()), keyIterations.Int(r.iterations), keyConsecutive.Int(e.ConsecutiveFailures),
 		keyElapsed.Float64(e.Elapsed.Seconds()), keySaved.Bool(e.Saved))...)
@@ -409,12 +542,26 @@ func (o *Observer) stop(r *run, e iterate.LoopStopped) {
 		r.span.RecordError(e.SaveErr)
 	}
 	switch e.Status {
-	case iterate.Failed, iterate.Aborted, iterate.Interrupted:
+	case iterate.Failed, iterate.Aborted:
 		r.span.SetStatus(codes.Error, e.Reason)
+	case iterate.Interrupted:
+		// The caller ended the run's context: not an error to page anyone
+		// about; Resume continues it.
+		r.span.SetAttributes(keyInterrupted.Bool(true))
 	}
 	r.span.End(end)
-	o.run = nil
+	o.forget(r)
 	o.remember(r.anchor.TraceID(), r.span.SpanContext(), !e.Status.Final())
+}
+
+// forget removes r from the runs in progress.
+func (o *Observer) forget(r *run) {
+	for s, x := range o.runs {
+		if x == r {
+			delete(o.runs, s)
+			return
+		}
+	}
 }
 
 // remember keeps the span of a run that may be resumed (keep), or forgets
@@ -440,5 +587,5 @@ func (o *Observer) abandon(r *run, why string) {
 	o.endIteration(r, why)
 	r.span.SetStatus(codes.Error, why)
 	r.span.End()
-	o.run = nil
+	o.forget(r)
 }

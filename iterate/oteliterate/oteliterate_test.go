@@ -62,8 +62,13 @@ var shown = map[string][]attribute.Key{
 	"refine.iteration": {"refine.session", "refine.iteration", "refine.action", "refine.decision", "refine.gaps",
 		"refine.coverage", "refine.confidence", "refine.tasks", "refine.tasks.failed", "refine.failed",
 		"refine.usage.tokens", "refine.usage.cost", "refine.usage.calls"},
-	"refine.task": {"refine.task.id", "refine.task.role", "refine.action", "refine.gap.kind", "refine.gap.priority",
-		"refine.usage.tokens", "refine.usage.cost"},
+	"invoke_agent": {"refine.task.id", "refine.task.role", "refine.action", "refine.gap.kind", "refine.gap.priority",
+		"refine.usage.tokens", "refine.usage.cost", "gen_ai.operation.name", "gen_ai.agent.name",
+		"gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"},
+	"refine.checkpoint.save": {"refine.iteration", "refine.checkpoint.generation", "refine.status"},
+	"refine.assess":          {"refine.iteration"},
+	"refine.plan":            {"refine.iteration"},
+	"refine.integrate":       {"refine.iteration"},
 }
 
 // line renders a span: its name, the attributes shown, its status and
@@ -72,7 +77,8 @@ func line(s sdktrace.ReadOnlySpan) string {
 	var b strings.Builder
 	b.WriteString(s.Name())
 	attrs := attribute.NewSet(s.Attributes()...)
-	for _, k := range shown[s.Name()] {
+	name, _, _ := strings.Cut(s.Name(), " ") // "invoke_agent explore"
+	for _, k := range shown[name] {
 		if v, ok := attrs.Value(k); ok {
 			fmt.Fprintf(&b, " %s=%s", strings.TrimPrefix(string(k), "refine."), v.String())
 		}
@@ -175,21 +181,38 @@ func newScenario() *scenario {
 
 // The span tree of the interrupted run, asserted whole.
 var interruptedRun = []string{
-	`refine.run session=build resumed=false max_iterations=5 status=interrupted reason=interrupted: context canceled iteration=2 iterations=2 usage.tokens=300 coverage=0.5 confidence=0.7 [Error: interrupted: context canceled]`,
+	`refine.run session=build resumed=false max_iterations=5 status=interrupted reason=interrupted: context canceled iteration=2 iterations=2 usage.tokens=300 coverage=0.5 confidence=0.7`,
+	`  refine.checkpoint.save iteration=1 checkpoint.generation=1 status=running`,
+	`  refine.checkpoint.save iteration=2 checkpoint.generation=2 status=running`,
+	`  refine.checkpoint.save iteration=2 checkpoint.generation=3 status=interrupted`,
 	`  refine.iteration session=build iteration=1 action=expand decision=continue gaps=2 coverage=0.3 confidence=0.5 tasks=2 tasks.failed=1 failed=false usage.tokens=200 usage.cost=0.5 usage.calls=2`,
-	`    refine.task task.id=1.1 task.role=explore action=expand gap.kind=coverage gap.priority=P1 usage.tokens=100 usage.cost=0.25`,
-	`    refine.task task.id=1.2 task.role=verify action=expand gap.kind=confidence gap.priority=P2 usage.tokens=100 usage.cost=0.25 [Error: scripted failure of task 1.2] +exception`,
+	`    invoke_agent explore task.id=1.1 task.role=explore action=expand gap.kind=coverage gap.priority=P1 usage.tokens=100 usage.cost=0.25 gen_ai.operation.name=invoke_agent gen_ai.agent.name=explore`,
+	`    invoke_agent verify task.id=1.2 task.role=verify action=expand gap.kind=confidence gap.priority=P2 usage.tokens=100 usage.cost=0.25 gen_ai.operation.name=invoke_agent gen_ai.agent.name=verify [Error: scripted failure of task 1.2] +exception`,
+	`    refine.assess iteration=1`,
+	`    refine.integrate iteration=1`,
+	`    refine.plan iteration=1`,
 	`  refine.iteration session=build iteration=2 action=retry decision=continue gaps=2 coverage=0.4 confidence=0.6 tasks=1 tasks.failed=1 failed=true usage.tokens=100 usage.cost=0.25 usage.calls=1 [Error: tool crashed] +exception`,
-	`    refine.task task.id=2.1 task.role=explore action=retry gap.kind=coverage gap.priority=P1 usage.tokens=100 usage.cost=0.25 [Error: tool crashed] +exception`,
+	`    invoke_agent explore task.id=2.1 task.role=explore action=retry gap.kind=coverage gap.priority=P1 usage.tokens=100 usage.cost=0.25 gen_ai.operation.name=invoke_agent gen_ai.agent.name=explore [Error: tool crashed] +exception`,
+	`    refine.assess iteration=2`,
+	`    refine.integrate iteration=2`,
+	`    refine.plan iteration=2`,
 	`  refine.iteration session=build iteration=3 action=refine decision=continue gaps=2 coverage=0.5 confidence=0.7 [Error: loop stopped mid-iteration: interrupted: context canceled]`,
-	`    refine.task task.id=3.1 task.role=citation action=refine usage.tokens=100 usage.cost=0.25 [Error: context canceled] +exception`,
+	`    invoke_agent citation task.id=3.1 task.role=citation action=refine usage.tokens=100 usage.cost=0.25 gen_ai.operation.name=invoke_agent gen_ai.agent.name=citation [Error: context canceled] +exception`,
+	`    refine.assess iteration=3`,
+	`    refine.plan iteration=3`,
 }
 
 // The span tree of the resumed run.
 var resumedRun = []string{
 	`refine.run session=build resumed=true max_iterations=5 completed_iterations=2 status=converged reason=converged: coverage 0.80 ≥ 0.70, confidence 0.85 ≥ 0.80, conflicts 0 ≤ 2, questions 0/0 answered iteration=3 iterations=1 usage.tokens=100 coverage=0.8 confidence=0.85`,
+	`  refine.assess iteration=4`,
+	`  refine.checkpoint.save iteration=3 checkpoint.generation=4 status=running`,
+	`  refine.checkpoint.save iteration=3 checkpoint.generation=5 status=converged`,
 	`  refine.iteration session=build iteration=3 action=refine decision=continue gaps=2 coverage=0.5 confidence=0.7 tasks=1 tasks.failed=0 failed=false usage.tokens=100 usage.cost=0.25 usage.calls=1`,
-	`    refine.task task.id=3.1 task.role=citation action=refine usage.tokens=100 usage.cost=0.25`,
+	`    invoke_agent citation task.id=3.1 task.role=citation action=refine usage.tokens=100 usage.cost=0.25 gen_ai.operation.name=invoke_agent gen_ai.agent.name=citation`,
+	`    refine.assess iteration=3`,
+	`    refine.integrate iteration=3`,
+	`    refine.plan iteration=3`,
 }
 
 func TestSpanTreeOfInterruptedRun(t *testing.T) {
@@ -214,14 +237,15 @@ func TestSpanTreeOfInterruptedRun(t *testing.T) {
 	if !run.Parent().IsRemote() || !run.Parent().IsSampled() {
 		t.Errorf("run's parent = %v, want the session's remote, sampled span context", run.Parent())
 	}
-	var checkpoints int
-	for _, ev := range run.Events() {
-		if ev.Name == "refine.checkpoint" {
-			checkpoints++
-		}
+	if run.Status().Code != codes.Unset || !attr(run.Attributes(), "refine.interrupted").AsBool() {
+		t.Errorf("interrupted run: status %v, refine.interrupted %v; want no error status, marked interrupted",
+			run.Status(), attr(run.Attributes(), "refine.interrupted"))
 	}
-	if checkpoints != 3 { // after iterations 1 and 2, and the interruption
-		t.Errorf("run has %d checkpoint events, want 3", checkpoints)
+	for _, s := range tel.spans.Ended() {
+		if s.Name() == "refine.checkpoint.save" && attr(s.Attributes(), "refine.checkpoint.bytes").AsInt64() <= 0 {
+			t.Errorf("save of generation %d: %d bytes", attr(s.Attributes(), "refine.checkpoint.generation").AsInt64(),
+				attr(s.Attributes(), "refine.checkpoint.bytes").AsInt64())
+		}
 	}
 }
 
@@ -440,7 +464,7 @@ func TestEdgeCases(t *testing.T) {
 			want: []string{
 				`refine.run session=s resumed=false max_iterations=0 status=aborted reason=too many failures iteration=0 iterations=0 usage.tokens=0 [Error: too many failures]`,
 				`  refine.iteration session=s iteration=0 [Error: loop stopped mid-iteration: too many failures]`,
-				`    refine.task task.id=1.1 task.role=explore action= [Error: loop stopped mid-iteration: too many failures]`,
+				`    invoke_agent explore task.id=1.1 task.role=explore action= gen_ai.operation.name=invoke_agent gen_ai.agent.name=explore [Error: loop stopped mid-iteration: too many failures]`,
 			},
 		},
 		{
@@ -453,17 +477,17 @@ func TestEdgeCases(t *testing.T) {
 			},
 		},
 		{
-			name: "a second LoopStarted ends the run that never stopped",
+			name: "a second LoopStarted of a session ends its run that never stopped",
 			events: []iterate.Event{
 				iterate.LoopStarted{Session: "a", Time: start, StartedAt: start},
 				iterate.IterationStarted{Time: start},
-				iterate.LoopStarted{Session: "b", Time: start, StartedAt: start},
+				iterate.LoopStarted{Session: "a", Time: start, StartedAt: start},
 				iterate.LoopStopped{Status: iterate.Converged, Reason: "done", Time: start},
 			},
 			want: []string{
-				`refine.run session=a resumed=false max_iterations=0 [Error: another loop started before this one stopped]`,
-				`  refine.iteration session=a iteration=0 [Error: another loop started before this one stopped]`,
-				`refine.run session=b resumed=false max_iterations=0 status=converged reason=done iteration=0 iterations=0 usage.tokens=0`,
+				`refine.run session=a resumed=false max_iterations=0 [Error: another run of the session started before this one stopped]`,
+				`  refine.iteration session=a iteration=0 [Error: another run of the session started before this one stopped]`,
+				`refine.run session=a resumed=false max_iterations=0 status=converged reason=done iteration=0 iterations=0 usage.tokens=0`,
 			},
 		},
 		{
@@ -476,8 +500,8 @@ func TestEdgeCases(t *testing.T) {
 			},
 			want: []string{
 				`refine.run session=s resumed=false max_iterations=0 status=stuck reason=stuck iteration=0 iterations=1 usage.tokens=0`,
+				`  invoke_agent explore task.id=1.1 task.role=explore action= usage.tokens=0 usage.cost=0 gen_ai.operation.name=invoke_agent gen_ai.agent.name=explore [Error: boom] +exception`,
 				`  refine.iteration session=s iteration=0 tasks=1 tasks.failed=1 failed=true usage.tokens=0 usage.cost=0 usage.calls=0 [Error: iteration failed]`,
-				`  refine.task task.id=1.1 task.role=explore action= usage.tokens=0 usage.cost=0 [Error: boom] +exception`,
 			},
 		},
 	} {
@@ -515,7 +539,9 @@ func TestConcurrentTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	tree(t, tel.spans) // checks every span ended
-	if got, want := len(tel.spans.Ended()), 1+2*(1+n); got != want {
+	// The run, and each iteration with its n tasks and its assess, plan
+	// and integrate spans; the assessment that stopped the loop.
+	if got, want := len(tel.spans.Ended()), 1+2*(n+4)+1; got != want {
 		t.Errorf("%d spans, want %d", got, want)
 	}
 	warnings := 0
@@ -554,8 +580,8 @@ func TestGlobalProvidersByDefault(t *testing.T) {
 	if _, err := eng.Run(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(tel.spans.Ended()); got != 3 {
-		t.Errorf("%d spans, want 3", got)
+	if got := len(tel.spans.Ended()); got != 7 { // run, iteration, task, assess, plan, integrate; the last assess
+		t.Errorf("%d spans, want 7", got)
 	}
 	if got := collect(t, tel.reader)["refine.iterations {iteration}"]; len(got) != 1 || got[0].Value != 1 {
 		t.Errorf("refine.iterations = %v, want 1", got)
@@ -600,5 +626,159 @@ func TestEventsBeforeTheRunGoOnIt(t *testing.T) {
 	// The link of a resume this Observer did not see: the session's context.
 	if links := ended[0].Links(); len(links) != 1 || !links[0].SpanContext.Equal(ended[0].Parent()) {
 		t.Errorf("links %v, want one to the parent %v", links, ended[0].Parent())
+	}
+}
+
+// A run started under a context that carries a span (a request's) is its
+// child, linked to the session's span context; an interruption by the
+// caller is not an error; the resume, under another request, is that
+// request's child, linked to the run it continues and to the session.
+// Checked with the SDK's in-memory exporter.
+func TestRunsUnderRequestSpans(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	obs := oteliterate.New(oteliterate.WithTracerProvider(tp), oteliterate.WithMeterProvider(sdkmetric.NewMeterProvider()))
+	tracer := tp.Tracer("host")
+
+	sc := newScenario()
+	reqCtx, req := tracer.Start(sc.ctx, "POST /research")
+	if _, err := sc.eng(obs.Observe).Run(reqCtx, iteratetest.State{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v", err)
+	}
+	req.End()
+	req2Ctx, req2 := tracer.Start(context.Background(), "POST /research/resume")
+	if _, err := sc.eng(obs.Observe).Resume(req2Ctx); err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	req2.End()
+
+	var runs []tracetest.SpanStub
+	saves := 0
+	for _, s := range exp.GetSpans() {
+		switch s.Name {
+		case "refine.run":
+			runs = append(runs, s)
+		case "refine.checkpoint.save":
+			saves++
+			if attr(s.Attributes, "refine.checkpoint.bytes").AsInt64() <= 0 {
+				t.Errorf("a save of %d bytes", attr(s.Attributes, "refine.checkpoint.bytes").AsInt64())
+			}
+		}
+	}
+	if len(runs) != 2 || saves != 5 {
+		t.Fatalf("%d runs and %d saves, want 2 and 5", len(runs), saves)
+	}
+	first, second := runs[0], runs[1]
+	if first.Parent.SpanID() != req.SpanContext().SpanID() || second.Parent.SpanID() != req2.SpanContext().SpanID() {
+		t.Errorf("runs' parents %v, %v; want the requests' spans", first.Parent.SpanID(), second.Parent.SpanID())
+	}
+	if first.Status.Code != codes.Unset || !attr(first.Attributes, "refine.interrupted").AsBool() {
+		t.Errorf("interrupted run: status %v, want unset and refine.interrupted", first.Status)
+	}
+	links := map[string]trace.SpanContext{}
+	for _, l := range second.Links {
+		links[attr(l.Attributes, "refine.link").AsString()] = l.SpanContext
+	}
+	if !links["previous_run"].Equal(first.SpanContext) {
+		t.Errorf("the resume's link to the previous run %v, want %v", links["previous_run"], first.SpanContext)
+	}
+	if len(first.Links) != 1 || !first.Links[0].SpanContext.Equal(links["session"]) || !links["session"].IsValid() {
+		t.Errorf("both runs link to the session's span context: %v, %v", first.Links, links["session"])
+	}
+}
+
+// One Observer follows 20 loops running at once: every span belongs to the
+// run of its own session.
+func TestOneObserverManyLoops(t *testing.T) {
+	tel := newTelemetry(t)
+	obs := tel.observer()
+	const loops = 20
+	errs := make(chan error, loops)
+	for i := range loops {
+		go func() {
+			script := &iteratetest.Script{Steps: []iteratetest.Step{
+				{Assessment: gap.Assessment{Coverage: 0.2, Confidence: 0.5}, Usage: budget.Usage{Tokens: int64(i + 1)}},
+				{Assessment: gap.Assessment{Coverage: 0.5, Confidence: 0.6}, Usage: budget.Usage{Tokens: int64(i + 1)}},
+				{Assessment: gap.Assessment{Coverage: 0.9, Confidence: 0.9}},
+			}}
+			eng := iterate.New(script, iterate.WithSession(fmt.Sprintf("loop-%02d", i)),
+				iterate.WithCheckpointer(&checkpoint.Memory{}), iterate.WithObserver(obs.Observe))
+			_, err := eng.Run(context.Background(), iteratetest.State{})
+			errs <- err
+		}()
+	}
+	for range loops {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree(t, tel.spans) // every span ended
+	ended := tel.spans.Ended()
+	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range ended {
+		byID[s.SpanContext().SpanID()] = s
+	}
+	runs := map[string]int{}
+	for _, s := range ended {
+		session := attr(s.Attributes(), "refine.session").AsString()
+		if session == "" {
+			t.Errorf("%s has no session", s.Name())
+			continue
+		}
+		r := s
+		for r.Name() != "refine.run" {
+			p, ok := byID[r.Parent().SpanID()]
+			if !ok {
+				t.Fatalf("%s of %s has no run above it", s.Name(), session)
+			}
+			r = p
+		}
+		if owner := attr(r.Attributes(), "refine.session").AsString(); owner != session {
+			t.Errorf("%s of session %s is under the run of %s", s.Name(), session, owner)
+		}
+		if s.Name() == "refine.run" {
+			runs[session]++
+			if attr(s.Attributes(), "refine.status").AsString() != "early_exit" || attr(s.Attributes(), "refine.iterations").AsInt64() != 2 {
+				t.Errorf("run of %s: %v", session, s.Attributes())
+			}
+		}
+	}
+	if len(runs) != loops {
+		t.Errorf("%d runs, want %d", len(runs), loops)
+	}
+}
+
+// Input and output tokens are recorded as the GenAI conventions name them,
+// on the task's span and in the token counter by type.
+func TestInputOutputTokens(t *testing.T) {
+	tel := newTelemetry(t)
+	script := &iteratetest.Script{Steps: []iteratetest.Step{
+		{Assessment: gap.Assessment{Coverage: 0.2}, Usage: budget.Usage{Tokens: 100, InputTokens: 70, OutputTokens: 25}},
+		{Assessment: gap.Assessment{Coverage: 0.9, Confidence: 0.9}},
+	}}
+	eng := iterate.New(script, iterate.WithSession("tok"), iterate.WithObserver(tel.observer().Observe))
+	if _, err := eng.Run(context.Background(), iteratetest.State{}); err != nil {
+		t.Fatal(err)
+	}
+	var task sdktrace.ReadOnlySpan
+	for _, s := range tel.spans.Ended() {
+		if strings.HasPrefix(s.Name(), "invoke_agent") {
+			task = s
+		}
+	}
+	if task == nil || attr(task.Attributes(), "gen_ai.usage.input_tokens").AsInt64() != 70 ||
+		attr(task.Attributes(), "gen_ai.usage.output_tokens").AsInt64() != 25 {
+		t.Fatalf("task span %v", task)
+	}
+	got := collect(t, tel.reader)["refine.tokens {token}"]
+	want := []point{
+		{"refine.session=tok,refine.task.role=explore", 5},
+		{"gen_ai.token.type=input,refine.session=tok,refine.task.role=explore", 70},
+		{"gen_ai.token.type=output,refine.session=tok,refine.task.role=explore", 25},
+	}
+	sort.Slice(want, func(i, j int) bool { return want[i].Attrs < want[j].Attrs })
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tokens (-want +got):\n%s", diff)
 	}
 }
