@@ -244,7 +244,8 @@ var ErrPanic = errors.New("iterate: panic")
 
 // PanicError carries a recovered panic from host code.
 type PanicError struct {
-	// Where is "work", "assess", "integrate", "analyze", "plan" or "decide".
+	// Where is "work", "assess", "integrate", "analyze", "plan", "decide",
+	// or "encode" (the codec, saving a checkpoint).
 	Where string
 	Value any
 	Stack []byte
