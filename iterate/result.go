@@ -150,7 +150,9 @@ type StopError struct {
 
 func (e *StopError) Error() string {
 	msg := "iterate: " + string(e.Status) + ": " + e.Reason
-	if e.Err != nil {
+	// A reason that already ends with the error (a failed checkpoint's)
+	// does not repeat it.
+	if e.Err != nil && !strings.HasSuffix(e.Reason, e.Err.Error()) {
 		msg += ": " + e.Err.Error()
 	}
 	return msg
