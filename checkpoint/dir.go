@@ -664,8 +664,9 @@ func quarantine(path string) (string, error) {
 //
 // The lock is the file "<session>.lock" in the directory (created, with the
 // directory, if need be), opened without following a symbolic link and
-// refused unless it is a regular file: a link planted there is never
-// followed, so no file outside the directory is created or changed. On Unix
+// refused unless it is a regular file with no other hard link (on Unix): a
+// link planted there is never followed or written through, so no file
+// outside the directory is created or changed. On Unix
 // the lock is an flock on it, released by the kernel if the process dies;
 // a second Lock of the same session fails even within one process. The
 // file holds "pid N" of its holder while held and the session's newest
