@@ -54,7 +54,10 @@ import (
 // is the highest generation of the session this Dir has seen on disk
 // (quarantined ones included): the latest save always wins, and no save
 // overwrites another. The record written, and hence the checkpoint loaded,
-// carries that generation; c itself is never modified.
+// carries that generation; c itself is never modified. Generations run up
+// to 2^64-2: a file named as generation 2^64-1 is not one of the session's
+// (neither loaded nor quarantined), and a save that would need that
+// generation fails.
 //
 // A checkpoint with a non-zero Token is saved only if this Dir holds the
 // session's lock with that token and the lock file at its path is still the
@@ -279,7 +282,9 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 			os.Remove(tmp)
 		}
 	}()
-	gen = max(c.Generation, s.newest+1)
+	if gen, err = nextGen(c, s); err != nil {
+		return 0, err
+	}
 	var st streamedState
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -338,8 +343,25 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 		if err = d.scan(c.Session, s); err != nil {
 			return 0, err
 		}
-		gen = max(c.Generation, s.newest+1)
+		if gen, err = nextGen(c, s); err != nil {
+			return 0, err
+		}
 	}
+}
+
+// errGenerationsExhausted is the cause of the error of a save that would
+// need generation 2^64-1 (see Dir).
+var errGenerationsExhausted = errors.New("generation numbers exhausted: remove the session, or its newest files")
+
+// nextGen returns the generation a save of c is written as: max(c.Generation,
+// newest+1), which must be below 2^64-1. (newest is below it: parseName
+// reads no file as generation 2^64-1.)
+func nextGen(c *Checkpoint, s *dirSession) (uint64, error) {
+	gen := max(c.Generation, s.newest+1)
+	if gen == math.MaxUint64 {
+		return 0, errGenerationsExhausted
+	}
+	return gen, nil
 }
 
 // createTemp creates the temporary file of a save (mode 0600), and the
@@ -968,8 +990,8 @@ func parseName(name, session string) (uint64, int) {
 		return 0, kindOther
 	}
 	gen, err := strconv.ParseUint(rest[:genDigits], 10, 64)
-	if err != nil {
-		return 0, kindOther
+	if err != nil || gen == math.MaxUint64 {
+		return 0, kindOther // no save can follow 2^64-1: not a generation
 	}
 	switch tail := rest[genDigits+len(".ckpt"):]; {
 	case tail == "":
