@@ -85,6 +85,9 @@ type Dir struct {
 	// hook, when set (by tests only), is called at each stage of a save
 	// ("write", "sync", "publish"); an error it returns fails the save there.
 	hook func(stage string) error
+	// sync, when set (by tests only), is called in place of f.Sync for
+	// every fsync of a file or of the directory (see fsync).
+	sync func(f *os.File) error
 
 	mu       sync.Mutex
 	sessions map[string]*dirSession
@@ -171,6 +174,15 @@ func (d *Dir) session(name string) *dirSession {
 	return s
 }
 
+// fsync syncs f, a file or the directory, to stable storage: through the
+// sync of a test that records the calls, if set.
+func (d *Dir) fsync(f *os.File) error {
+	if d.sync != nil {
+		return d.sync(f)
+	}
+	return f.Sync()
+}
+
 func (d *Dir) fail(stage string) error {
 	if d.hook == nil {
 		return nil
@@ -234,7 +246,7 @@ func (d *Dir) save(ctx context.Context, c *Checkpoint, state io.WriterTo) error 
 	}
 	s.gens = append(s.gens, gen) // gen > every generation known: still ascending
 	s.newest = gen
-	if err := syncDir(d.dir()); err != nil {
+	if err := syncDir(d.dir(), d.fsync); err != nil {
 		return fmt.Errorf("checkpoint: saving session %s: syncing directory: %w", quoteSession(c.Session), err)
 	}
 	d.prune(c.Session, s)
@@ -313,7 +325,7 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 		if err = d.fail("write"); err != nil {
 			return 0, err
 		}
-		if err = f.Sync(); err != nil {
+		if err = d.fsync(f); err != nil {
 			return 0, err
 		}
 		if err = d.fail("sync"); err != nil {
@@ -729,7 +741,7 @@ func (d *Dir) Lock(ctx context.Context, session string) (token uint64, release f
 	}
 	token, err = d.nextToken(f, session, s)
 	if err == nil {
-		err = writeLock(f, "pid "+strconv.Itoa(os.Getpid())+"\ntoken "+strconv.FormatUint(token, 10)+"\n")
+		err = d.writeLock(f, "pid "+strconv.Itoa(os.Getpid())+"\ntoken "+strconv.FormatUint(token, 10)+"\n")
 	}
 	if err != nil {
 		unlockFile(f, path)
@@ -749,7 +761,7 @@ func (d *Dir) Lock(ctx context.Context, session string) (token uint64, release f
 				s.lock = nil
 			}
 			// No holder any more; the token stays for the next one.
-			writeLock(f, "token "+strconv.FormatUint(token, 10)+"\n")
+			d.writeLock(f, "token "+strconv.FormatUint(token, 10)+"\n")
 			rerr = unlockFile(f, path)
 		})
 		return rerr
@@ -854,14 +866,14 @@ func readLockFile(path string) (uint64, string) {
 
 // writeLock replaces the contents of the lock file f, which is ours (a
 // regular file, locked), and syncs it so that the token survives a crash.
-func writeLock(f *os.File, contents string) error {
+func (d *Dir) writeLock(f *os.File, contents string) error {
 	if err := f.Truncate(0); err != nil {
 		return err
 	}
 	if _, err := f.WriteAt([]byte(contents), 0); err != nil {
 		return err
 	}
-	return f.Sync()
+	return d.fsync(f)
 }
 
 // parseLock reads a lock file: lines "pid N" (while held) and "token N".

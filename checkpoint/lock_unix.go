@@ -95,15 +95,15 @@ func flock(f *os.File, how int) error {
 	return ferr
 }
 
-// syncDir fsyncs the directory so that the names just created in it are
-// durable. File systems that cannot sync a directory answer EINVAL or
+// syncDir fsyncs the directory, with fsync, so that the names just created
+// in it are durable. File systems that cannot sync a directory answer EINVAL or
 // ENOTSUP; there is nothing more to do on them, so those are not errors.
-func syncDir(dir string) error {
+func syncDir(dir string, fsync func(*os.File) error) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
-	err = f.Sync()
+	err = fsync(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
