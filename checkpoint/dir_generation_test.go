@@ -70,3 +70,21 @@ func TestDirGenerationOverflow(t *testing.T) {
 		}
 	})
 }
+
+// TestDirLoadOneDamaged: a session whose only generation is damaged says so
+// without counting older damaged ones ("; and 0 older generations
+// damaged" was the mutation `len(damaged) >= 1`).
+func TestDirLoadOneDamaged(t *testing.T) {
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	saveGens(t, d, "s", 1)
+	path := filepath.Join(dir, genFile("s", 1))
+	data := readFile(t, path)
+	data[len(data)-1] ^= 0xff
+	writeFile(t, path, data)
+	_, err := d.Load(ctx, "s")
+	want := "checkpoint: corrupt generation 1 (" + path + ".corrupt): checksum mismatch"
+	if err == nil || err.Error() != want {
+		t.Errorf("Load: got %v, want %s", err, want)
+	}
+}
