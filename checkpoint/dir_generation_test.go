@@ -1,7 +1,9 @@
 package checkpoint_test
 
 import (
+	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -86,5 +88,33 @@ func TestDirLoadOneDamaged(t *testing.T) {
 	want := "checkpoint: corrupt generation 1 (" + path + ".corrupt): checksum mismatch"
 	if err == nil || err.Error() != want {
 		t.Errorf("Load: got %v, want %s", err, want)
+	}
+}
+
+// TestDirLoadReasonOfLargeFile: the only generation, a sparse file of
+// exactly 1 GiB whose header disagrees with its size, is damaged for that
+// reason, not for being too large (the bound is 1 GiB inclusive; the
+// mutation `size >= maxEncoded` in openFrame said "beyond the 1 GiB limit").
+func TestDirLoadReasonOfLargeFile(t *testing.T) {
+	for _, tc := range []struct {
+		size   int64
+		reason string
+	}{{1 << 30, "trailing data after the checksum"}, {1<<30 + 1, "lengths beyond the 1 GiB limit"}} {
+		dir := t.TempDir()
+		f, err := os.Create(filepath.Join(dir, genFile("s", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(header(checkpoint.Version, 100, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(tc.size); err != nil { // sparse: no disk used
+			t.Fatal(err)
+		}
+		f.Close()
+		_, err = checkpoint.NewDir(dir).Load(ctx, "s")
+		if !errors.Is(err, checkpoint.ErrCorrupt) || !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("Load of a %d-byte file: %v, want a *CorruptError saying %q", tc.size, err, tc.reason)
+		}
 	}
 }
