@@ -16,6 +16,10 @@ export PATH="$(go env GOPATH)/bin:$PATH"
 if ! command -v gremlins >/dev/null 2>&1; then
   go install github.com/go-gremlins/gremlins/cmd/gremlins@v0.6.0
 fi
+# gremlins times each mutant's test run against its first coverage run
+# (times 3); a coverage run answered from the test cache would make every
+# mutant time out.
+export GOFLAGS="$(go env GOFLAGS) -count=1"
 out=${MUTATION_OUT:-${TMPDIR:-/tmp}/refine-mutation}
 mkdir -p "$out"
 
