@@ -91,6 +91,17 @@ func (s listsOtherStatus) Sessions(ctx context.Context) iter.Seq2[*checkpoint.Ch
 	}
 }
 
+// acceptsBadNames saves nothing, and reports no error, for a session name
+// checkpoint.ValidateSession rejects.
+type acceptsBadNames struct{ *checkpoint.Memory }
+
+func (s acceptsBadNames) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	if c != nil && checkpoint.ValidateSession(c.Session) != nil {
+		return nil
+	}
+	return s.Memory.Save(ctx, c)
+}
+
 // TestTestCatchesMoreBrokenStores: as TestTestCatchesBrokenStores, for the
 // promises whose checks a weakened suite stopped seeing.
 func TestTestCatchesMoreBrokenStores(t *testing.T) {
@@ -108,6 +119,9 @@ func TestTestCatchesMoreBrokenStores(t *testing.T) {
 			[]string{"concurrent_saves: concurrent Save: disk full"}},
 		{"keeps_removed_sessions", func() checkpointtest.Store { return keepsRemoved{new(checkpoint.Memory)} },
 			[]string{"remove: Load after Remove: got error <nil>, want checkpoint.ErrNotFound"}},
+		{"accepts_bad_names", func() checkpointtest.Store { return acceptsBadNames{new(checkpoint.Memory)} },
+			[]string{`invalid_input: Save of session "../escape": got error <nil>`,
+				`invalid_input: Save of session "xxxxxxxxxxxxxxxxxxxx… (201 bytes)": got error <nil>`}},
 		{"lists_another_status", func() checkpointtest.Store { return listsOtherStatus{new(checkpoint.Memory)} },
 			[]string{`sessions: Sessions: session "a" differs from its Load`}},
 	}
