@@ -38,7 +38,11 @@ iterate() {
     case "$b" in *_test.go) continue ;; esac
     [[ $b =~ $keep ]] || args+=(-E "^${b//./\\.}\$")
   done
-  gremlins unleash ./iterate "${args[@]}" -o "$out/iterate.json" | tee "$out/iterate.log"
+  # Each mutant runs the package's tests; the kill harnesses run 10 and 5
+  # kills instead of 50 and 20 (set REFINE_KILLS, REFINE_CRASH_KILLS to
+  # change it): the journal's mutations are also caught without kills.
+  REFINE_KILLS=${REFINE_KILLS:-10} REFINE_CRASH_KILLS=${REFINE_CRASH_KILLS:-5} \
+    gremlins unleash ./iterate "${args[@]}" -o "$out/iterate.json" | tee "$out/iterate.log"
 }
 
 case "${1:-all}" in
