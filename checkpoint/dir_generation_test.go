@@ -118,3 +118,18 @@ func TestDirLoadReasonOfLargeFile(t *testing.T) {
 		}
 	}
 }
+
+// TestDirSkippedOnlyAbove: Skipped lists quarantined generations above the
+// one loaded, not a quarantined copy of the generation loaded itself (the
+// mutation `q.gen >= gen`).
+func TestDirSkippedOnlyAbove(t *testing.T) {
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	saveGens(t, d, "s", 1, 2)
+	writeFile(t, filepath.Join(dir, genFile("s", 2)+".corrupt"), []byte("an older damaged copy"))
+	writeFile(t, filepath.Join(dir, genFile("s", 3)+".corrupt"), []byte("damaged"))
+	c := load(t, d, "s")
+	if c.Generation != 2 || !slices.Equal(c.Skipped, []uint64{3}) {
+		t.Errorf("Load: generation %d, skipped %v; want generation 2, skipped [3]", c.Generation, c.Skipped)
+	}
+}
