@@ -54,7 +54,10 @@ import (
 // is the highest generation of the session this Dir has seen on disk
 // (quarantined ones included): the latest save always wins, and no save
 // overwrites another. The record written, and hence the checkpoint loaded,
-// carries that generation; c itself is never modified.
+// carries that generation; c itself is never modified. Generations run up
+// to 2^64-2: a file named as generation 2^64-1 is not one of the session's
+// (neither loaded nor quarantined), and a save that would need that
+// generation fails.
 //
 // A checkpoint with a non-zero Token is saved only if this Dir holds the
 // session's lock with that token and the lock file at its path is still the
@@ -83,6 +86,9 @@ type Dir struct {
 	// hook, when set (by tests only), is called at each stage of a save
 	// ("write", "sync", "publish"); an error it returns fails the save there.
 	hook func(stage string) error
+	// sync, when set (by tests only), is called in place of f.Sync for
+	// every fsync of a file or of the directory (see fsync).
+	sync func(f *os.File) error
 
 	mu       sync.Mutex
 	sessions map[string]*dirSession
@@ -169,6 +175,15 @@ func (d *Dir) session(name string) *dirSession {
 	return s
 }
 
+// fsync syncs f, a file or the directory, to stable storage: through the
+// sync of a test that records the calls, if set.
+func (d *Dir) fsync(f *os.File) error {
+	if d.sync != nil {
+		return d.sync(f)
+	}
+	return f.Sync()
+}
+
 func (d *Dir) fail(stage string) error {
 	if d.hook == nil {
 		return nil
@@ -232,7 +247,7 @@ func (d *Dir) save(ctx context.Context, c *Checkpoint, state io.WriterTo) error 
 	}
 	s.gens = append(s.gens, gen) // gen > every generation known: still ascending
 	s.newest = gen
-	if err := syncDir(d.dir()); err != nil {
+	if err := syncDir(d.dir(), d.fsync); err != nil {
 		return fmt.Errorf("checkpoint: saving session %s: syncing directory: %w", quoteSession(c.Session), err)
 	}
 	d.prune(c.Session, s, c.BestGeneration)
@@ -280,7 +295,9 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 			os.Remove(tmp)
 		}
 	}()
-	gen = max(c.Generation, s.newest+1)
+	if gen, err = nextGen(c, s); err != nil {
+		return 0, err
+	}
 	var st streamedState
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
@@ -309,7 +326,7 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 		if err = d.fail("write"); err != nil {
 			return 0, err
 		}
-		if err = f.Sync(); err != nil {
+		if err = d.fsync(f); err != nil {
 			return 0, err
 		}
 		if err = d.fail("sync"); err != nil {
@@ -339,8 +356,25 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 		if err = d.scan(c.Session, s); err != nil {
 			return 0, err
 		}
-		gen = max(c.Generation, s.newest+1)
+		if gen, err = nextGen(c, s); err != nil {
+			return 0, err
+		}
 	}
+}
+
+// errGenerationsExhausted is the cause of the error of a save that would
+// need generation 2^64-1 (see Dir).
+var errGenerationsExhausted = errors.New("generation numbers exhausted: remove the session, or its newest files")
+
+// nextGen returns the generation a save of c is written as: max(c.Generation,
+// newest+1), which must be below 2^64-1. (newest is below it: parseName
+// reads no file as generation 2^64-1.)
+func nextGen(c *Checkpoint, s *dirSession) (uint64, error) {
+	gen := max(c.Generation, s.newest+1)
+	if gen == math.MaxUint64 {
+		return 0, errGenerationsExhausted
+	}
+	return gen, nil
 }
 
 // createTemp creates the temporary file of a save (mode 0600), and the
@@ -681,8 +715,9 @@ func quarantine(path string) (string, error) {
 //
 // The lock is the file "<session>.lock" in the directory (created, with the
 // directory, if need be), opened without following a symbolic link and
-// refused unless it is a regular file: a link planted there is never
-// followed, so no file outside the directory is created or changed. On Unix
+// refused unless it is a regular file with no other hard link (on Unix): a
+// link planted there is never followed or written through, so no file
+// outside the directory is created or changed. On Unix
 // the lock is an flock on it, released by the kernel if the process dies;
 // a second Lock of the same session fails even within one process. The
 // file holds "pid N" of its holder while held and the session's newest
@@ -723,7 +758,7 @@ func (d *Dir) Lock(ctx context.Context, session string) (token uint64, release f
 	}
 	token, err = d.nextToken(f, session, s)
 	if err == nil {
-		err = writeLock(f, "pid "+strconv.Itoa(os.Getpid())+"\ntoken "+strconv.FormatUint(token, 10)+"\n")
+		err = d.writeLock(f, "pid "+strconv.Itoa(os.Getpid())+"\ntoken "+strconv.FormatUint(token, 10)+"\n")
 	}
 	if err != nil {
 		unlockFile(f, path)
@@ -743,7 +778,7 @@ func (d *Dir) Lock(ctx context.Context, session string) (token uint64, release f
 				s.lock = nil
 			}
 			// No holder any more; the token stays for the next one.
-			writeLock(f, "token "+strconv.FormatUint(token, 10)+"\n")
+			d.writeLock(f, "token "+strconv.FormatUint(token, 10)+"\n")
 			rerr = unlockFile(f, path)
 		})
 		return rerr
@@ -848,14 +883,14 @@ func readLockFile(path string) (uint64, string) {
 
 // writeLock replaces the contents of the lock file f, which is ours (a
 // regular file, locked), and syncs it so that the token survives a crash.
-func writeLock(f *os.File, contents string) error {
+func (d *Dir) writeLock(f *os.File, contents string) error {
 	if err := f.Truncate(0); err != nil {
 		return err
 	}
 	if _, err := f.WriteAt([]byte(contents), 0); err != nil {
 		return err
 	}
-	return f.Sync()
+	return d.fsync(f)
 }
 
 // parseLock reads a lock file: lines "pid N" (while held) and "token N".
@@ -984,8 +1019,8 @@ func parseName(name, session string) (uint64, int) {
 		return 0, kindOther
 	}
 	gen, err := strconv.ParseUint(rest[:genDigits], 10, 64)
-	if err != nil {
-		return 0, kindOther
+	if err != nil || gen == math.MaxUint64 {
+		return 0, kindOther // no save can follow 2^64-1: not a generation
 	}
 	switch tail := rest[genDigits+len(".ckpt"):]; {
 	case tail == "":

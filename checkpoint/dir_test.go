@@ -577,16 +577,60 @@ func TestDirIgnoresStrayFiles(t *testing.T) {
 	}
 }
 
+// loadNotDamageCase is a case of TestDirLoadNotDamage.
+type loadNotDamageCase struct {
+	name  string
+	plant func(t *testing.T, path string)
+	check func(t *testing.T, err error)
+	root  bool // whether the case holds when running as root
+}
+
 // TestDirLoadNotDamage: issue 9 item 1. A newest generation that cannot be
 // read for a reason other than damage stops Load with that typed error:
 // nothing is skipped, nothing quarantined, and no later save prunes it.
+// Root reads a file whatever its mode: as root, the permission case runs in
+// a child process as nobody (issue 24; it was skipped, and CI runs as
+// root).
 func TestDirLoadNotDamage(t *testing.T) {
-	tests := []struct {
-		name  string
-		plant func(t *testing.T, path string)
-		check func(t *testing.T, err error)
-		root  bool // whether the case holds when running as root
-	}{
+	for _, tc := range loadNotDamageCases() {
+		t.Run("issue9_"+tc.name, func(t *testing.T) {
+			switch {
+			case tc.root:
+			case runtime.GOOS == "windows":
+				t.Skip("Windows reads a file whatever its mode")
+			case os.Geteuid() == 0:
+				runAsNobody(t, "TestDirLoadNotDamageAsNobody", envLoadCase+"="+tc.name)
+				return
+			}
+			loadNotDamage(t, t.TempDir(), tc)
+		})
+	}
+}
+
+// envLoadCase names the case TestDirLoadNotDamageAsNobody runs.
+const envLoadCase = "REFINE_LOAD_CASE"
+
+// TestDirLoadNotDamageAsNobody is not a test: it is the child process, run
+// as nobody, of a case of TestDirLoadNotDamage that does not hold for root.
+func TestDirLoadNotDamageAsNobody(t *testing.T) {
+	name, dir := os.Getenv(envLoadCase), os.Getenv(envNobodyDir)
+	if name == "" || dir == "" {
+		t.Skip("helper process of TestDirLoadNotDamage")
+	}
+	if os.Geteuid() == 0 {
+		t.Fatal("running as root")
+	}
+	for _, tc := range loadNotDamageCases() {
+		if tc.name == name {
+			loadNotDamage(t, dir, tc)
+			return
+		}
+	}
+	t.Fatalf("no case %q", name)
+}
+
+func loadNotDamageCases() []loadNotDamageCase {
+	return []loadNotDamageCase{
 		{
 			name: "newer_version",
 			plant: func(t *testing.T, path string) {
@@ -643,33 +687,29 @@ func TestDirLoadNotDamage(t *testing.T) {
 			},
 		},
 	}
-	for _, tc := range tests {
-		t.Run("issue9_"+tc.name, func(t *testing.T) {
-			if !tc.root && (os.Geteuid() == 0 || runtime.GOOS == "windows") {
-				t.Skip("root (or Windows) reads a file whatever its mode")
-			}
-			dir := t.TempDir()
-			d := checkpoint.NewDir(dir)
-			saveGens(t, d, "s", 1, 2)
-			path := filepath.Join(dir, genFile("s", 3))
-			tc.plant(t, path)
-			_, err := d.Load(ctx, "s")
-			if err == nil || errors.Is(err, checkpoint.ErrCorrupt) || errors.Is(err, checkpoint.ErrNotFound) {
-				t.Fatalf("Load: got %v, want an error that is neither damage nor not found", err)
-			}
-			tc.check(t, err)
-			want := []string{genFile("s", 1), genFile("s", 2), genFile("s", 3)}
-			if diff := cmp.Diff(want, listDir(t, dir)); diff != "" {
-				t.Errorf("files after Load mismatch (-want +got):\n%s", diff)
-			}
-			// A run that started fresh anyway saves 4, 5, 6 (Keep 3): the
-			// readable old generations go, the unreadable one stays.
-			saveGens(t, d, "s", 4, 5, 6)
-			want = []string{genFile("s", 3), genFile("s", 4), genFile("s", 5), genFile("s", 6)}
-			if diff := cmp.Diff(want, listDir(t, dir)); diff != "" {
-				t.Errorf("files after three saves mismatch (-want +got):\n%s", diff)
-			}
-		})
+}
+
+// loadNotDamage runs tc in the empty directory dir.
+func loadNotDamage(t *testing.T, dir string, tc loadNotDamageCase) {
+	d := checkpoint.NewDir(dir)
+	saveGens(t, d, "s", 1, 2)
+	path := filepath.Join(dir, genFile("s", 3))
+	tc.plant(t, path)
+	_, err := d.Load(ctx, "s")
+	if err == nil || errors.Is(err, checkpoint.ErrCorrupt) || errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("Load: got %v, want an error that is neither damage nor not found", err)
+	}
+	tc.check(t, err)
+	want := []string{genFile("s", 1), genFile("s", 2), genFile("s", 3)}
+	if diff := cmp.Diff(want, listDir(t, dir)); diff != "" {
+		t.Errorf("files after Load mismatch (-want +got):\n%s", diff)
+	}
+	// A run that started fresh anyway saves 4, 5, 6 (Keep 3): the
+	// readable old generations go, the unreadable one stays.
+	saveGens(t, d, "s", 4, 5, 6)
+	want = []string{genFile("s", 3), genFile("s", 4), genFile("s", 5), genFile("s", 6)}
+	if diff := cmp.Diff(want, listDir(t, dir)); diff != "" {
+		t.Errorf("files after three saves mismatch (-want +got):\n%s", diff)
 	}
 }
 

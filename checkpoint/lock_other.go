@@ -47,4 +47,4 @@ func unlockFile(f *os.File, path string) error {
 }
 
 // syncDir does nothing: directories cannot be fsynced here.
-func syncDir(dir string) error { return nil }
+func syncDir(dir string, fsync func(*os.File) error) error { return nil }

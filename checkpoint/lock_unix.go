@@ -18,9 +18,14 @@ const readFlags = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
 // link.
 var errSymlink = errors.New("is a symbolic link, not followed")
 
+// errHardLink is the cause of the error for a lock file with more than one
+// link: another name, perhaps outside the directory, for the same file.
+var errHardLink = errors.New("has other hard links, not written")
+
 // lockFile takes an exclusive flock on the file at path, creating it (mode
 // 0600) if need be. It never follows a symbolic link, never truncates, and
-// refuses a file that is not a regular one. The kernel releases the lock
+// refuses a file that is not a regular one or that has other hard links
+// (which writing the token would change too). The kernel releases the lock
 // when the process dies. flock locks belong to the open file description,
 // so a second lockFile of the same path fails even within one process.
 func lockFile(path, session string) (*os.File, error) {
@@ -32,11 +37,16 @@ func lockFile(path, session string) (*os.File, error) {
 		}
 		return nil, err
 	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+	case !fi.Mode().IsRegular():
+		err = &fs.PathError{Op: "lock", Path: path, Err: errNotRegular}
+	case links(fi) > 1:
+		err = &fs.PathError{Op: "lock", Path: path, Err: errHardLink}
+	}
+	if err != nil {
 		f.Close()
-		if err == nil {
-			err = &fs.PathError{Op: "lock", Path: path, Err: errNotRegular}
-		}
 		return nil, err
 	}
 	if err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
@@ -53,6 +63,14 @@ func lockFile(path, session string) (*os.File, error) {
 		return nil, &fs.PathError{Op: "flock", Path: path, Err: err}
 	}
 	return f, nil
+}
+
+// links returns the number of hard links of the file fi describes.
+func links(fi fs.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
 }
 
 // unlockFile releases the lock held through f: closing the file does.
@@ -77,15 +95,15 @@ func flock(f *os.File, how int) error {
 	return ferr
 }
 
-// syncDir fsyncs the directory so that the names just created in it are
-// durable. File systems that cannot sync a directory answer EINVAL or
+// syncDir fsyncs the directory, with fsync, so that the names just created
+// in it are durable. File systems that cannot sync a directory answer EINVAL or
 // ENOTSUP; there is nothing more to do on them, so those are not errors.
-func syncDir(dir string) error {
+func syncDir(dir string, fsync func(*os.File) error) error {
 	f, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
-	err = f.Sync()
+	err = fsync(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

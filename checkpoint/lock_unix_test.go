@@ -273,6 +273,12 @@ func TestDirLockRefusesPlantedFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "is a symbolic link, not followed"},
+		{"issue24_hard_link_to_precious_file", func(t *testing.T, lock, outside string) {
+			writeFile(t, outside, []byte("precious"))
+			if err := os.Link(outside, lock); err != nil {
+				t.Fatal(err)
+			}
+		}, "has other hard links, not written"},
 		{"directory", func(t *testing.T, lock, outside string) {
 			if err := os.Mkdir(lock, 0o700); err != nil {
 				t.Fatal(err)

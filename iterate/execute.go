@@ -2,6 +2,7 @@ package iterate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -142,6 +143,12 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 	replayed := r.cfg.persist&Journal != 0 && r.replay(t, out)
 	switch {
 	case replayed:
+	case tctx.Done() == nil && !lone:
+		// Work runs on the stage's goroutine, which a Work that calls
+		// runtime.Goexit ends: the task still ends, failed (see work).
+		defer r.endTask(ctx, t, out, false, start)
+		r.work(tctx, state, t, out)
+		return
 	case tctx.Done() == nil:
 		r.work(tctx, state, t, out)
 	case lone && r.handoff != nil && tctx == r.handoff.ctx:
@@ -149,6 +156,12 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 	default:
 		r.workCancellable(tctx, state, t, out)
 	}
+	r.endTask(ctx, t, out, replayed, start)
+}
+
+// endTask completes the outcome of t, journals it unless it was replayed,
+// and reports the task's end.
+func (r *run[S]) endTask(ctx context.Context, t *Task, out *Outcome[S], replayed bool, start time.Time) {
 	out.Task = *t
 	if !replayed && r.cfg.persist&Journal != 0 {
 		r.record(ctx, t, out)
@@ -168,8 +181,8 @@ func (r *run[S]) workCancellable(ctx context.Context, state S, t *Task, out *Out
 		out  Outcome[S]
 	}{task: *t}
 	go func() {
+		defer func() { done <- own.out }() // also when Work calls runtime.Goexit
 		r.work(ctx, state, &own.task, &own.out)
-		done <- own.out
 	}()
 	if !r.await(ctx, t, done, out) {
 		*out = r.abandoned(ctx, t)
@@ -199,11 +212,26 @@ func (r *run[S]) abandoned(ctx context.Context, t *Task) Outcome[S] {
 	return Outcome[S]{Err: fmt.Errorf("task %s: %w after %v (%v)", t.ID(), ErrAbandoned, r.cfg.grace, context.Cause(ctx))}
 }
 
-// work calls the worker into out, turning a panic into a *PanicError.
+// errGoexit is the cause of the error of a task whose Work called
+// runtime.Goexit (as a test's t.FailNow does) on a goroutine of the
+// engine's.
+var errGoexit = errors.New("iterate: Work called runtime.Goexit")
+
+// work calls the worker into out, turning a panic into a *PanicError. A
+// Work that calls runtime.Goexit leaves out failed, with errGoexit, and
+// the goroutine ends: the caller finishes the task in a deferred call (a
+// lone task's Goexit on the loop's goroutine is repeated on the caller's,
+// see drive).
 func (r *run[S]) work(ctx context.Context, state S, t *Task, out *Outcome[S]) {
+	returned := false
 	defer func() {
+		if returned {
+			return
+		}
 		if v := recover(); v != nil {
 			*out = Outcome[S]{Err: &PanicError{Where: "work", Value: v, Stack: stack()}}
+		} else {
+			*out = Outcome[S]{Err: fmt.Errorf("task %s: %w", t.ID(), errGoexit)}
 		}
 	}()
 	var err error
@@ -215,4 +243,5 @@ func (r *run[S]) work(ctx context.Context, state S, t *Task, out *Outcome[S]) {
 	if err != nil {
 		out.Err = err
 	}
+	returned = true
 }

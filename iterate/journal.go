@@ -110,7 +110,7 @@ func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
 	if r.cfg.checkpointer == nil || out.Err != nil && interruptedBy(ctx, out.Err) {
 		return
 	}
-	part, err := r.cfg.codec.Marshal(out.Part)
+	part, err := marshal(r.cfg.codec, out.Part)
 	if err != nil {
 		r.hostWarn(fmt.Sprintf("journaling task %s: encoding its outcome: %v", t.ID(), err))
 		return

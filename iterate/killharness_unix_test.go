@@ -34,7 +34,9 @@ package iterate_test
 //     and the harness reports it. With the journal on, a task that was
 //     journaled, or whose iteration was saved, is never started again: the
 //     harness checks every task a child starts against the checkpoint left by
-//     the previous kill.
+//     the previous kill, and that checkpoint against every task the killed
+//     child reported journaled ("ended": its TaskEnded event, sent once its
+//     journal save returned): a journal that lost an entry fails there.
 //
 // After every kill: the session's lock is free (the kernel released the
 // flock), the latest checkpoint loads without error, note or quarantined
@@ -94,17 +96,37 @@ type killState struct {
 	Log   []string `json:"log,omitempty"`
 }
 
-// killPlan plans iteration n: 2 to 5 parallel tasks, each with its own gap.
+// killPlan plans iteration n: 2 to 5 parallel tasks, each with its own gap;
+// one lone task (run on the loop's goroutine) in iterations 1, 6, 11, …;
+// two stages (even tasks, then odd ones) in iterations 3, 8, 13, ….
 func killPlan(n int) iterate.Plan {
 	tasks := make([]iterate.Task, 2+n%4)
+	if killKind(n) == "lone" {
+		tasks = tasks[:1]
+	}
 	for i := range tasks {
 		role := iterate.RoleExplore
 		if i%2 == 1 {
 			role = iterate.RoleVerify
 		}
 		tasks[i] = iterate.Task{Role: role, Gaps: []gap.Gap{{Kind: gap.MissingContext, Target: fmt.Sprintf("item-%d-%d", n, i)}}}
+		if killKind(n) == "staged" {
+			tasks[i].Stage = i % 2
+		}
 	}
 	return iterate.Plan{Action: iterate.Refine, Tasks: tasks}
+}
+
+// killKind is the kind of iteration n's plan: "lone", "staged" or
+// "parallel".
+func killKind(n int) string {
+	switch n % 5 {
+	case 1:
+		return "lone"
+	case 3:
+		return "staged"
+	}
+	return "parallel"
 }
 
 func killStrategy() iterate.Strategy {
@@ -245,6 +267,15 @@ func killEngine(dir string, journal bool, w *killWorker) iterate.Engine[killStat
 		iterate.WithSession(killSession),
 		iterate.WithKeepBest(),
 	}
+	if w.out != nil && journal {
+		// A task's TaskEnded is sent once its journal save has returned:
+		// "ended" says the task is in the journal on disk.
+		opts = append(opts, iterate.WithObserver(func(e iterate.Event) {
+			if te, ok := e.(iterate.TaskEnded); ok && te.Err == nil {
+				w.report("ended %s", te.Task.ID())
+			}
+		}))
+	}
 	return iterate.New[killState](w, opts...)
 }
 
@@ -363,11 +394,12 @@ type killHarness struct {
 	want    killSummary
 
 	kills, children, epochs int
-	ranTasks                int   // tasks run to their end, in every process
-	spentTokens             int64 // what they spent
-	lostTasks               int   // tasks started and not finished in a killed child
-	staleTemps              int   // temp files of saves killed mid-write, left behind
-	killedIn                map[string]int
+	ranTasks                int            // tasks run to their end, in every process
+	spentTokens             int64          // what they spent
+	lostTasks               int            // tasks started and not finished in a killed child
+	staleTemps              int            // temp files of saves killed mid-write, left behind
+	killedIn                map[string]int // by the line that set off the kill's delay
+	landedIn                map[string]int // by the child's last line before it died
 }
 
 // killEpoch is what the harness knows of one loop between kills.
@@ -380,7 +412,7 @@ type killEpoch struct {
 func runKillHarness(t *testing.T, journal bool, kills uint64) {
 	seed := killEnvInt(t, envKillSeed, 1)
 	start := time.Now()
-	h := &killHarness{t: t, rng: rand.New(rand.NewPCG(seed, 0x6b696c6c)), journal: journal, killedIn: map[string]int{}}
+	h := &killHarness{t: t, rng: rand.New(rand.NewPCG(seed, 0x6b696c6c)), journal: journal, killedIn: map[string]int{}, landedIn: map[string]int{}}
 	h.want = killReference(t, journal)
 	if m := killModel(killIterations); !cmp.Equal(h.want.State, m) {
 		t.Fatalf("the uninterrupted run does not end in the model's state:\n%s", cmp.Diff(m, h.want.State))
@@ -391,7 +423,8 @@ func runKillHarness(t *testing.T, journal bool, kills uint64) {
 	wantTokens := h.want.Usage.Tokens * int64(h.epochs)
 	t.Logf("seed %d, journal %t: %d kills over %d epochs of %d iterations, %d child processes, %v",
 		seed, journal, h.kills, h.epochs, killIterations, h.children, time.Since(start).Round(time.Millisecond))
-	t.Logf("kills by moment: %v", h.killedIn)
+	t.Logf("kills by the line that set them off: %v", h.killedIn)
+	t.Logf("kills by where they landed (the child's last line, and the kind of its iteration): %v", h.landedIn)
 	t.Logf("every epoch ended as the uninterrupted run: %s, %d iterations, %d tasks (%d failed), %d tokens",
 		h.want.Status, h.want.Iterations, h.want.Tasks, h.want.Failed, h.want.Usage.Tokens)
 	t.Logf("work lost to kills: %d tasks run again after finishing (%d tokens beyond the books' %d), %d interrupted mid-task",
@@ -458,8 +491,10 @@ func (h *killHarness) compare(what string, got killSummary) {
 type killChild struct {
 	killed  bool
 	moment  string
+	landed  string   // the last line of the protocol before the child died
 	started []string // tasks started
 	done    []string // tasks run to their end
+	ended   []string // tasks reported journaled (TaskEnded without error)
 	result  *killSummary
 	other   string // lines not of the protocol, and stderr
 	err     error  // of Wait
@@ -498,13 +533,21 @@ func (h *killHarness) child(e *killEpoch, kill bool) *killChild {
 	// The schedule: wait for n progress lines after "ready" (n = 0: kill
 	// during start-up, lock, load and replay), then for a delay, short half
 	// of the time so that it falls in the save that follows most lines.
-	n, delay := -1, time.Duration(0)
+	// One kill in three waits instead for the start of a task of a lone
+	// iteration (or, every other time, a staged one) and for a delay under
+	// the task's 0.5 to 3 ms, so that kills land inside lone and staged
+	// tasks and their journal saves too.
+	n, delay, target := -1, time.Duration(0), ""
 	if kill {
 		n = h.rng.IntN(9)
 		if h.rng.IntN(2) == 0 {
 			delay = time.Duration(h.rng.IntN(500)) * time.Microsecond
 		} else {
 			delay = time.Duration(h.rng.IntN(5000)) * time.Microsecond
+		}
+		if h.rng.IntN(3) == 0 {
+			n, target = 0, []string{"lone", "staged"}[h.rng.IntN(2)]
+			delay = time.Duration(h.rng.IntN(3000)) * time.Microsecond
 		}
 	}
 	c := &killChild{}
@@ -529,6 +572,8 @@ func (h *killHarness) child(e *killEpoch, kill bool) *killChild {
 				c.started = append(c.started, arg)
 			case "done":
 				c.done = append(c.done, arg)
+			case "ended":
+				c.ended = append(c.ended, arg)
 			case "integrated":
 			case "result":
 				var r killSummary
@@ -545,9 +590,16 @@ func (h *killHarness) child(e *killEpoch, kill bool) *killChild {
 				seen++
 			}
 			last = word
+			c.landed = killLanded(word, arg)
+			if target != "" && (word != "start" || killLanded(word, arg) != "start ("+target+")") {
+				continue // not yet the task aimed at
+			}
 			if n >= 0 && ready && seen >= n && timer == nil {
 				timer = time.After(delay)
 				c.moment = last
+				if target != "" {
+					c.moment = c.landed
+				}
 			}
 		case <-timer:
 			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
@@ -563,11 +615,28 @@ func (h *killHarness) child(e *killEpoch, kill bool) *killChild {
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
 		c.killed = true
 		h.killedIn["after "+c.moment]++
+		h.landedIn[c.landed]++
 	} else if c.err != nil {
 		t.Fatalf("epoch %d: child failed: %v\n%s", h.epochs, c.err, c.other)
 	}
 	h.account(e, c)
 	return c
+}
+
+// killLanded names where a child is after reporting line "word arg": in
+// start-up (before any task), or after a task started, finished or was
+// journaled, or after an iteration was integrated, with the kind of the
+// iteration.
+func killLanded(word, arg string) string {
+	if word == "ready" {
+		return "start-up"
+	}
+	it, _, _ := strings.Cut(arg, ".")
+	n, _ := strconv.Atoi(it)
+	if word == "integrated" {
+		n++ // saving n, then planning n+1
+	}
+	return word + " (" + killKind(n) + ")"
 }
 
 // account checks that a child started no task whose work was saved when it
@@ -641,6 +710,16 @@ func (h *killHarness) afterKill(e *killEpoch, c *killChild) {
 	}
 	if !h.journal && len(s.Journaled) > 0 {
 		fail("journal without iterate.Journal: %v", s.Journaled)
+	}
+	// Every task the child reported journaled is in the checkpoint: in its
+	// iteration, or in the journal of the iteration in flight.
+	for _, id := range c.ended {
+		it, _, _ := strings.Cut(id, ".")
+		n, _ := strconv.Atoi(it)
+		if n > s.Iteration && !slices.Contains(s.Journaled, id) {
+			fail("task %s was journaled (its TaskEnded was sent) but the checkpoint (iteration %d) does not hold it: journal %v",
+				id, s.Iteration, s.Journaled)
+		}
 	}
 	e.saved = s
 	e.journaled = make(map[string]bool, len(s.Journaled))

@@ -265,7 +265,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 	var state []byte
 	if !streams || !encodes {
 		var err error
-		if state, err = r.cfg.codec.Marshal(r.state); err != nil {
+		if state, err = marshal(r.cfg.codec, r.state); err != nil {
 			return fmt.Errorf("encoding state: %w", err)
 		}
 	}
@@ -331,6 +331,18 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 	return nil
 }
 
+// marshal encodes v with codec, turning a panic of the codec into a
+// *PanicError: a journal's save runs on a task's goroutine, where nothing
+// else would recover it.
+func marshal(codec Codec, v any) (data []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			data, err = nil, &PanicError{Where: "encode", Value: p, Stack: stack()}
+		}
+	}()
+	return codec.Marshal(v)
+}
+
 // StreamSaver is implemented by a [Checkpointer] that can take a
 // checkpoint's state as a stream, as [checkpoint.Dir] (straight into its
 // file) and [checkpoint.Memory] do. SaveFrom saves c as Save would with
@@ -360,9 +372,18 @@ type stateEncoder struct {
 	cw    countingWriter
 }
 
-func (e *stateEncoder) WriteTo(w io.Writer) (int64, error) {
+// WriteTo encodes the state into w. A panic of the codec is recovered and
+// kept as its error, a *PanicError: a journal's save runs on a task's
+// goroutine, where nothing else would recover it.
+func (e *stateEncoder) WriteTo(w io.Writer) (n int64, err error) {
 	e.cw = countingWriter{w: w}
-	err := e.codec.Encode(&e.cw, e.v)
+	defer func() {
+		if v := recover(); v != nil {
+			e.err = &PanicError{Where: "encode", Value: v, Stack: stack()}
+			n, err = e.cw.n, e.err
+		}
+	}()
+	err = e.codec.Encode(&e.cw, e.v)
 	if err != nil && e.cw.err == nil {
 		e.err = err
 	}

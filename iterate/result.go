@@ -158,7 +158,9 @@ type StopError struct {
 
 func (e *StopError) Error() string {
 	msg := "iterate: " + string(e.Status) + ": " + e.Reason
-	if e.Err != nil {
+	// A reason that already ends with the error (a failed checkpoint's)
+	// does not repeat it.
+	if e.Err != nil && !strings.HasSuffix(e.Reason, e.Err.Error()) {
 		msg += ": " + e.Err.Error()
 	}
 	return msg
@@ -253,7 +255,8 @@ var ErrPanic = errors.New("iterate: panic")
 
 // PanicError carries a recovered panic from host code.
 type PanicError struct {
-	// Where is "work", "assess", "integrate", "analyze", "plan" or "decide".
+	// Where is "work", "assess", "integrate", "analyze", "plan", "decide",
+	// or "encode" (the codec, saving a checkpoint).
 	Where string
 	Value any
 	Stack []byte

@@ -1,0 +1,169 @@
+package checkpointtest_test
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/checkpoint/checkpointtest"
+)
+
+// The stores below each break one promise that a check of the suite would
+// stop seeing if that check were weakened (issue 24: mutations of the
+// checks survived, since the suite's own tests ran them only against
+// correct stores and the few broken ones above).
+
+// keepsGivenGeneration saves each checkpoint with the generation it was
+// given, never raising it above the newest.
+type keepsGivenGeneration struct {
+	*checkpoint.Memory
+	mu   sync.Mutex
+	last map[string]uint64
+}
+
+func (s *keepsGivenGeneration) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	if err := s.Memory.Save(ctx, c); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.last[c.Session] = c.Generation
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *keepsGivenGeneration) Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error) {
+	c, err := s.Memory.Load(ctx, session)
+	if err == nil {
+		s.mu.Lock()
+		c.Generation = s.last[session]
+		s.mu.Unlock()
+	}
+	return c, err
+}
+
+// truncatesStates keeps the first 1000 bytes of a state.
+type truncatesStates struct{ *checkpoint.Memory }
+
+func (s truncatesStates) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	if c != nil && len(c.State) > 1000 {
+		cut := *c
+		cut.State = c.State[:1000]
+		c = &cut
+	}
+	return s.Memory.Save(ctx, c)
+}
+
+// failsParallelSaves fails every save of the concurrent-saves check's
+// sessions.
+type failsParallelSaves struct{ *checkpoint.Memory }
+
+func (s failsParallelSaves) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	if c != nil && strings.HasPrefix(c.Session, "parallel-") {
+		return errors.New("disk full")
+	}
+	return s.Memory.Save(ctx, c)
+}
+
+// keepsRemoved has a Remove that removes nothing.
+type keepsRemoved struct{ *checkpoint.Memory }
+
+func (keepsRemoved) Remove(ctx context.Context, session string) error { return ctx.Err() }
+
+// listsOtherStatus lists every session with a status its Load does not
+// have.
+type listsOtherStatus struct{ *checkpoint.Memory }
+
+func (s listsOtherStatus) Sessions(ctx context.Context) iter.Seq2[*checkpoint.Checkpoint, error] {
+	return func(yield func(*checkpoint.Checkpoint, error) bool) {
+		for c, err := range s.Memory.Sessions(ctx) {
+			if c != nil {
+				c.Status = "listed"
+			}
+			if !yield(c, err) {
+				return
+			}
+		}
+	}
+}
+
+// acceptsBadNames saves nothing, and reports no error, for a session name
+// checkpoint.ValidateSession rejects.
+type acceptsBadNames struct{ *checkpoint.Memory }
+
+func (s acceptsBadNames) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	if c != nil && checkpoint.ValidateSession(c.Session) != nil {
+		return nil
+	}
+	return s.Memory.Save(ctx, c)
+}
+
+// TestTestCatchesMoreBrokenStores: as TestTestCatchesBrokenStores, for the
+// promises whose checks a weakened suite stopped seeing.
+func TestTestCatchesMoreBrokenStores(t *testing.T) {
+	tests := []struct {
+		name     string
+		newStore func() checkpointtest.Store
+		want     []string
+	}{
+		{"keeps_given_generation", func() checkpointtest.Store {
+			return &keepsGivenGeneration{Memory: new(checkpoint.Memory), last: map[string]uint64{}}
+		}, []string{"generation_order: after saving generation 3 over 5, Load mismatch"}},
+		{"truncates_states", func() checkpointtest.Store { return truncatesStates{new(checkpoint.Memory)} },
+			[]string{"state_sizes: State of 1048576 bytes came back as 1000 bytes, different", "state_sizes: state of 1048576 bytes: Load mismatch"}},
+		{"fails_parallel_saves", func() checkpointtest.Store { return failsParallelSaves{new(checkpoint.Memory)} },
+			[]string{"concurrent_saves: concurrent Save: disk full"}},
+		{"keeps_removed_sessions", func() checkpointtest.Store { return keepsRemoved{new(checkpoint.Memory)} },
+			[]string{"remove: Load after Remove: got error <nil>, want checkpoint.ErrNotFound"}},
+		{"accepts_bad_names", func() checkpointtest.Store { return acceptsBadNames{new(checkpoint.Memory)} },
+			[]string{`invalid_input: Save of session "../escape": got error <nil>`,
+				`invalid_input: Save of session "xxxxxxxxxxxxxxxxxxxx… (201 bytes)": got error <nil>`}},
+		{"lists_another_status", func() checkpointtest.Store { return listsOtherStatus{new(checkpoint.Memory)} },
+			[]string{`sessions: Sessions: session "a" differs from its Load`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkpointtest.Test(func() (checkpointtest.Store, error) { return tc.newStore(), nil })
+			if err == nil {
+				t.Fatal("Test passed a broken store")
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Test's error does not say %q:\n%v", want, err)
+				}
+			}
+		})
+	}
+}
+
+// TestFaultyCounts: Faulty numbers saves and loads from 1, each on its own,
+// and Calls reports them.
+func TestFaultyCounts(t *testing.T) {
+	var saves, loads []int
+	f := &checkpointtest.Faulty{
+		Store:    new(checkpoint.Memory),
+		FailSave: func(n int, _ *checkpoint.Checkpoint) error { saves = append(saves, n); return nil },
+		FailLoad: func(n int, _ string) error { loads = append(loads, n); return nil },
+	}
+	ctx := context.Background()
+	for gen := uint64(1); gen <= 3; gen++ {
+		if err := f.Save(ctx, checkpointtest.Checkpoint("s", gen)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		if _, err := f.Load(ctx, "s"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(saves, []int{1, 2, 3}) || !slices.Equal(loads, []int{1, 2}) {
+		t.Errorf("FailSave saw %v, FailLoad %v; want [1 2 3] and [1 2]", saves, loads)
+	}
+	if s, l := f.Calls(); s != 3 || l != 2 {
+		t.Errorf("Calls() = %d, %d; want 3, 2", s, l)
+	}
+}

@@ -1,0 +1,135 @@
+package checkpoint_test
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/checkpoint/checkpointtest"
+)
+
+// TestDirGenerationOverflow: issue 24. A junk file named as generation
+// 2^64-1 was quarantined, and newest+1 wrapped to 0: every later save was
+// numbered below it, so every Load reported it in Skipped (and every Resume
+// warned of a fallback) forever. No save can follow 2^64-1: such a file is
+// not one of the session's, and a save that would need that generation is
+// refused (the previous generation stays loadable).
+func TestDirGenerationOverflow(t *testing.T) {
+	t.Run("junk_at_max", func(t *testing.T) {
+		dir := t.TempDir()
+		d := checkpoint.NewDir(dir)
+		saveGens(t, d, "s", 1, 2)
+		junk := filepath.Join(dir, genFile("s", math.MaxUint64))
+		writeFile(t, junk, []byte("junk"))
+		for i, fresh := range []bool{false, true, true} {
+			if fresh {
+				d = checkpoint.NewDir(dir)
+			}
+			c := load(t, d, "s")
+			if want := uint64(2 + i); c.Generation != want || len(c.Skipped) != 0 {
+				t.Errorf("load %d: generation %d, skipped %v; want generation %d, nothing skipped", i, c.Generation, c.Skipped, want)
+			}
+			if err := d.Save(ctx, checkpointtest.Checkpoint("s", c.Generation+1)); err != nil {
+				t.Fatalf("save %d: %v", i, err)
+			}
+		}
+		if got := string(readFile(t, junk)); got != "junk" {
+			t.Errorf("the junk file holds %q, want it left as it was", got)
+		}
+	})
+	t.Run("exhausted", func(t *testing.T) {
+		dir := t.TempDir()
+		d := checkpoint.NewDir(dir)
+		saveGens(t, d, "s", 1)
+		writeFile(t, filepath.Join(dir, genFile("s", math.MaxUint64-1)), []byte("junk"))
+		c := load(t, d, "s")
+		if c.Generation != 1 || !slices.Equal(c.Skipped, []uint64{math.MaxUint64 - 1}) {
+			t.Fatalf("Load: generation %d, skipped %v; want 1, skipped [2^64-2]", c.Generation, c.Skipped)
+		}
+		for _, gen := range []uint64{2, math.MaxUint64} {
+			err := checkpoint.NewDir(dir).Save(ctx, checkpointtest.Checkpoint("s", gen))
+			if err == nil || !strings.Contains(err.Error(), "generation numbers exhausted") {
+				t.Errorf("Save of generation %d: got %v, want generation numbers exhausted", gen, err)
+			}
+		}
+		if c := load(t, d, "s"); c.Generation != 1 {
+			t.Errorf("after the refused saves Load gives generation %d, want 1", c.Generation)
+		}
+	})
+	t.Run("save_at_max", func(t *testing.T) {
+		dir := t.TempDir()
+		err := checkpoint.NewDir(dir).Save(ctx, checkpointtest.Checkpoint("s", math.MaxUint64))
+		if err == nil || !strings.Contains(err.Error(), "generation numbers exhausted") {
+			t.Errorf("Save of generation 2^64-1: got %v, want generation numbers exhausted", err)
+		}
+		if names := listDir(t, dir); len(names) != 0 {
+			t.Errorf("the refused save left %v", names)
+		}
+	})
+}
+
+// TestDirLoadOneDamaged: a session whose only generation is damaged says so
+// without counting older damaged ones ("; and 0 older generations
+// damaged" was the mutation `len(damaged) >= 1`).
+func TestDirLoadOneDamaged(t *testing.T) {
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	saveGens(t, d, "s", 1)
+	path := filepath.Join(dir, genFile("s", 1))
+	data := readFile(t, path)
+	data[len(data)-1] ^= 0xff
+	writeFile(t, path, data)
+	_, err := d.Load(ctx, "s")
+	want := "checkpoint: corrupt generation 1 (" + path + ".corrupt): checksum mismatch"
+	if err == nil || err.Error() != want {
+		t.Errorf("Load: got %v, want %s", err, want)
+	}
+}
+
+// TestDirLoadReasonOfLargeFile: the only generation, a sparse file of
+// exactly 1 GiB whose header disagrees with its size, is damaged for that
+// reason, not for being too large (the bound is 1 GiB inclusive; the
+// mutation `size >= maxEncoded` in openFrame said "beyond the 1 GiB limit").
+func TestDirLoadReasonOfLargeFile(t *testing.T) {
+	for _, tc := range []struct {
+		size   int64
+		reason string
+	}{{1 << 30, "trailing data after the checksum"}, {1<<30 + 1, "lengths beyond the 1 GiB limit"}} {
+		dir := t.TempDir()
+		f, err := os.Create(filepath.Join(dir, genFile("s", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(header(checkpoint.Version, 100, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Truncate(tc.size); err != nil { // sparse: no disk used
+			t.Fatal(err)
+		}
+		f.Close()
+		_, err = checkpoint.NewDir(dir).Load(ctx, "s")
+		if !errors.Is(err, checkpoint.ErrCorrupt) || !strings.Contains(err.Error(), tc.reason) {
+			t.Errorf("Load of a %d-byte file: %v, want a *CorruptError saying %q", tc.size, err, tc.reason)
+		}
+	}
+}
+
+// TestDirSkippedOnlyAbove: Skipped lists quarantined generations above the
+// one loaded, not a quarantined copy of the generation loaded itself (the
+// mutation `q.gen >= gen`).
+func TestDirSkippedOnlyAbove(t *testing.T) {
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	saveGens(t, d, "s", 1, 2)
+	writeFile(t, filepath.Join(dir, genFile("s", 2)+".corrupt"), []byte("an older damaged copy"))
+	writeFile(t, filepath.Join(dir, genFile("s", 3)+".corrupt"), []byte("damaged"))
+	c := load(t, d, "s")
+	if c.Generation != 2 || !slices.Equal(c.Skipped, []uint64{3}) {
+		t.Errorf("Load: generation %d, skipped %v; want generation 2, skipped [3]", c.Generation, c.Skipped)
+	}
+}
