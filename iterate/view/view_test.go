@@ -1,0 +1,404 @@
+package view
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
+	"github.com/refine-go/refine/iterate"
+)
+
+// The tests view sessions that real loops saved in a checkpoint.Memory: a
+// toy loop reads files (coverage) and counts passing tests (a named
+// score), spending tokens and a call per task; the tasks of iteration 2 on
+// iteration 3 fail.
+
+type toyState struct {
+	Read int `json:"read"`
+}
+
+const toyFiles = 8
+
+type toyWorker struct{}
+
+func (toyWorker) Assess(_ context.Context, s toyState) (gap.Assessment, error) {
+	a := gap.Assessment{FilesAnalyzed: s.Read, EstimatedFiles: toyFiles,
+		Scores: map[string]float64{"tests passing": float64(s.Read * 3)}}
+	for i := s.Read; i < toyFiles; i++ {
+		a.Missing = append(a.Missing, fmt.Sprintf("file%02d.go", i))
+	}
+	return a, nil
+}
+
+func (toyWorker) Work(_ context.Context, _ toyState, t iterate.Task) (iterate.Outcome[toyState], error) {
+	if t.Iteration == 3 {
+		return iterate.Outcome[toyState]{}, errors.New("flaky <b>tool</b>")
+	}
+	return iterate.Outcome[toyState]{Part: toyState{Read: 1}, Usage: budget.Usage{Tokens: int64(100 * (t.Iteration + 1)), Calls: 1}}, nil
+}
+
+func (toyWorker) Integrate(_ context.Context, s toyState, outs []iterate.Outcome[toyState]) (toyState, error) {
+	for _, o := range outs {
+		if o.Err == nil {
+			s.Read = min(s.Read+o.Part.Read, toyFiles)
+		}
+	}
+	return s, nil
+}
+
+// runToy runs the toy loop as session in store.
+func runToy(t *testing.T, store iterate.Checkpointer, session string, opts ...iterate.Option) *iterate.Result[toyState] {
+	t.Helper()
+	opts = append([]iterate.Option{iterate.WithCheckpointer(store), iterate.WithSession(session),
+		iterate.WithBudget(budget.Limits{Tokens: 50000, Calls: 100})}, opts...)
+	res, err := iterate.New(toyWorker{}, opts...).Run(context.Background(), toyState{})
+	if res == nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// Names of the sessions of testStore holding markup.
+const (
+	markupName     = `<img src=x onerror=alert(1)>`
+	markupQuestion = `<script>alert("q")</script> & more`
+	schemeName     = `javascript:alert(1)`
+)
+
+// testStore returns a store with the sessions:
+//
+//	done       converged
+//	asked      escalated with a question
+//	<img …>    escalated, its name and question holding markup
+//	javascript:alert(1)  a fork of done, running
+func testStore(t *testing.T) *checkpoint.Memory {
+	t.Helper()
+	m := new(checkpoint.Memory)
+	if res := runToy(t, m, "done", iterate.WithMaxIterations(12)); res.Status != iterate.Converged {
+		t.Fatalf("done: %s (%s)", res.Status, res.Reason)
+	}
+	if res := runToy(t, m, "asked", iterate.WithMaxIterations(2),
+		iterate.WithConvergence(converge.IterationLimit{Escalate: true})); res.Status != iterate.Escalated {
+		t.Fatalf("asked: %s (%s)", res.Status, res.Reason)
+	}
+	ctx := context.Background()
+	c, err := m.Load(ctx, "asked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := c.Clone()
+	x.Session, x.Question, x.Reason, x.Generation, x.Token = markupName, markupQuestion, `<i>why</i>`, 0, 0
+	if err := m.Save(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.Load(ctx, "done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := d.Clone()
+	f.Session, f.Status, f.Generation, f.Token = schemeName, string(iterate.Running), 0, 0
+	f.Origin = checkpoint.Origin{Session: "done", Generation: d.Generation}
+	if err := m.Save(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// get GETs path from h and returns the response and its body.
+func get(t *testing.T, h http.Handler, path string) (*http.Response, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	res := rec.Result()
+	b, _ := io.ReadAll(res.Body)
+	return res, string(b)
+}
+
+func newHandler(t *testing.T, store Store, opts ...Option) *Handler {
+	t.Helper()
+	h, err := New(store, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func TestListing(t *testing.T) {
+	h := newHandler(t, testStore(t))
+	res, body := get(t, h, "/")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", res.StatusCode, body)
+	}
+	for _, want := range []string{`data-session="done"`, `data-session="asked"`, `href="session/done"`,
+		`href="session/javascript:alert%281%29"`, `forked from <a href="session/done">done</a>`, `forks: javascript:alert(1)`,
+		"4 of 4 sessions"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("listing lacks %q", want)
+		}
+	}
+	_, body = get(t, h, "/?status=escalated")
+	if !strings.Contains(body, `data-session="asked"`) || strings.Contains(body, `data-session="done"`) || !strings.Contains(body, "2 of 4 sessions") {
+		t.Errorf("status filter: %s", body)
+	}
+	_, body = get(t, h, "/?q=ALERT")
+	if !strings.Contains(body, "2 of 4 sessions") || strings.Contains(body, `data-session="asked"`) {
+		t.Errorf("text filter: %s", body)
+	}
+}
+
+// TestEscaped checks that markup in a session's name, reason and question
+// stays text on every page.
+func TestEscaped(t *testing.T) {
+	h := newHandler(t, testStore(t), Answers(&answers{}))
+	_, list := get(t, h, "/")
+	_, page := get(t, h, "/session/"+url.PathEscape(markupName))
+	for name, body := range map[string]string{"listing": list, "page": page} {
+		for _, bad := range []string{"<script>alert", "<img src=x", "<i>why", "<b>tool"} {
+			if strings.Contains(body, bad) {
+				t.Errorf("%s holds %q unescaped", name, bad)
+			}
+		}
+		if !strings.Contains(body, "&lt;script&gt;alert(&#34;q&#34;)&lt;/script&gt; &amp; more") {
+			t.Errorf("%s lacks the escaped question", name)
+		}
+	}
+	if !strings.Contains(page, `<h1>&lt;img src=x onerror=alert(1)&gt;</h1>`) {
+		t.Error("page lacks the escaped name as its heading")
+	}
+	_, page = get(t, h, "/session/"+url.PathEscape(schemeName))
+	if !strings.Contains(page, `<a href="./done">done</a>`) {
+		t.Error("the fork's page lacks its origin's link")
+	}
+	if strings.Contains(page, `href="javascript:`) || strings.Contains(list, `href="javascript:`) {
+		t.Error("a session's name became a javascript: link")
+	}
+}
+
+// seriesRE matches a chart's metric and series.
+var seriesRE = regexp.MustCompile(`data-metric="([^"]*)" data-series="([^"]*)"(?: data-threshold="([^"]*)")?`)
+
+// TestCharts checks that each declared metric's chart holds the session's
+// history, with a threshold only where one applies.
+func TestCharts(t *testing.T) {
+	store := testStore(t)
+	h := newHandler(t, store, Metrics(Coverage, Metric{Name: "tests passing"}, Metric{Name: "tokens"},
+		Metric{Name: "failed tasks", Threshold: Level(1)}))
+	c, err := store.Load(context.Background(), "done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := iterate.Inspect(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := r.History.Recent
+	if len(recs) < 3 {
+		t.Fatalf("only %d records", len(recs))
+	}
+	want := map[string]string{}
+	for _, m := range []string{"coverage", "tests passing", "tokens", "failed tasks"} {
+		var parts []string
+		for i := range recs {
+			v, _ := valueOf(&recs[i], m)
+			parts = append(parts, strconv.Itoa(recs[i].Iteration)+":"+strconv.FormatFloat(v, 'g', -1, 64))
+		}
+		want[m] = strings.Join(parts, " ")
+	}
+	if want["tokens"] == "0:0 1:0" || !strings.Contains(want["failed tasks"], "3:1") {
+		t.Fatalf("the toy's history is not what the test expects: %v", want)
+	}
+	_, body := get(t, h, "/session/done")
+	got := map[string]string{}
+	thresholds := map[string]string{}
+	for _, m := range seriesRE.FindAllStringSubmatch(body, -1) {
+		got[m[1]] = m[2]
+		if m[3] != "" {
+			thresholds[m[1]] = m[3]
+		}
+	}
+	for m, w := range want {
+		if got[m] != w {
+			t.Errorf("chart %q: series %q, want %q", m, got[m], w)
+		}
+	}
+	if len(got) != 4 {
+		t.Errorf("%d charts, want 4: %v", len(got), got)
+	}
+	wantTh := map[string]string{"coverage": strconv.FormatFloat(r.History.Thresholds.MinCoverage, 'g', -1, 64), "failed tasks": "1"}
+	if fmt.Sprint(thresholds) != fmt.Sprint(wantTh) {
+		t.Errorf("thresholds %v, want %v", thresholds, wantTh)
+	}
+	// Without declared metrics: those the loop measured, and the gaps.
+	_, body = get(t, newHandler(t, store), "/session/done")
+	var names []string
+	for _, m := range seriesRE.FindAllStringSubmatch(body, -1) {
+		names = append(names, m[1])
+	}
+	if fmt.Sprint(names) != "[coverage tests passing gaps]" {
+		t.Errorf("default charts %v", names)
+	}
+}
+
+func TestSessionPage(t *testing.T) {
+	store := testStore(t)
+	h := newHandler(t, store)
+	res, body := get(t, h, "/session/done")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", res.StatusCode, body)
+	}
+	c, _ := store.Load(context.Background(), "done")
+	r, _ := iterate.Inspect(c)
+	if n := strings.Count(body, "<tr data-iteration="); n != len(r.History.Recent) {
+		t.Errorf("%d timeline rows, want %d", n, len(r.History.Recent))
+	}
+	for _, want := range []string{"flaky &lt;b&gt;tool&lt;/b&gt;", "of the limit", "<td>tokens</td>", "coverage threshold",
+		`<span class="status s-converged">converged</span>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "<script") || strings.Contains(res.Header.Get("Content-Security-Policy"), "nonce") {
+		t.Error("the page of a converged session polls")
+	}
+	_, body = get(t, h, "/session/asked")
+	for _, want := range []string{`id="question"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("escalated page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, `<form id="answer"`) {
+		t.Error("an answer form without Answers")
+	}
+	if res, _ := get(t, h, "/session/nosuch"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown session: status %d", res.StatusCode)
+	}
+}
+
+// TestLive checks the page of a running session polls its JSON endpoint,
+// which follows new generations.
+func TestLive(t *testing.T) {
+	store := testStore(t)
+	h := newHandler(t, store)
+	path := "/session/" + url.PathEscape(schemeName)
+	res, body := get(t, h, path)
+	csp := res.Header.Get("Content-Security-Policy")
+	m := regexp.MustCompile(`<script nonce="([^"]+)">`).FindStringSubmatch(body)
+	if m == nil || !strings.Contains(csp, "'nonce-"+m[1]+"'") {
+		t.Fatalf("running page: no script allowed by its policy %q", csp)
+	}
+	_, js := get(t, h, path+"/live")
+	c, _ := store.Load(context.Background(), schemeName)
+	want := fmt.Sprintf(`"generation":%d,"status":"running"`, c.Generation)
+	if !strings.Contains(js, want) || !strings.Contains(js, `"final":false`) {
+		t.Errorf("live: %s, want %s", js, want)
+	}
+	c.Generation, c.Token, c.Iteration, c.Status = 0, 0, c.Iteration+1, string(iterate.Converged)
+	if err := store.Save(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	_, js = get(t, h, path+"/live")
+	if strings.Contains(js, want) || !strings.Contains(js, `"final":true`) {
+		t.Errorf("live after a save: %s", js)
+	}
+}
+
+// answers records answers.
+type answers struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (a *answers) Answer(_ context.Context, session, answer string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.got = append(a.got, session+": "+answer)
+	return nil
+}
+
+func TestAnswer(t *testing.T) {
+	a := &answers{}
+	h := newHandler(t, testStore(t), Answers(a))
+	_, body := get(t, h, "/session/asked")
+	m := regexp.MustCompile(`<form id="answer" method="post" action="([^"]+)">\s*<input type="hidden" name="token" value="([0-9a-f]+)">`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no answer form: %s", body)
+	}
+	if m[1] != "./asked/answer" {
+		t.Errorf("form action %q", m[1])
+	}
+	other := h.token(markupName)
+	post := func(token string, hdr map[string]string) *http.Response {
+		form := url.Values{"answer": {"use plan B"}}
+		if token != "" {
+			form.Set("token", token)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/session/asked/answer", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Result()
+	}
+	for name, res := range map[string]*http.Response{
+		"no token":     post("", nil),
+		"wrong token":  post(strings.Repeat("0", 64), nil),
+		"other's":      post(other, nil),
+		"cross-site":   post(m[2], map[string]string{"Sec-Fetch-Site": "cross-site"}),
+		"cross-origin": post(m[2], map[string]string{"Origin": "https://evil.example"}),
+	} {
+		if res.StatusCode != http.StatusForbidden {
+			t.Errorf("%s: status %d, want 403", name, res.StatusCode)
+		}
+	}
+	if len(a.got) != 0 {
+		t.Fatalf("refused posts answered: %v", a.got)
+	}
+	res := post(m[2], map[string]string{"Sec-Fetch-Site": "same-origin"})
+	if res.StatusCode != http.StatusSeeOther || res.Header.Get("Location") != "../asked" {
+		t.Errorf("answer: status %d, location %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	if fmt.Sprint(a.got) != "[asked: use plan B]" {
+		t.Errorf("answers %v", a.got)
+	}
+	// Without Answers there is no endpoint.
+	rec := httptest.NewRecorder()
+	newHandler(t, testStore(t)).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/session/asked/answer", nil))
+	if rec.Code == http.StatusSeeOther || rec.Code == http.StatusOK {
+		t.Errorf("answer without Answers: status %d", rec.Code)
+	}
+}
+
+func TestSettings(t *testing.T) {
+	got := settings([][2]string{{"max iterations", "4"}, {"iteration limit", "0"}, {"adaptive", "iterate.Adaptive{Roles:map[:iterate.Role{}]}"}, {"estimate", ""}})
+	want := []setting{{"max iterations", "4", ""}, {"iteration limit", "none", ""},
+		{"adaptive", "Adaptive", "iterate.Adaptive{Roles:map[:iterate.Role{}]}"}, {"estimate", "none", ""}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("settings %v, want %v", got, want)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	for name, opt := range map[string]Option{"metric": Metrics(Metric{}), "answers": Answers(nil), "poll": Poll(0)} {
+		if _, err := New(new(checkpoint.Memory), opt); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if _, err := New(nil); err == nil {
+		t.Error("nil store: no error")
+	}
+}
