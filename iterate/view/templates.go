@@ -58,7 +58,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <table id="summary">
 <tr><th>Status</th><td><span class="status s-{{.P.C.Status}}">{{.P.C.Status}}</span> {{.P.C.Reason}}{{if not .P.Final}} <span id="live" class="muted">(live)</span>{{end}}</td></tr>
 <tr><th>Iterations</th><td>{{.P.C.Iteration}} ({{.P.TotalTasks}} tasks, {{.P.TotalFail}} failed)</td></tr>
-<tr><th>Generation</th><td>{{.P.C.Generation}}, saved {{.P.Saved}}</td></tr>
+<tr><th>Generation</th><td>{{.P.C.Generation}}, saved {{.P.Saved}}{{if .P.C.Skipped}} <span class="err">(newer generations damaged and skipped: {{range $i, $g := .P.C.Skipped}}{{if $i}}, {{end}}{{$g}}{{end}})</span>{{end}}</td></tr>
 <tr><th>Started</th><td>{{.P.Started}}; last iteration ended {{.P.Last}}; {{.P.Elapsed}} in iterations</td></tr>
 {{- if .P.HasBest}}<tr><th>Best iteration</th><td>{{.P.BestIteration}}{{if .P.C.BestGeneration}} (state kept in generation {{.P.C.BestGeneration}}){{end}}</td></tr>{{end}}
 {{- if .P.OriginLink}}<tr><th>Forked from</th><td><a href="{{.P.OriginLink}}">{{.P.C.Origin.Session}}</a> at generation {{.P.C.Origin.Generation}}</td></tr>{{end}}

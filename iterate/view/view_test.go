@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -400,5 +402,38 @@ func TestOptions(t *testing.T) {
 	}
 	if _, err := New(nil); err == nil {
 		t.Error("nil store: no error")
+	}
+}
+
+// TestReadOnly checks that a damaged newest generation of a directory is
+// skipped, named, and left in place.
+func TestReadOnly(t *testing.T) {
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	runToy(t, d, "s", iterate.WithMaxIterations(12))
+	gens, err := d.Generations(context.Background(), "s")
+	if err != nil || len(gens) < 2 {
+		t.Fatalf("%d generations, %v", len(gens), err)
+	}
+	newest := gens[len(gens)-1].Generation
+	path := filepath.Join(dir, fmt.Sprintf("s.%020d.ckpt", newest))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-3] ^= 0xff
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := newHandler(t, ReadOnly(d))
+	res, body := get(t, h, "/session/s")
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, fmt.Sprintf("newer generations damaged and skipped: %d)", newest)) {
+		t.Errorf("status %d: %s", res.StatusCode, body)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the damaged generation moved: %v", err)
+	}
+	if res, _ := get(t, h, "/session/nosuch"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown session: status %d", res.StatusCode)
 	}
 }
