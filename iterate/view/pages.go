@@ -38,11 +38,12 @@ type listPage struct {
 	Rows                 []row
 	Errors               []string
 	Total                int
+	Holders              bool // whether the host names holders
 }
 
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	p := listPage{Title: h.title, Status: r.URL.Query().Get("status"), Query: r.URL.Query().Get("q")}
+	p := listPage{Title: h.title, Status: r.URL.Query().Get("status"), Query: r.URL.Query().Get("q"), Holders: h.holders != nil}
 	var holders map[string]string
 	if h.holders != nil {
 		m, err := h.holders(ctx)

@@ -34,17 +34,17 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 <p class="muted">{{len .P.Rows}} of {{.P.Total}} sessions</p>
 {{range .P.Errors}}<p class="err">{{.}}</p>{{end}}
 <table id="sessions">
-<thead><tr><th>Session</th><th>Status</th><th>Iteration</th><th>Age</th><th>Holder</th><th>Open question</th><th>Lineage</th></tr></thead>
+<thead><tr><th>Session</th><th>Status</th><th>Iteration</th><th>Age</th>{{if .P.Holders}}<th>Holder</th>{{end}}<th>Open question</th><th>Lineage</th></tr></thead>
 <tbody>
 {{- range .P.Rows}}
 <tr data-session="{{.Name}}"><td><a href="{{.Link}}">{{.Name}}</a>{{if .Err}}<div class="err">{{.Err}}</div>{{end}}</td>
 <td><span class="status s-{{.Status}}">{{.Status}}</span>{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
-<td class="n">{{.Iteration}}</td><td title="{{.Saved}}">{{.Age}}</td><td>{{.Holder}}</td>
+<td class="n">{{.Iteration}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Holders}}<td>{{.Holder}}</td>{{end}}
 <td>{{if .Question}}<div class="q">{{.Question}}</div>{{end}}</td>
 <td>{{if .Origin}}forked from <a href="{{.OriginLink}}">{{.Origin.Session}}</a> at generation {{.Origin.Generation}}{{end}}
 {{- if .Forks}}<div>forks: {{range $i, $f := .Forks}}{{if $i}}, {{end}}{{$f}}{{end}}</div>{{end}}</td></tr>
 {{- else}}
-<tr><td colspan="7" class="muted">no sessions</td></tr>
+<tr><td colspan="7" class="muted">no sessions{{if or .P.Status .P.Query}} match{{end}}</td></tr>
 {{- end}}
 </tbody></table>
 </body></html>
