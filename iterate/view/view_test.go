@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -435,5 +436,29 @@ func TestReadOnly(t *testing.T) {
 	}
 	if res, _ := get(t, h, "/session/nosuch"); res.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown session: status %d", res.StatusCode)
+	}
+}
+
+// TestUnmet checks that a loop stopped at its iteration limit shows the
+// criteria it did not meet.
+func TestUnmet(t *testing.T) {
+	m := new(checkpoint.Memory)
+	if res := runToy(t, m, "partial", iterate.WithMaxIterations(2)); res.Status != iterate.MaxIterations {
+		t.Fatalf("partial: %s (%s)", res.Status, res.Reason)
+	}
+	c, _ := m.Load(context.Background(), "partial")
+	r, err := iterate.Inspect(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unmet := r.Decision.Unmet()
+	if len(unmet) == 0 {
+		t.Fatal("no unmet criteria to show")
+	}
+	_, body := get(t, newHandler(t, m), "/session/partial")
+	for _, u := range unmet {
+		if !strings.Contains(body, "<li>"+template.HTMLEscapeString(u.Describe())+"</li>") {
+			t.Errorf("page lacks the unmet criterion %q", u.Describe())
+		}
 	}
 }
