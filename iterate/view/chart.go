@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -39,6 +40,12 @@ var (
 		return v, v > 0
 	}}
 )
+
+// FailingTests charts a fix loop's failing tests: the gaps of kind
+// test_failure its assessments found (one per failing test the test run
+// reported), with no threshold. (The history keeps no count of the passing
+// tests: chart a named score for them, which the loop's Assess sets.)
+var FailingTests = Metric{Name: "gaps:" + string(gap.TestFailure), Label: "failing tests"}
 
 // Level returns a Threshold drawn at v for every session.
 func Level(v float64) func(*iterate.Report) (float64, bool) {

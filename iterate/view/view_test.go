@@ -462,3 +462,65 @@ func TestUnmet(t *testing.T) {
 		}
 	}
 }
+
+// fixWorker is a toy fix loop: three tests fail, one more passes each
+// iteration; the state counts the fixed ones.
+type fixWorker struct{}
+
+func (fixWorker) Assess(_ context.Context, fixed int) (gap.Assessment, error) {
+	tr := &gap.TestResult{Passed: fixed >= 3}
+	for i := fixed; i < 3; i++ {
+		tr.Failures = append(tr.Failures, gap.TestCaseFailure{Name: fmt.Sprintf("Test%d", i), Message: "<fails>"})
+	}
+	return gap.Assessment{Signals: gap.Signals{Tests: tr}, Scores: map[string]float64{"tests passing": float64(fixed)}}, nil
+}
+
+func (fixWorker) Work(context.Context, int, iterate.Task) (iterate.Outcome[int], error) {
+	return iterate.Outcome[int]{Part: 1}, nil
+}
+
+func (fixWorker) Integrate(_ context.Context, fixed int, outs []iterate.Outcome[int]) (int, error) {
+	if len(outs) > 0 {
+		fixed++
+	}
+	return fixed, nil
+}
+
+// TestChartsFixLoop charts a fix loop's failing tests and passing tests,
+// with no threshold (the research thresholds do not apply to it).
+func TestChartsFixLoop(t *testing.T) {
+	m := new(checkpoint.Memory)
+	res, err := iterate.New(fixWorker{}, iterate.WithCheckpointer(m), iterate.WithSession("fix"),
+		iterate.WithMaxIterations(6)).Run(context.Background(), 0)
+	if res == nil {
+		t.Fatal(err)
+	}
+	c, _ := m.Load(context.Background(), "fix")
+	r, err := iterate.Inspect(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failing, passing []string
+	for _, rec := range r.History.Recent {
+		it := strconv.Itoa(rec.Iteration) + ":"
+		failing = append(failing, it+strconv.Itoa(rec.Kinds[gap.TestFailure]))
+		passing = append(passing, it+strconv.FormatFloat(rec.Scores["tests passing"], 'g', -1, 64))
+	}
+	if len(failing) < 2 || failing[0] != "0:3" {
+		t.Fatalf("the toy fix loop's history is not what the test expects: %v (%s, %s)", failing, res.Status, res.Reason)
+	}
+	_, body := get(t, newHandler(t, m, Metrics(FailingTests, Metric{Name: "tests passing"})), "/session/fix")
+	got := seriesRE.FindAllStringSubmatch(body, -1)
+	if len(got) != 2 {
+		t.Fatalf("%d charts, want 2", len(got))
+	}
+	want := [][2]string{{"gaps:test_failure", strings.Join(failing, " ")}, {"tests passing", strings.Join(passing, " ")}}
+	for i, g := range got {
+		if g[1] != want[i][0] || g[2] != want[i][1] || g[3] != "" {
+			t.Errorf("chart %d: %q %q threshold %q, want %q %q and none", i, g[1], g[2], g[3], want[i][0], want[i][1])
+		}
+	}
+	if !strings.Contains(body, "failing tests") {
+		t.Error("the chart's label is not shown")
+	}
+}
