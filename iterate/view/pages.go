@@ -169,6 +169,7 @@ type sessionPage struct {
 	BestIteration         int
 	HasBest               bool
 	TotalTasks, TotalFail int
+	Err                   string // why the engine record does not read
 }
 
 // setting is one setting, readable.
@@ -184,15 +185,17 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
+	// A checkpoint without a readable engine record (saved by another
+	// tool, or damaged) still shows its envelope.
 	rep, err := iterate.Inspect(c)
+	inspectErr := ""
 	if err != nil {
-		h.fail(w, err)
-		return
+		rep, inspectErr = &iterate.Report{}, err.Error()
 	}
 	p := sessionPage{Title: h.title, C: c, R: rep, Final: iterate.Status(c.Status).Final(), Poll: h.poll.Milliseconds(),
 		Started: stamp(rep.StartedAt), Saved: stamp(c.Time), Last: stamp(rep.LastIterationAt),
 		Elapsed: rep.Elapsed.Round(time.Millisecond).String(), Esc: rep.Escalation, Verdict: rep.Decision.Verdict.String(),
-		TotalTasks: rep.Totals.Tasks, TotalFail: rep.Totals.FailedTasks}
+		TotalTasks: rep.Totals.Tasks, TotalFail: rep.Totals.FailedTasks, Err: inspectErr}
 	if c.Origin.Session != "" {
 		p.OriginLink = link(c.Origin.Session)
 	}

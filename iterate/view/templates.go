@@ -55,6 +55,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <body data-generation="{{.P.C.Generation}}" data-poll="{{.P.Poll}}">
 <p><a href="../">← all sessions</a></p>
 <h1>{{.P.C.Session}}</h1>
+{{- if .P.Err}}<p class="err">{{.P.Err}}</p>{{end}}
 <table id="summary">
 <tr><th>Status</th><td><span class="status s-{{.P.C.Status}}">{{.P.C.Status}}</span> {{.P.C.Reason}}{{if not .P.Final}} <span id="live" class="muted">(live)</span>{{end}}</td></tr>
 <tr><th>Iterations</th><td>{{.P.C.Iteration}} ({{.P.TotalTasks}} tasks, {{.P.TotalFail}} failed)</td></tr>

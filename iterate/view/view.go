@@ -245,7 +245,7 @@ type Live struct {
 
 func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	c, err := h.store.Load(r.Context(), name)
+	c, err := h.newest(r.Context(), name)
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -254,6 +254,24 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(Live{Session: c.Session, Generation: c.Generation, Status: c.Status,
 		Iteration: c.Iteration, Saved: c.Time, Final: iterate.Status(c.Status).Final()})
+}
+
+// newest returns the envelope of the newest generation of session: from
+// the store's Generations when it lists them (envelopes only, without the
+// state), else from Load.
+func (h *Handler) newest(ctx context.Context, session string) (*checkpoint.Checkpoint, error) {
+	g, ok := h.store.(Generationer)
+	if !ok {
+		return h.store.Load(ctx, session)
+	}
+	gens, err := g.Generations(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	if len(gens) == 0 {
+		return nil, fmt.Errorf("%w: session %q", checkpoint.ErrNotFound, session)
+	}
+	return gens[len(gens)-1], nil
 }
 
 // fail answers an error reading the store.

@@ -524,3 +524,16 @@ func TestChartsFixLoop(t *testing.T) {
 		t.Error("the chart's label is not shown")
 	}
 }
+
+// TestEnvelopeOnly checks that a checkpoint without an engine record shows
+// its envelope and why the rest is missing.
+func TestEnvelopeOnly(t *testing.T) {
+	m := new(checkpoint.Memory)
+	if err := m.Save(context.Background(), &checkpoint.Checkpoint{Session: "bare", Status: "escalated", Question: "why?"}); err != nil {
+		t.Fatal(err)
+	}
+	res, body := get(t, newHandler(t, m), "/session/bare")
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "no engine record") || !strings.Contains(body, "why?") {
+		t.Errorf("status %d: %s", res.StatusCode, body)
+	}
+}
