@@ -2,6 +2,7 @@ package view
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -170,6 +171,55 @@ type sessionPage struct {
 	HasBest               bool
 	TotalTasks, TotalFail int
 	Err                   string // why the engine record does not read
+	Forks                 []fork
+}
+
+// fork is a session forked from the one shown.
+type fork struct {
+	Name, Link string
+	Generation uint64
+}
+
+// older completes recs, the records of c's history window, with the
+// records of earlier iterations that the older kept generations of the
+// session still hold, when the store loads generations (a session's whole
+// history is the union of its kept generations' records). A generation
+// that does not load is passed over.
+func (h *Handler) older(ctx context.Context, c *checkpoint.Checkpoint, recs []converge.Record) []converge.Record {
+	gs, ok := h.store.(GenerationStore)
+	if !ok {
+		return recs
+	}
+	gens, err := gs.Generations(ctx, c.Session)
+	if err != nil {
+		return recs
+	}
+	first := recs[0].Iteration
+	var earlier []converge.Record
+	for _, g := range slices.Backward(gens) {
+		if g.Generation >= c.Generation || first == 0 {
+			continue
+		}
+		old, err := gs.LoadGeneration(ctx, c.Session, g.Generation)
+		if err != nil {
+			continue
+		}
+		r, err := iterate.Inspect(old)
+		if err != nil {
+			continue
+		}
+		var add []converge.Record
+		for _, rec := range r.History.Recent {
+			if rec.Iteration < first {
+				add = append(add, rec)
+			}
+		}
+		if len(add) > 0 {
+			earlier = append(add, earlier...)
+			first = add[0].Iteration
+		}
+	}
+	return append(earlier, recs...)
 }
 
 // setting is one setting, readable.
@@ -207,6 +257,10 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		p.Unmet = append(p.Unmet, u.Describe())
 	}
 	recs := rep.History.Recent
+	if len(recs) > 0 && recs[0].Iteration > 0 {
+		recs = h.older(ctx, c, recs)
+		rep.History.Recent = recs // for the charts; rep is this page's own
+	}
 	if len(recs) > 0 {
 		p.Dropped = recs[0].Iteration
 	}
@@ -243,6 +297,12 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Generations = gens
 	}
+	for o, err := range h.store.Sessions(ctx) {
+		if err == nil && o != nil && o.Origin.Session == name {
+			p.Forks = append(p.Forks, fork{Name: o.Session, Link: link(o.Session), Generation: o.Origin.Generation})
+		}
+	}
+	slices.SortFunc(p.Forks, func(a, b fork) int { return cmp.Compare(a.Name, b.Name) })
 	if h.answerer != nil && c.Status == string(iterate.Escalated) && p.Question != "" {
 		p.Answer, p.Token, p.AnswerLink = true, h.token(name), link(name)+"/answer"
 	}

@@ -537,3 +537,45 @@ func TestEnvelopeOnly(t *testing.T) {
 		t.Errorf("status %d: %s", res.StatusCode, body)
 	}
 }
+
+// TestWholeHistory checks that the timeline of a session whose window
+// dropped its early iterations is completed from its older kept
+// generations, and that a session lists its forks.
+func TestWholeHistory(t *testing.T) {
+	m := &checkpoint.Memory{KeepAll: true}
+	if res := runToy(t, m, "long", iterate.WithMaxIterations(12), iterate.WithHistoryWindow(2)); res.Status != iterate.Converged {
+		t.Fatalf("long: %s (%s)", res.Status, res.Reason)
+	}
+	ctx := context.Background()
+	c, _ := m.Load(ctx, "long")
+	r, err := iterate.Inspect(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.History.Recent) != 2 || r.History.Recent[0].Iteration == 0 {
+		t.Fatalf("the newest window: %d records", len(r.History.Recent))
+	}
+	f := c.Clone()
+	f.Session, f.Generation, f.Token, f.Origin = "long-fork", 0, 0, checkpoint.Origin{Session: "long", Generation: c.Generation - 1}
+	if err := m.Save(ctx, f); err != nil {
+		t.Fatal(err)
+	}
+	_, body := get(t, newHandler(t, m, Metrics(Metric{Name: "tests passing"})), "/session/long")
+	var rows []string
+	for _, x := range regexp.MustCompile(`<tr data-iteration="(\d+)"`).FindAllStringSubmatch(body, -1) {
+		rows = append(rows, x[1])
+	}
+	var want []string
+	for i := 0; i <= c.Iteration; i++ {
+		want = append(want, strconv.Itoa(i))
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("timeline rows %v, want %v", rows, want)
+	}
+	if m := seriesRE.FindStringSubmatch(body); m == nil || !strings.HasPrefix(m[2], "0:0 1:3 ") {
+		t.Errorf("chart over the whole history: %v", m)
+	}
+	if !strings.Contains(body, fmt.Sprintf(`<a href="./long-fork">long-fork</a> (from generation %d)`, c.Generation-1)) {
+		t.Error("the session's page lacks its fork")
+	}
+}
