@@ -180,9 +180,12 @@ type fork struct {
 	Generation uint64
 }
 
+// maxOlder bounds the older generations a session's page loads.
+const maxOlder = 16
+
 // older completes recs, the records of c's history window, with the
 // records of earlier iterations that the older kept generations of the
-// session still hold, when the store loads generations (a session's whole
+// session still hold (the newest maxOlder of them), when the store loads generations (a session's whole
 // history is the union of its kept generations' records). A generation
 // that does not load is passed over.
 func (h *Handler) older(ctx context.Context, c *checkpoint.Checkpoint, recs []converge.Record) []converge.Record {
@@ -196,10 +199,15 @@ func (h *Handler) older(ctx context.Context, c *checkpoint.Checkpoint, recs []co
 	}
 	first := recs[0].Iteration
 	var earlier []converge.Record
+	loads := 0
 	for _, g := range slices.Backward(gens) {
-		if g.Generation >= c.Generation || first == 0 {
+		if first == 0 || loads == maxOlder {
+			break
+		}
+		if g.Generation >= c.Generation {
 			continue
 		}
+		loads++
 		old, err := gs.LoadGeneration(ctx, c.Session, g.Generation)
 		if err != nil {
 			continue

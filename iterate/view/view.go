@@ -4,8 +4,11 @@
 // forks), filterable by status and text, and a page per session with its
 // timeline (each iteration's action, gaps by kind and priority, usage
 // against the budget, duration, failed tasks), its decision and unmet
-// criteria, its best iteration, its escalation, its settings and charts of
-// the metrics the host declares. A session page of a loop that has not
+// criteria, its best iteration, its origin and forks, its escalation, its
+// kept generations, its settings and charts of the metrics the host
+// declares ([Metrics]). When the store loads generations ([GenerationStore])
+// and the newest history window dropped early iterations, the timeline is
+// completed from older kept generations. A session page of a loop that has not
 // ended follows it as it runs, polling a small JSON endpoint.
 //
 // Everything a page shows of a session is treated as untrusted and escaped.
