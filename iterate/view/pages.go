@@ -156,7 +156,7 @@ type sessionPage struct {
 	Question              string
 	Esc                   *iterate.Escalation
 	Unmet                 []string
-	Verdict               string
+	Verdict, Reason       string // the decision's; Reason without a repeated verdict
 	Dropped               int
 	Iterations            []iterRow
 	Budget                []budgetRow
@@ -252,7 +252,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	}
 	p := sessionPage{Title: h.title, C: c, R: rep, Final: iterate.Status(c.Status).Final(), Poll: h.poll.Milliseconds(),
 		Started: stamp(rep.StartedAt), Saved: stamp(c.Time), Last: stamp(rep.LastIterationAt),
-		Elapsed: rep.Elapsed.Round(time.Millisecond).String(), Esc: rep.Escalation, Verdict: rep.Decision.Verdict.String(),
+		Elapsed: rep.Elapsed.Round(time.Millisecond).String(), Esc: rep.Escalation, Verdict: rep.Decision.Verdict.String(), Reason: rep.Decision.Reason,
 		TotalTasks: rep.Totals.Tasks, TotalFail: rep.Totals.FailedTasks, Err: inspectErr}
 	if c.Origin.Session != "" {
 		p.OriginLink = link(c.Origin.Session)
@@ -261,6 +261,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	if p.Question == "" && rep.Escalation != nil {
 		p.Question = rep.Escalation.Question
 	}
+	p.Reason = strings.TrimPrefix(p.Reason, p.Verdict+": ")
 	for _, u := range rep.Decision.Unmet() {
 		p.Unmet = append(p.Unmet, u.Describe())
 	}
@@ -387,7 +388,9 @@ func budgetRows(c *checkpoint.Checkpoint, r *iterate.Report) []budgetRow {
 	}
 	u, l := r.Usage, r.Limits
 	add("tokens", float64(u.Tokens), float64(l.Tokens), strconv.FormatInt(u.Tokens, 10), strconv.FormatInt(l.Tokens, 10))
-	add("cost", u.Cost, l.Cost, number(u.Cost), number(l.Cost))
+	if u.Cost != 0 || l.Cost > 0 {
+		add("cost", u.Cost, l.Cost, number(u.Cost), number(l.Cost))
+	}
 	add("calls", float64(u.Calls), float64(l.Calls), strconv.FormatInt(u.Calls, 10), strconv.FormatInt(l.Calls, 10))
 	add("time in iterations", r.Elapsed.Seconds(), l.Wall.Seconds(), r.Elapsed.Round(time.Millisecond).String(), l.Wall.String())
 	// The iteration limit grows when an escalation is answered, so the
@@ -417,8 +420,11 @@ func settings(in [][2]string) []setting {
 		switch {
 		case st.Value == "":
 			st.Value = "none"
-		case strings.HasSuffix(st.Name, " limit") && (st.Value == "0" || st.Value == "0s"):
+		case (strings.HasSuffix(st.Name, " limit") || st.Name == "warn-only resources" || st.Name == "budget warning level") &&
+			(st.Value == "0" || st.Value == "0s"):
 			st.Value = "none"
+		case st.Name == "history window" && st.Value == "0":
+			st.Value = "default (" + strconv.Itoa(converge.DefaultWindow) + ")"
 		case goValue.MatchString(st.Value):
 			i := strings.IndexByte(st.Value, '{')
 			typ := strings.TrimLeft(st.Value[:i], "&*")

@@ -64,7 +64,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- if .P.HasBest}}<tr><th>Best iteration</th><td>{{.P.BestIteration}}{{if .P.C.BestGeneration}} (state kept in generation {{.P.C.BestGeneration}}){{end}}</td></tr>{{end}}
 {{- if .P.OriginLink}}<tr><th>Forked from</th><td><a href="{{.P.OriginLink}}">{{.P.C.Origin.Session}}</a> at generation {{.P.C.Origin.Generation}}</td></tr>{{end}}
 {{- if .P.Forks}}<tr><th>Forks</th><td id="forks">{{range $i, $f := .P.Forks}}{{if $i}}, {{end}}<a href="{{$f.Link}}">{{$f.Name}}</a> (from generation {{$f.Generation}}){{end}}</td></tr>{{end}}
-<tr><th>Decision</th><td>{{.P.Verdict}}{{with .P.R.Decision.Reason}}: {{.}}{{end}}
+<tr><th>Decision</th><td>{{.P.Verdict}}{{with .P.Reason}}: {{.}}{{end}}
 {{- if .P.Unmet}}<div>unmet:<ul id="unmet">{{range .P.Unmet}}<li>{{.}}</li>{{end}}</ul></div>{{end}}</td></tr>
 </table>
 {{- if .P.Question}}

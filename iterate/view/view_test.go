@@ -387,9 +387,11 @@ func TestAnswer(t *testing.T) {
 }
 
 func TestSettings(t *testing.T) {
-	got := settings([][2]string{{"max iterations", "4"}, {"iteration limit", "0"}, {"adaptive", "iterate.Adaptive{Roles:map[:iterate.Role{}]}"}, {"estimate", ""}})
+	got := settings([][2]string{{"max iterations", "4"}, {"iteration limit", "0"}, {"adaptive", "iterate.Adaptive{Roles:map[:iterate.Role{}]}"},
+		{"estimate", ""}, {"history window", "0"}, {"warn-only resources", "0"}})
 	want := []setting{{"max iterations", "4", ""}, {"iteration limit", "none", ""},
-		{"adaptive", "Adaptive", "iterate.Adaptive{Roles:map[:iterate.Role{}]}"}, {"estimate", "none", ""}}
+		{"adaptive", "Adaptive", "iterate.Adaptive{Roles:map[:iterate.Role{}]}"}, {"estimate", "none", ""},
+		{"history window", "default (32)", ""}, {"warn-only resources", "none", ""}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("settings %v, want %v", got, want)
 	}
