@@ -431,9 +431,51 @@ func settings(in [][2]string) []setting {
 			if j := strings.LastIndexByte(typ, '.'); j >= 0 {
 				typ = typ[j+1:]
 			}
-			st.Value, st.Detail = typ, s[1]
+			st.Value, st.Detail = typ, fieldsOf(s[1][i:])
 		}
 		out = append(out, st)
 	}
 	return out
+}
+
+// fieldsOf lays out the fields of a Go value's dump, "{A:1, B:map[]}",
+// one "A: 1" a line; a dump it does not parse is returned as it is.
+func fieldsOf(dump string) string {
+	if len(dump) < 2 || dump[0] != '{' || dump[len(dump)-1] != '}' {
+		return dump
+	}
+	in := dump[1 : len(dump)-1]
+	var lines []string
+	depth, start := 0, 0
+	for i := 0; i <= len(in); i++ {
+		if i < len(in) {
+			switch in[i] {
+			case '{', '[', '(':
+				depth++
+				continue
+			case '}', ']', ')':
+				depth--
+				continue
+			case ',':
+				if depth != 0 {
+					continue
+				}
+			default:
+				continue
+			}
+		}
+		f := strings.TrimSpace(in[start:i])
+		start = i + 1
+		if f == "" {
+			continue
+		}
+		if k, v, ok := strings.Cut(f, ":"); ok && !strings.ContainsAny(k, " {[") {
+			f = k + ": " + v
+		}
+		lines = append(lines, f)
+	}
+	if depth != 0 || len(lines) == 0 {
+		return dump
+	}
+	return strings.Join(lines, "\n")
 }

@@ -390,10 +390,24 @@ func TestSettings(t *testing.T) {
 	got := settings([][2]string{{"max iterations", "4"}, {"iteration limit", "0"}, {"adaptive", "iterate.Adaptive{Roles:map[:iterate.Role{}]}"},
 		{"estimate", ""}, {"history window", "0"}, {"warn-only resources", "0"}})
 	want := []setting{{"max iterations", "4", ""}, {"iteration limit", "none", ""},
-		{"adaptive", "Adaptive", "iterate.Adaptive{Roles:map[:iterate.Role{}]}"}, {"estimate", "none", ""},
+		{"adaptive", "Adaptive", "Roles: map[:iterate.Role{}]"}, {"estimate", "none", ""},
 		{"history window", "default (32)", ""}, {"warn-only resources", "none", ""}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("settings %v, want %v", got, want)
+	}
+}
+
+func TestFieldsOf(t *testing.T) {
+	for in, want := range map[string]string{
+		"{Roles:map[], MaxTasks:1, FeedbackLimit:500, EscalateAfter:3}": "Roles: map[]\nMaxTasks: 1\nFeedbackLimit: 500\nEscalateAfter: 3",
+		"{A:{B:1, C:2}, D:[x, y]}":                                      "A: {B:1, C:2}\nD: [x, y]",
+		"{A:1":                                                          "{A:1",
+		"{}":                                                            "{}",
+		"{A:(1, B:2}":                                                   "{A:(1, B:2}",
+	} {
+		if got := fieldsOf(in); got != want {
+			t.Errorf("fieldsOf(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 
