@@ -87,6 +87,15 @@ func screenshot(t *testing.T, dir, name, url string) {
 	}
 }
 
+// maybeScreenshot writes a screenshot of url to name in the screenshots
+// directory when there is a Chromium, and does nothing otherwise.
+func maybeScreenshot(t *testing.T, name, url string) {
+	t.Helper()
+	if _, err := exec.LookPath("chromium"); err == nil {
+		screenshot(t, shotDir(t), name, url)
+	}
+}
+
 // markup is a question that would run a script were it not escaped.
 const markup = `<script>document.title="pwned"</script><img src=x onerror="document.title='pwned'">`
 

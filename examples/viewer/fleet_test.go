@@ -96,6 +96,7 @@ func TestFleetAnswer(t *testing.T) {
 	if code != http.StatusOK || m == nil {
 		t.Fatalf("session: %d, no answer form: %s", code, body)
 	}
+	maybeScreenshot(t, "fleet-escalated.png", base+"/session/ticket-7")
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	post := func(token string) int {
 		res, err := client.PostForm(base+"/session/ticket-7/answer", url.Values{"token": {token}, "answer": {"approved"}})

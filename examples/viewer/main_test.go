@@ -252,4 +252,5 @@ func TestPostgres(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "converged") || !strings.Contains(body, `id="generations"`) {
 		t.Fatalf("session: %d %s", code, body)
 	}
+	maybeScreenshot(t, "postgres-listing.png", base+"/")
 }
