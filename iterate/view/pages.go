@@ -291,7 +291,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		}
 		if lim.Tokens > 0 && rec.Tokens > 0 {
 			share := float64(rec.Tokens) / float64(lim.Tokens) * 100
-			ir.TokenShare = number(share) + "%"
+			ir.TokenShare = pct(share)
 			ir.TokenWidth = int(min(share, 100) + 0.5)
 		}
 		p.Iterations = append(p.Iterations, ir)
@@ -381,7 +381,7 @@ func budgetRows(c *checkpoint.Checkpoint, r *iterate.Report) []budgetRow {
 		br := budgetRow{Resource: res, Used: usedS, Limit: "none"}
 		if limit > 0 {
 			br.Limit = limitS
-			br.Share = number(used/limit*100) + "%"
+			br.Share = pct(used / limit * 100)
 			br.Over = used > limit
 		}
 		out = append(out, br)
@@ -400,7 +400,7 @@ func budgetRows(c *checkpoint.Checkpoint, r *iterate.Report) []budgetRow {
 	if m := r.History.MaxIterations; m > 0 {
 		its.Limit = strconv.Itoa(m)
 		if c.Iteration <= m {
-			its.Share = number(float64(c.Iteration)/float64(m)*100) + "%"
+			its.Share = pct(float64(c.Iteration) / float64(m) * 100)
 		} else {
 			its.Limit += " (raised by answers)"
 		}
@@ -478,4 +478,12 @@ func fieldsOf(dump string) string {
 		return dump
 	}
 	return strings.Join(lines, "\n")
+}
+
+// pct formats a percentage: whole above 10, with a decimal below.
+func pct(v float64) string {
+	if v >= 10 {
+		return strconv.FormatFloat(v, 'f', 0, 64) + "%"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + "%"
 }

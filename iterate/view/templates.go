@@ -78,7 +78,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- if .P.Answer}}
 <form id="answer" method="post" action="{{.P.AnswerLink}}">
 <input type="hidden" name="token" value="{{.P.Token}}">
-<p><textarea name="answer" rows="4" cols="80" required></textarea></p>
+<p><label for="answer-text">Your answer</label><br><textarea id="answer-text" name="answer" rows="4" cols="80" required></textarea></p>
 <p><button type="submit">Answer</button></p>
 </form>
 {{- end}}
