@@ -31,15 +31,20 @@ type Metric struct {
 // Coverage and Confidence chart the research metrics, with the loop's
 // thresholds where it has them.
 var (
-	Coverage = Metric{Name: converge.CriterionCoverage, Threshold: func(r *iterate.Report) (float64, bool) {
-		v := r.History.Thresholds.MinCoverage
-		return v, v > 0
-	}}
-	Confidence = Metric{Name: converge.CriterionConfidence, Threshold: func(r *iterate.Report) (float64, bool) {
-		v := r.History.Thresholds.MinConfidence
-		return v, v > 0
-	}}
+	Coverage   = Metric{Name: converge.CriterionCoverage, Threshold: minCoverage}
+	Confidence = Metric{Name: converge.CriterionConfidence, Threshold: minConfidence}
 )
+
+// minCoverage and minConfidence are the loop's thresholds, when it has them.
+func minCoverage(r *iterate.Report) (float64, bool) {
+	v := r.History.Thresholds.MinCoverage
+	return v, v > 0
+}
+
+func minConfidence(r *iterate.Report) (float64, bool) {
+	v := r.History.Thresholds.MinConfidence
+	return v, v > 0
+}
 
 // FailingTests charts a fix loop's failing tests: the gaps of kind
 // test_failure its assessments found (one per failing test the test run

@@ -595,3 +595,22 @@ func TestWholeHistory(t *testing.T) {
 		t.Error("the session's page lacks its fork")
 	}
 }
+
+func TestHolders(t *testing.T) {
+	m := testStore(t)
+	h := newHandler(t, m, Holders(func(context.Context) (map[string]string, error) {
+		return map[string]string{"asked": "worker <7>"}, nil
+	}))
+	_, body := get(t, h, "/?q=worker")
+	if !strings.Contains(body, "<th>Holder</th>") || !strings.Contains(body, "<td>worker &lt;7&gt;</td>") || !strings.Contains(body, "1 of 4 sessions") {
+		t.Errorf("listing with holders: %s", body)
+	}
+	_, body = get(t, newHandler(t, m), "/")
+	if strings.Contains(body, "<th>Holder</th>") {
+		t.Error("a holder column without Holders")
+	}
+	failing := newHandler(t, m, Holders(func(context.Context) (map[string]string, error) { return nil, errors.New("db <down>") }))
+	if _, body := get(t, failing, "/"); !strings.Contains(body, "naming the holders: db &lt;down&gt;") || !strings.Contains(body, "4 of 4 sessions") {
+		t.Errorf("listing with failing holders: %s", body)
+	}
+}
