@@ -614,3 +614,35 @@ func TestHolders(t *testing.T) {
 		t.Errorf("listing with failing holders: %s", body)
 	}
 }
+
+// refusing is an Answerer that refuses every answer.
+type refusing struct{}
+
+func (refusing) Answer(context.Context, string, string) error { return errors.New("not escalated <now>") }
+
+func TestAnswerErrors(t *testing.T) {
+	m := testStore(t)
+	post := func(h *Handler, answer string) (int, string) {
+		form := url.Values{"token": {h.token("asked")}, "answer": {answer}}
+		req := httptest.NewRequest(http.MethodPost, "/session/asked/answer", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	a := &answers{}
+	h := newHandler(t, m, Answers(a))
+	if code, _ := post(h, "  "); code != http.StatusBadRequest {
+		t.Errorf("an empty answer: status %d", code)
+	}
+	if code, _ := post(h, strings.Repeat("x", maxAnswer+1)); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a long answer: status %d", code)
+	}
+	if len(a.got) != 0 {
+		t.Errorf("answered: %v", a.got)
+	}
+	code, body := post(newHandler(t, m, Answers(refusing{})), "yes")
+	if code != http.StatusConflict || !strings.Contains(body, "not escalated <now>") {
+		t.Errorf("a refused answer: %d %q", code, body)
+	}
+}
