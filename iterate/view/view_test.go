@@ -618,7 +618,9 @@ func TestHolders(t *testing.T) {
 // refusing is an Answerer that refuses every answer.
 type refusing struct{}
 
-func (refusing) Answer(context.Context, string, string) error { return errors.New("not escalated <now>") }
+func (refusing) Answer(context.Context, string, string) error {
+	return errors.New("not escalated <now>")
+}
 
 func TestAnswerErrors(t *testing.T) {
 	m := testStore(t)
