@@ -36,8 +36,28 @@ func chromium(t *testing.T, args []string, url string) []byte {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	// Chromium's profile, removed when the test ends; helpers killed with
+	// the group may still be writing to it for a moment, so the removal is
+	// retried a few times rather than failing the test (t.TempDir would).
+	profile, err := os.MkdirTemp("", "viewer-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for i := 0; ; i++ {
+			err := os.RemoveAll(profile)
+			if err == nil {
+				return
+			}
+			if i == 20 {
+				t.Logf("removing Chromium's profile %s: %v", profile, err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
 	all := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--no-first-run", "--disable-dev-shm-usage", "--user-data-dir=" + t.TempDir()}, args...)
+		"--no-first-run", "--disable-dev-shm-usage", "--user-data-dir=" + profile}, args...)
 	cmd := exec.CommandContext(ctx, bin, append(all, url)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
