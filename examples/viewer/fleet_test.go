@@ -119,4 +119,8 @@ func TestFleetAnswer(t *testing.T) {
 	if res.Status != iterate.Converged || res.State.Approved != "approved" {
 		t.Errorf("after the answer: %s, approved %q", res.Status, res.State.Approved)
 	}
+	code, body = fetch(t, base+"/")
+	if code != http.StatusOK || !strings.Contains(body, "<td>plan</td>") || !strings.Contains(body, `<span class="status s-converged">converged</span>`) {
+		t.Errorf("listing after the answer: %d %s", code, body)
+	}
 }

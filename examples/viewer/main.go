@@ -63,7 +63,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	fs.StringVar(&o.dir, "dir", "", "serve the sessions of the checkpoint directory `DIR`")
 	fs.StringVar(&o.db, "db", "", "serve the sessions of the PostgreSQL database at `URL`")
 	fs.StringVar(&o.schema, "schema", "", "the pgcheckpoint `schema` of the sessions (pgcheckpoint's default when empty)")
-	fs.StringVar(&o.fleetSchema, "fleet-schema", "", "serve a fleet's sessions, in `schema` (with their holders)")
+	fs.StringVar(&o.fleetSchema, "fleet-schema", "", "serve a fleet's sessions, in `schema` (with their kinds, holders, and answered escalations)")
 	fs.BoolVar(&o.answers, "answers", false, "allow answering the fleet's escalations from the pages (needs --fleet-schema)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "listen on `host:port` (a loopback address unless --allow-remote)")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --addr (the viewer has no authentication)")
@@ -152,7 +152,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, ready func(string))
 				return err
 			}
 			store = f.Store()
-			opts = append(opts, view.Holders(holders(f)), view.Title("fleet "+o.fleetSchema))
+			opts = append(opts, view.Extras(extras(f)), view.Title("fleet "+o.fleetSchema))
 			if o.answers {
 				opts = append(opts, view.Answers(f))
 			}
@@ -195,18 +195,16 @@ func serve(ctx context.Context, o options, stdout io.Writer, ready func(string))
 	return err
 }
 
-// holders names the holder of each live session of f.
-func holders(f *fleet.Fleet) func(ctx context.Context) (map[string]string, error) {
-	return func(ctx context.Context) (map[string]string, error) {
+// extras tells what f knows of its sessions: holder, kind, answered.
+func extras(f *fleet.Fleet) func(ctx context.Context) (map[string]view.Extra, error) {
+	return func(ctx context.Context) (map[string]view.Extra, error) {
 		list, err := f.Sessions(ctx)
 		if err != nil {
 			return nil, err
 		}
-		m := make(map[string]string, len(list))
+		m := make(map[string]view.Extra, len(list))
 		for _, s := range list {
-			if s.Holder != "" {
-				m[s.Name] = s.Holder
-			}
+			m[s.Name] = view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered}
 		}
 		return m, nil
 	}

@@ -21,15 +21,16 @@ import (
 
 // row is one session of the listing.
 type row struct {
-	Name, Link, Status, Reason, Question, Holder string
-	Iteration                                    int
-	Generation                                   uint64
-	Saved                                        string
-	Age                                          string
-	Origin                                       *checkpoint.Origin
-	OriginLink                                   string
-	Forks                                        []string
-	Err                                          string
+	Name, Link, Status, Reason, Question string
+	Extra
+	Iteration  int
+	Generation uint64
+	Saved      string
+	Age        string
+	Origin     *checkpoint.Origin
+	OriginLink string
+	Forks      []string
+	Err        string
 }
 
 // listPage is the listing's data.
@@ -39,19 +40,15 @@ type listPage struct {
 	Rows                 []row
 	Errors               []string
 	Total                int
-	Holders              bool // whether the host names holders
+	Extras               bool // whether the host tells extras
 }
 
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	p := listPage{Title: h.title, Status: r.URL.Query().Get("status"), Query: r.URL.Query().Get("q"), Holders: h.holders != nil}
-	var holders map[string]string
-	if h.holders != nil {
-		m, err := h.holders(ctx)
-		if err != nil {
-			p.Errors = append(p.Errors, "naming the holders: "+err.Error())
-		}
-		holders = m
+	p := listPage{Title: h.title, Status: r.URL.Query().Get("status"), Query: r.URL.Query().Get("q"), Extras: h.extras != nil}
+	extras, err := h.extrasOf(ctx)
+	if err != nil {
+		p.Errors = append(p.Errors, err.Error())
 	}
 	now := h.now()
 	var all []row
@@ -65,7 +62,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		rw := row{Name: c.Session, Link: "session/" + link(c.Session)[2:], Status: c.Status, Reason: c.Reason,
-			Question: c.Question, Iteration: c.Iteration, Generation: c.Generation, Holder: holders[c.Session]}
+			Question: c.Question, Iteration: c.Iteration, Generation: c.Generation, Extra: extras[c.Session]}
 		if err != nil {
 			rw.Err = err.Error()
 		}
@@ -92,7 +89,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		if p.Status != "" && rw.Status != p.Status {
 			continue
 		}
-		if q != "" && !strings.Contains(strings.ToLower(rw.Name+"\n"+rw.Reason+"\n"+rw.Question+"\n"+rw.Holder), q) {
+		if q != "" && !strings.Contains(strings.ToLower(rw.Name+"\n"+rw.Reason+"\n"+rw.Question+"\n"+rw.Holder+"\n"+rw.Kind), q) {
 			continue
 		}
 		p.Rows = append(p.Rows, rw)
@@ -172,6 +169,20 @@ type sessionPage struct {
 	TotalTasks, TotalFail int
 	Err                   string // why the engine record does not read
 	Forks                 []fork
+	Extra                 Extra
+	ExtrasErr             string
+}
+
+// extrasOf returns the host's extras, nil without them.
+func (h *Handler) extrasOf(ctx context.Context) (map[string]Extra, error) {
+	if h.extras == nil {
+		return nil, nil
+	}
+	m, err := h.extras(ctx)
+	if err != nil {
+		return m, fmt.Errorf("reading what the host knows of the sessions: %w", err)
+	}
+	return m, nil
 }
 
 // fork is a session forked from the one shown.
@@ -312,7 +323,12 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	slices.SortFunc(p.Forks, func(a, b fork) int { return cmp.Compare(a.Name, b.Name) })
-	if h.answerer != nil && c.Status == string(iterate.Escalated) && p.Question != "" {
+	extras, err := h.extrasOf(ctx)
+	if err != nil {
+		p.ExtrasErr = err.Error()
+	}
+	p.Extra = extras[name]
+	if h.answerer != nil && c.Status == string(iterate.Escalated) && p.Question != "" && !p.Extra.Answered {
 		p.Answer, p.Token, p.AnswerLink = true, h.token(name), link(name)+"/answer"
 	}
 	nonce := ""

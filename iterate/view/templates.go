@@ -34,12 +34,12 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 <p class="muted">{{len .P.Rows}} of {{.P.Total}} sessions</p>
 {{range .P.Errors}}<p class="err">{{.}}</p>{{end}}
 <table id="sessions">
-<thead><tr><th>Session</th><th>Status</th><th>Iteration</th><th>Age</th>{{if .P.Holders}}<th>Holder</th>{{end}}<th>Open question</th><th>Lineage</th></tr></thead>
+<thead><tr><th>Session</th><th>Status</th><th>Iteration</th><th>Age</th>{{if .P.Extras}}<th>Kind</th><th>Holder</th>{{end}}<th>Open question</th><th>Lineage</th></tr></thead>
 <tbody>
 {{- range .P.Rows}}
 <tr data-session="{{.Name}}"><td><a href="{{.Link}}">{{.Name}}</a>{{if .Err}}<div class="err">{{.Err}}</div>{{end}}</td>
-<td><span class="status s-{{.Status}}">{{.Status}}</span>{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
-<td class="n">{{.Iteration}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Holders}}<td>{{.Holder}}</td>{{end}}
+<td><span class="status s-{{.Status}}">{{.Status}}</span>{{if .Answered}} <span class="muted">answered, waiting for a worker</span>{{end}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
+<td class="n">{{.Iteration}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Extras}}<td>{{.Kind}}</td><td>{{.Holder}}</td>{{end}}
 <td>{{if .Question}}<div class="q">{{.Question}}</div>{{end}}</td>
 <td>{{if .Origin}}forked from <a href="{{.OriginLink}}">{{.Origin.Session}}</a> at generation {{.Origin.Generation}}{{end}}
 {{- if .Forks}}<div>forks: {{range $i, $f := .Forks}}{{if $i}}, {{end}}{{$f}}{{end}}</div>{{end}}</td></tr>
@@ -58,6 +58,8 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- if .P.Err}}<p class="err">{{.P.Err}}</p>{{end}}
 <table id="summary">
 <tr><th>Status</th><td><span class="status s-{{.P.C.Status}}">{{.P.C.Status}}</span> {{.P.C.Reason}}{{if not .P.Final}} <span id="live" class="muted">(live)</span>{{end}}</td></tr>
+{{- if .P.ExtrasErr}}<tr><th>Host</th><td class="err">{{.P.ExtrasErr}}</td></tr>{{end}}
+{{- with .P.Extra}}{{if .Kind}}<tr><th>Kind</th><td>{{.Kind}}</td></tr>{{end}}{{if .Holder}}<tr><th>Holder</th><td>{{.Holder}}</td></tr>{{end}}{{end}}
 <tr><th>Iterations</th><td>{{.P.C.Iteration}} ({{.P.TotalTasks}} tasks, {{.P.TotalFail}} failed)</td></tr>
 <tr><th>Generation</th><td>{{.P.C.Generation}}, saved {{.P.Saved}}{{if .P.C.Skipped}} <span class="err">(newer generations damaged and skipped: {{range $i, $g := .P.C.Skipped}}{{if $i}}, {{end}}{{$g}}{{end}})</span>{{end}}</td></tr>
 <tr><th>Started</th><td>{{.P.Started}}; last iteration ended {{.P.Last}}; {{.P.Elapsed}} in iterations</td></tr>
@@ -75,6 +77,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- if .Pattern}}<p>Pattern: {{.Pattern}}</p>{{end}}
 {{- if .Attempts}}<ul>{{range .Attempts}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{- end}}
+{{- if .P.Extra.Answered}}<p id="answered" class="muted">Answered: the session waits for a worker to resume it.</p>{{end}}
 {{- if .P.Answer}}
 <form id="answer" method="post" action="{{.P.AnswerLink}}">
 <input type="hidden" name="token" value="{{.P.Token}}">

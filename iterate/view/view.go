@@ -110,12 +110,25 @@ func Answers(a Answerer) Option {
 	}
 }
 
-// Holders sets a function that names the worker holding each live session
-// (by session name), shown on the listing; a fleet host adapts
-// fleet.Fleet's Sessions to it.
-func Holders(f func(ctx context.Context) (map[string]string, error)) Option {
+// Extra is what a host knows of a session beyond its checkpoint, as a
+// fleet does (fleet.Session's fields of the same names).
+type Extra struct {
+	// Holder names the worker holding the session's lease, "" unless live.
+	Holder string
+	// Kind is the session's kind of loop.
+	Kind string
+	// Answered is set once the session's escalation has been answered and
+	// it waits for a worker: its page then shows no answer form.
+	Answered bool
+}
+
+// Extras sets a function that tells what the host knows of each session
+// beyond its checkpoint (by session name), shown on the pages; a fleet
+// host adapts fleet.Fleet's Sessions to it. An error is shown, and the
+// pages go on without.
+func Extras(f func(ctx context.Context) (map[string]Extra, error)) Option {
 	return func(h *Handler) error {
-		h.holders = f
+		h.extras = f
 		return nil
 	}
 }
@@ -147,7 +160,7 @@ type Handler struct {
 	store    Store
 	metrics  []Metric
 	answerer Answerer
-	holders  func(ctx context.Context) (map[string]string, error)
+	extras   func(ctx context.Context) (map[string]Extra, error)
 	poll     time.Duration
 	title    string
 	secret   []byte

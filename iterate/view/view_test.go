@@ -596,22 +596,30 @@ func TestWholeHistory(t *testing.T) {
 	}
 }
 
-func TestHolders(t *testing.T) {
+func TestExtras(t *testing.T) {
 	m := testStore(t)
-	h := newHandler(t, m, Holders(func(context.Context) (map[string]string, error) {
-		return map[string]string{"asked": "worker <7>"}, nil
+	h := newHandler(t, m, Answers(&answers{}), Extras(func(context.Context) (map[string]Extra, error) {
+		return map[string]Extra{"asked": {Holder: "worker <7>", Kind: "plan", Answered: true}}, nil
 	}))
 	_, body := get(t, h, "/?q=worker")
-	if !strings.Contains(body, "<th>Holder</th>") || !strings.Contains(body, "<td>worker &lt;7&gt;</td>") || !strings.Contains(body, "1 of 4 sessions") {
-		t.Errorf("listing with holders: %s", body)
+	if !strings.Contains(body, "<th>Holder</th>") || !strings.Contains(body, "<td>plan</td><td>worker &lt;7&gt;</td>") ||
+		!strings.Contains(body, "answered, waiting for a worker") || !strings.Contains(body, "1 of 4 sessions") {
+		t.Errorf("listing with extras: %s", body)
+	}
+	_, body = get(t, h, "/session/asked")
+	if !strings.Contains(body, `id="answered"`) || strings.Contains(body, `<form id="answer"`) {
+		t.Errorf("an answered session's page: %s", body)
 	}
 	_, body = get(t, newHandler(t, m), "/")
 	if strings.Contains(body, "<th>Holder</th>") {
-		t.Error("a holder column without Holders")
+		t.Error("a holder column without Extras")
 	}
-	failing := newHandler(t, m, Holders(func(context.Context) (map[string]string, error) { return nil, errors.New("db <down>") }))
-	if _, body := get(t, failing, "/"); !strings.Contains(body, "naming the holders: db &lt;down&gt;") || !strings.Contains(body, "4 of 4 sessions") {
-		t.Errorf("listing with failing holders: %s", body)
+	failing := newHandler(t, m, Extras(func(context.Context) (map[string]Extra, error) { return nil, errors.New("db <down>") }))
+	if _, body := get(t, failing, "/"); !strings.Contains(body, "db &lt;down&gt;") || !strings.Contains(body, "4 of 4 sessions") {
+		t.Errorf("listing with failing extras: %s", body)
+	}
+	if res, body := get(t, failing, "/session/asked"); res.StatusCode != http.StatusOK || !strings.Contains(body, "db &lt;down&gt;") {
+		t.Errorf("page with failing extras: %d %s", res.StatusCode, body)
 	}
 }
 
