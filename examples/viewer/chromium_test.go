@@ -1,0 +1,209 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/iterate"
+	"github.com/refine-go/refine/iterate/view"
+)
+
+// The end-to-end tests drive the pages in a headless Chromium (Debian's
+// chromium package), and skip when there is none. Screenshots go to the
+// directory named by VIEWER_SCREENSHOTS (kept), else to a temporary one.
+
+// chromium runs a headless Chromium with args and url, in a process group
+// of its own that is killed when it outlives ctx, and returns its output.
+func chromium(t *testing.T, args []string, url string) []byte {
+	t.Helper()
+	bin, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("no headless Chromium: no chromium in PATH (Debian's chromium package)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	// Chromium's profile, removed when the test ends; helpers killed with
+	// the group may still be writing to it for a moment, so the removal is
+	// retried a few times rather than failing the test (t.TempDir would).
+	profile, err := os.MkdirTemp("", "viewer-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for i := 0; ; i++ {
+			err := os.RemoveAll(profile)
+			if err == nil {
+				return
+			}
+			if i == 20 {
+				t.Logf("removing Chromium's profile %s: %v", profile, err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	all := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+		"--no-first-run", "--disable-dev-shm-usage", "--user-data-dir=" + profile}, args...)
+	cmd := exec.CommandContext(ctx, bin, append(all, url)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // helpers left behind
+	}
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, errOut.String())
+	}
+	return out.Bytes()
+}
+
+// shotDir is where screenshots are written.
+func shotDir(t *testing.T) string {
+	if d := os.Getenv("VIEWER_SCREENSHOTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// screenshot writes a screenshot of url to dir/name and checks it is a
+// PNG of a plausible size.
+func screenshot(t *testing.T, dir, name, url string) {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	chromium(t, []string{"--screenshot=" + path, "--window-size=1280,1600", "--hide-scrollbars"}, url)
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.Mode().IsRegular() || fi.Size() < 5000 || fi.Size() > 20<<20 {
+		t.Fatalf("%s: mode %v, %d bytes", path, fi.Mode(), fi.Size())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Fatalf("%s is not a PNG", path)
+	}
+}
+
+// maybeScreenshot writes a screenshot of url to name in the screenshots
+// directory when there is a Chromium, and does nothing otherwise.
+func maybeScreenshot(t *testing.T, name, url string) {
+	t.Helper()
+	if _, err := exec.LookPath("chromium"); err == nil {
+		screenshot(t, shotDir(t), name, url)
+	}
+}
+
+// markup is a question that would run a script were it not escaped.
+const markup = `<script>document.title="pwned"</script><img src=x onerror="document.title='pwned'">`
+
+func TestChromiumPages(t *testing.T) {
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("no headless Chromium: no chromium in PATH (Debian's chromium package)")
+	}
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	runLoop(t, d, "done", false)
+	runLoop(t, d, "asked", true)
+	c, err := d.Load(context.Background(), "asked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Session, c.Question, c.Generation, c.Token = "markup", markup, 0, 0
+	if err := d.Save(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	base := server(t, "--dir", dir)
+	shots := shotDir(t)
+
+	dom := string(chromium(t, []string{"--dump-dom"}, base+"/session/markup"))
+	if strings.Contains(dom, "pwned</title>") || strings.Contains(dom, `<img src="x"`) {
+		t.Errorf("the question ran as markup:\n%s", dom)
+	}
+	if !strings.Contains(dom, `&lt;script&gt;document.title="pwned"&lt;/script&gt;`) {
+		t.Errorf("the question is not shown as text:\n%s", dom)
+	}
+	dom = string(chromium(t, []string{"--dump-dom"}, base+"/"))
+	if !regexp.MustCompile(`3 of 3 sessions`).MatchString(dom) || strings.Contains(dom, `<img src="x"`) {
+		t.Errorf("listing:\n%s", dom)
+	}
+	screenshot(t, shots, "listing.png", base+"/")
+	screenshot(t, shots, "session-converged.png", base+"/session/done")
+	screenshot(t, shots, "session-escalated.png", base+"/session/markup")
+}
+
+// saveOnPoll is a store that saves a new generation of a session the first
+// time the page of that session polls, as a running loop would.
+type saveOnPoll struct {
+	*checkpoint.Memory
+	once sync.Once
+	next *checkpoint.Checkpoint
+}
+
+func TestChromiumLive(t *testing.T) {
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("no headless Chromium: no chromium in PATH (Debian's chromium package)")
+	}
+	m := new(checkpoint.Memory)
+	runLoop(t, m, "run", false)
+	ctx := context.Background()
+	c, err := m.Load(ctx, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := c.Clone()
+	next.Generation, next.Token = 0, 0
+	c.Status, c.Generation, c.Token, c.Reason = string(iterate.Running), 0, 0, "running"
+	if err := m.Save(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	s := &saveOnPoll{Memory: m, next: next}
+	h, err := view.New(s, view.Poll(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	polled := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/live") {
+			s.once.Do(func() {
+				if err := m.Save(r.Context(), s.next); err != nil {
+					t.Error(err)
+				}
+				close(polled)
+			})
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dom := string(chromium(t, []string{"--dump-dom", "--virtual-time-budget=5000"}, srv.URL+"/session/run"))
+	select {
+	case <-polled:
+	default:
+		t.Fatal("the page of a running session never polled")
+	}
+	if !strings.Contains(dom, `<span class="status s-converged">converged</span>`) || strings.Contains(dom, "(live)") {
+		t.Errorf("the page did not follow the new generation:\n%s", dom)
+	}
+}

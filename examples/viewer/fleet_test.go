@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/refine-go/refine/gap"
+	"github.com/refine-go/refine/iterate"
+	"github.com/refine-go/refine/iterate/fleet"
+)
+
+// ticket and plan are the arguments and the state of the fleet test's
+// kind: three steps, then a question before the last one.
+type ticket struct{ ID string }
+
+type plan struct {
+	Steps    int
+	Approved string
+}
+
+// TestFleetAnswer answers a fleet session's escalation from its page; the
+// session then resumes on a worker with the answer.
+func TestFleetAnswer(t *testing.T) {
+	dbURL := serverURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close) // after the schema is dropped
+	schema := fmt.Sprintf("viewer_fleet_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	f, err := fleet.New(ctx, pool, fleet.Schema(schema), fleet.Poll(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := fleet.MustRegister(f, "plan", func(_ context.Context, tk ticket) (fleet.Loop[plan], error) {
+		w := iterate.Func(func(_ context.Context, p plan, r iterate.Round) (plan, error) {
+			p.Steps++
+			if r.Task.Answer != "" {
+				p.Approved = r.Task.Answer
+			}
+			return p, nil
+		})
+		w.AssessFunc = func(_ context.Context, p plan) (gap.Assessment, error) {
+			return gap.Assessment{Complete: p.Approved != ""}, nil
+		}
+		ask := iterate.StrategyFunc(func(_ context.Context, sit *iterate.Situation) (iterate.Plan, error) {
+			if sit.Iteration > 2 && sit.AnsweredAt == 0 {
+				return iterate.Plan{Action: iterate.Escalate, Escalation: &iterate.Escalation{Question: "approve <" + tk.ID + ">?"}}, nil
+			}
+			return iterate.Plan{Action: iterate.Refine}, nil
+		})
+		return fleet.Loop[plan]{Worker: w, Options: []iterate.Option{iterate.WithStrategy(ask), iterate.WithMaxIterations(6)}}, nil
+	})
+	if _, err := plans.Submit(ctx, "ticket-7", ticket{ID: "T-7"}); err != nil {
+		t.Fatal(err)
+	}
+	work, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.Work(work) }()
+	defer func() {
+		stop()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Work: %v", err)
+		}
+	}()
+	if _, err := plans.Wait(ctx, "ticket-7"); !errors.As(err, new(*iterate.EscalationError)) {
+		t.Fatalf("Wait: %v; want an escalation", err)
+	}
+
+	base := server(t, "--db", dbURL, "--fleet-schema", schema, "--answers")
+	code, body := fetch(t, base+"/?status=escalated")
+	if code != http.StatusOK || !strings.Contains(body, `data-session="ticket-7"`) || !strings.Contains(body, "approve &lt;T-7&gt;?") {
+		t.Fatalf("listing: %d %s", code, body)
+	}
+	code, body = fetch(t, base+"/session/ticket-7")
+	m := regexp.MustCompile(`<form id="answer" method="post" action="\./ticket-7/answer">\s*<input type="hidden" name="token" value="([0-9a-f]+)">`).FindStringSubmatch(body)
+	if code != http.StatusOK || m == nil {
+		t.Fatalf("session: %d, no answer form: %s", code, body)
+	}
+	maybeScreenshot(t, "fleet-escalated.png", base+"/session/ticket-7")
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	post := func(token string) int {
+		res, err := client.PostForm(base+"/session/ticket-7/answer", url.Values{"token": {token}, "answer": {"approved"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if c := post("bad"); c != http.StatusForbidden {
+		t.Fatalf("a wrong token: status %d", c)
+	}
+	if c := post(m[1]); c != http.StatusSeeOther {
+		t.Fatalf("answer: status %d", c)
+	}
+	res, err := plans.Wait(ctx, "ticket-7")
+	if err != nil {
+		t.Fatalf("Wait after the answer: %v", err)
+	}
+	if res.Status != iterate.Converged || res.State.Approved != "approved" {
+		t.Errorf("after the answer: %s, approved %q", res.Status, res.State.Approved)
+	}
+	code, body = fetch(t, base+"/")
+	if code != http.StatusOK || !strings.Contains(body, "<td>plan</td>") || !strings.Contains(body, `<span class="status s-converged">converged</span>`) {
+		t.Errorf("listing after the answer: %d %s", code, body)
+	}
+}

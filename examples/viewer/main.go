@@ -1,0 +1,211 @@
+// Command viewer serves the live session viewer of package iterate/view
+// for a checkpoint directory or a PostgreSQL database:
+//
+//	viewer --dir DIR
+//	viewer --db URL [--schema S]
+//	viewer --db URL --fleet-schema S [--answers]
+//
+// It listens on the loopback interface (127.0.0.1 and a free port unless
+// --addr says otherwise) and prints the address to open. A non-loopback
+// address is refused unless --allow-remote is given: the viewer has no
+// authentication of its own, and with --answers anyone who reaches it can
+// answer a fleet's escalations.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/checkpoint/pgcheckpoint"
+	"github.com/refine-go/refine/iterate/fleet"
+	"github.com/refine-go/refine/iterate/view"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, nil)
+	stop()
+	os.Exit(code)
+}
+
+// options are the command's flags.
+type options struct {
+	dir, db, schema, fleetSchema, addr string
+	answers, allowRemote               bool
+	poll                               time.Duration
+}
+
+// run serves until ctx is done; ready, when set, is called with the
+// address listened on.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(addr string)) int {
+	fs := flag.NewFlagSet("viewer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.dir, "dir", "", "serve the sessions of the checkpoint directory `DIR`")
+	fs.StringVar(&o.db, "db", "", "serve the sessions of the PostgreSQL database at `URL`")
+	fs.StringVar(&o.schema, "schema", "", "the pgcheckpoint `schema` of the sessions (pgcheckpoint's default when empty)")
+	fs.StringVar(&o.fleetSchema, "fleet-schema", "", "serve a fleet's sessions, in `schema` (with their kinds, holders, and answered escalations)")
+	fs.BoolVar(&o.answers, "answers", false, "allow answering the fleet's escalations from the pages (needs --fleet-schema)")
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "listen on `host:port` (a loopback address unless --allow-remote)")
+	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --addr (the viewer has no authentication)")
+	fs.DurationVar(&o.poll, "poll", 2*time.Second, "how often a running session's page checks for a new checkpoint")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: viewer --dir DIR | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--addr HOST:PORT]\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if err := o.check(fs.Args()); err != nil {
+		fmt.Fprintf(stderr, "viewer: %v\nRun 'viewer --help' for usage.\n", err)
+		return exitUsage
+	}
+	if err := serve(ctx, o, stdout, ready); err != nil {
+		fmt.Fprintf(stderr, "viewer: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// check checks the flags' combination.
+func (o *options) check(rest []string) error {
+	switch {
+	case len(rest) > 0:
+		return fmt.Errorf("unexpected arguments: %q", rest)
+	case (o.dir == "") == (o.db == ""):
+		return errors.New("give one of --dir and --db")
+	case o.dir != "" && (o.schema != "" || o.fleetSchema != "" || o.answers):
+		return errors.New("--schema, --fleet-schema and --answers go with --db")
+	case o.schema != "" && o.fleetSchema != "":
+		return errors.New("give --schema or --fleet-schema, not both: a fleet's sessions are in its schema")
+	case o.answers && o.fleetSchema == "":
+		return errors.New("--answers needs --fleet-schema: escalations are answered through a fleet")
+	}
+	if o.dir != "" {
+		fi, err := os.Stat(o.dir)
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", o.dir)
+		}
+	}
+	return checkAddr(o.addr, o.allowRemote)
+}
+
+// checkAddr refuses an address that is not a loopback one unless remote
+// is allowed.
+func checkAddr(addr string, remote bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %v", addr, err)
+	}
+	if remote || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	if host == "" {
+		host = "every interface"
+	}
+	return fmt.Errorf("--addr %q listens on %s, not a loopback address: the viewer has no authentication; add --allow-remote to serve it there (behind a proxy that authenticates)", addr, host)
+}
+
+// serve builds the handler and serves it until ctx is done.
+func serve(ctx context.Context, o options, stdout io.Writer, ready func(string)) error {
+	opts := []view.Option{view.Poll(o.poll)}
+	var store view.Store
+	if o.dir != "" {
+		store = view.ReadOnly(checkpoint.NewDir(o.dir))
+	} else {
+		pool, err := pgxpool.New(ctx, o.db)
+		if err != nil {
+			return fmt.Errorf("connecting: %w", err)
+		}
+		defer pool.Close()
+		if o.fleetSchema != "" {
+			f, err := fleet.New(ctx, pool, fleet.Schema(o.fleetSchema))
+			if err != nil {
+				return err
+			}
+			store = f.Store()
+			opts = append(opts, view.Extras(extras(f)), view.Title("fleet "+o.fleetSchema))
+			if o.answers {
+				opts = append(opts, view.Answers(f))
+			}
+		} else {
+			var popts []pgcheckpoint.Option
+			if o.schema != "" {
+				popts = append(popts, pgcheckpoint.Schema(o.schema))
+			}
+			s, err := pgcheckpoint.New(ctx, pool, popts...)
+			if err != nil {
+				return err
+			}
+			store = s
+		}
+	}
+	h, err := view.New(store, opts...)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "viewer: serving http://%s/\n", ln.Addr())
+	if ready != nil {
+		ready(ln.Addr().String())
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	<-done
+	return err
+}
+
+// extras tells what f knows of its sessions: holder, kind, answered.
+func extras(f *fleet.Fleet) func(ctx context.Context) (map[string]view.Extra, error) {
+	return func(ctx context.Context) (map[string]view.Extra, error) {
+		list, err := f.Sessions(ctx)
+		if err != nil {
+			return nil, err
+		}
+		m := make(map[string]view.Extra, len(list))
+		for _, s := range list {
+			m[s.Name] = view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered}
+		}
+		return m, nil
+	}
+}

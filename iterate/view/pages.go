@@ -1,0 +1,505 @@
+package view
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/iterate"
+)
+
+// row is one session of the listing.
+type row struct {
+	Name, Link, Status, Reason, Question string
+	Extra
+	Iteration  int
+	Generation uint64
+	Saved      string
+	Age        string
+	Origin     *checkpoint.Origin
+	OriginLink string
+	Forks      []string
+	Err        string
+}
+
+// listPage is the listing's data.
+type listPage struct {
+	Title, Status, Query string
+	Statuses             []string
+	Rows                 []row
+	Errors               []string
+	Total                int
+	Extras               bool // whether the host tells extras
+}
+
+func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	p := listPage{Title: h.title, Status: r.URL.Query().Get("status"), Query: r.URL.Query().Get("q"), Extras: h.extras != nil}
+	extras, err := h.extrasOf(ctx)
+	if err != nil {
+		p.Errors = append(p.Errors, err.Error())
+	}
+	now := h.now()
+	var all []row
+	statuses := map[string]bool{}
+	forks := map[string][]string{}
+	for c, err := range h.store.Sessions(ctx) {
+		if c == nil {
+			if err != nil {
+				p.Errors = append(p.Errors, err.Error())
+			}
+			continue
+		}
+		rw := row{Name: c.Session, Link: "session/" + link(c.Session)[2:], Status: c.Status, Reason: c.Reason,
+			Question: c.Question, Iteration: c.Iteration, Generation: c.Generation, Extra: extras[c.Session]}
+		if err != nil {
+			rw.Err = err.Error()
+		}
+		if !c.Time.IsZero() {
+			rw.Saved = c.Time.UTC().Format(time.RFC3339)
+			rw.Age = age(now.Sub(c.Time))
+		}
+		if c.Origin.Session != "" {
+			o := c.Origin
+			rw.Origin, rw.OriginLink = &o, "session/"+link(o.Session)[2:]
+			forks[o.Session] = append(forks[o.Session], c.Session)
+		}
+		statuses[c.Status] = true
+		all = append(all, rw)
+	}
+	for s := range statuses {
+		p.Statuses = append(p.Statuses, s)
+	}
+	slices.Sort(p.Statuses)
+	p.Total = len(all)
+	q := strings.ToLower(p.Query)
+	for _, rw := range all {
+		rw.Forks = forks[rw.Name]
+		if p.Status != "" && rw.Status != p.Status {
+			continue
+		}
+		if q != "" && !strings.Contains(strings.ToLower(rw.Name+"\n"+rw.Reason+"\n"+rw.Question+"\n"+rw.Holder+"\n"+rw.Kind), q) {
+			continue
+		}
+		p.Rows = append(p.Rows, rw)
+	}
+	slices.SortFunc(p.Rows, func(a, b row) int {
+		return cmp.Or(cmp.Compare(b.Saved, a.Saved), cmp.Compare(a.Name, b.Name))
+	})
+	h.render(w, listTmpl, p, "")
+}
+
+// age formats d as a short age ("42s", "5m", "3h", "2d").
+func age(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + "h"
+	}
+	return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+}
+
+// iterRow is one iteration of a session's timeline.
+type iterRow struct {
+	Iteration         int
+	Action            string
+	Failed, Best      bool
+	Gaps              int
+	Kinds             string
+	P1, P2, P3        int
+	Tokens            int64
+	TokenShare        string // of the token limit, "" without one
+	TokenWidth        int    // percent, for the bar
+	Cost              string
+	Calls             int64
+	Duration          string
+	Tasks, FailedTask int
+	Failures          []converge.TaskFailure
+	Summary           string
+}
+
+// budgetRow is one resource of the budget.
+type budgetRow struct {
+	Resource, Used, Limit, Share string
+	Over                         bool
+}
+
+// sessionPage is a session page's data.
+type sessionPage struct {
+	Title                 string
+	C                     *checkpoint.Checkpoint
+	R                     *iterate.Report
+	Final                 bool
+	Poll                  int64
+	Started, Saved, Last  string
+	Elapsed               string
+	OriginLink            string
+	Question              string
+	Esc                   *iterate.Escalation
+	Unmet                 []string
+	Verdict, Reason       string // the decision's; Reason without a repeated verdict
+	Dropped               int
+	Iterations            []iterRow
+	Budget                []budgetRow
+	Charts                []chart
+	Settings              []setting
+	Generations           []*checkpoint.Checkpoint
+	GenerationsErr        string
+	Answer                bool
+	Token                 string
+	AnswerLink            string
+	BestIteration         int
+	HasBest               bool
+	TotalTasks, TotalFail int
+	Err                   string // why the engine record does not read
+	Forks                 []fork
+	Extra                 Extra
+	ExtrasErr             string
+}
+
+// extrasOf returns the host's extras, nil without them.
+func (h *Handler) extrasOf(ctx context.Context) (map[string]Extra, error) {
+	if h.extras == nil {
+		return nil, nil
+	}
+	m, err := h.extras(ctx)
+	if err != nil {
+		return m, fmt.Errorf("reading what the host knows of the sessions: %w", err)
+	}
+	return m, nil
+}
+
+// fork is a session forked from the one shown.
+type fork struct {
+	Name, Link string
+	Generation uint64
+}
+
+// maxOlder bounds the older generations a session's page loads.
+const maxOlder = 16
+
+// older completes recs, the records of c's history window, with the
+// records of earlier iterations that the older kept generations of the
+// session still hold (the newest maxOlder of them), when the store loads generations (a session's whole
+// history is the union of its kept generations' records). A generation
+// that does not load is passed over.
+func (h *Handler) older(ctx context.Context, c *checkpoint.Checkpoint, recs []converge.Record) []converge.Record {
+	gs, ok := h.store.(GenerationStore)
+	if !ok {
+		return recs
+	}
+	gens, err := gs.Generations(ctx, c.Session)
+	if err != nil {
+		return recs
+	}
+	first := recs[0].Iteration
+	var earlier []converge.Record
+	loads := 0
+	for _, g := range slices.Backward(gens) {
+		if first == 0 || loads == maxOlder {
+			break
+		}
+		if g.Generation >= c.Generation {
+			continue
+		}
+		loads++
+		old, err := gs.LoadGeneration(ctx, c.Session, g.Generation)
+		if err != nil {
+			continue
+		}
+		r, err := iterate.Inspect(old)
+		if err != nil {
+			continue
+		}
+		var add []converge.Record
+		for _, rec := range r.History.Recent {
+			if rec.Iteration < first {
+				add = append(add, rec)
+			}
+		}
+		if len(add) > 0 {
+			earlier = append(add, earlier...)
+			first = add[0].Iteration
+		}
+	}
+	return append(earlier, recs...)
+}
+
+// setting is one setting, readable.
+type setting struct {
+	Name, Value, Detail string
+}
+
+func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	name := r.PathValue("name")
+	c, err := h.store.Load(ctx, name)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	// A checkpoint without a readable engine record (saved by another
+	// tool, or damaged) still shows its envelope.
+	rep, err := iterate.Inspect(c)
+	inspectErr := ""
+	if err != nil {
+		rep, inspectErr = &iterate.Report{}, err.Error()
+	}
+	p := sessionPage{Title: h.title, C: c, R: rep, Final: iterate.Status(c.Status).Final(), Poll: h.poll.Milliseconds(),
+		Started: stamp(rep.StartedAt), Saved: stamp(c.Time), Last: stamp(rep.LastIterationAt),
+		Elapsed: rep.Elapsed.Round(time.Millisecond).String(), Esc: rep.Escalation, Verdict: rep.Decision.Verdict.String(), Reason: rep.Decision.Reason,
+		TotalTasks: rep.Totals.Tasks, TotalFail: rep.Totals.FailedTasks, Err: inspectErr}
+	if c.Origin.Session != "" {
+		p.OriginLink = link(c.Origin.Session)
+	}
+	p.Question = c.Question
+	if p.Question == "" && rep.Escalation != nil {
+		p.Question = rep.Escalation.Question
+	}
+	p.Reason = strings.TrimPrefix(p.Reason, p.Verdict+": ")
+	for _, u := range rep.Decision.Unmet() {
+		p.Unmet = append(p.Unmet, u.Describe())
+	}
+	recs := rep.History.Recent
+	if len(recs) > 0 && recs[0].Iteration > 0 {
+		recs = h.older(ctx, c, recs)
+		rep.History.Recent = recs // for the charts; rep is this page's own
+	}
+	if len(recs) > 0 {
+		p.Dropped = recs[0].Iteration
+	}
+	if rep.History.BestIteration > 0 || rep.History.BestScore != 0 {
+		p.BestIteration, p.HasBest = rep.History.BestIteration, true
+	}
+	lim := rep.Limits
+	for i := range recs {
+		rec := &recs[i]
+		ir := iterRow{Iteration: rec.Iteration, Action: rec.Action, Failed: rec.Failed, Gaps: rec.Gaps,
+			Kinds: kinds(rec.Kinds), P1: rec.Priorities[0], P2: rec.Priorities[1], P3: rec.Priorities[2],
+			Tokens: rec.Tokens, Calls: rec.Calls, Tasks: rec.Tasks, FailedTask: rec.FailedTasks,
+			Failures: rec.TaskFailures, Summary: rec.Summary, Best: p.HasBest && rec.Iteration == p.BestIteration}
+		if rec.Cost != 0 {
+			ir.Cost = number(rec.Cost)
+		}
+		if rec.Iteration > 0 {
+			ir.Duration = rec.Duration.Round(time.Millisecond).String()
+		}
+		if lim.Tokens > 0 && rec.Tokens > 0 {
+			share := float64(rec.Tokens) / float64(lim.Tokens) * 100
+			ir.TokenShare = pct(share)
+			ir.TokenWidth = int(min(share, 100) + 0.5)
+		}
+		p.Iterations = append(p.Iterations, ir)
+	}
+	p.Budget = budgetRows(c, rep)
+	p.Charts = charts(h.metrics, rep)
+	p.Settings = settings(rep.Settings)
+	if g, ok := h.store.(Generationer); ok {
+		gens, err := g.Generations(ctx, name)
+		if err != nil {
+			p.GenerationsErr = err.Error()
+		}
+		p.Generations = gens
+	}
+	for o, err := range h.store.Sessions(ctx) {
+		if err == nil && o != nil && o.Origin.Session == name {
+			p.Forks = append(p.Forks, fork{Name: o.Session, Link: link(o.Session), Generation: o.Origin.Generation})
+		}
+	}
+	slices.SortFunc(p.Forks, func(a, b fork) int { return cmp.Compare(a.Name, b.Name) })
+	extras, err := h.extrasOf(ctx)
+	if err != nil {
+		p.ExtrasErr = err.Error()
+	}
+	p.Extra = extras[name]
+	if h.answerer != nil && c.Status == string(iterate.Escalated) && p.Question != "" && !p.Extra.Answered {
+		p.Answer, p.Token, p.AnswerLink = true, h.token(name), link(name)+"/answer"
+	}
+	nonce := ""
+	if !p.Final {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		nonce = hex.EncodeToString(b[:])
+	}
+	h.render(w, sessionTmpl, p, nonce)
+}
+
+// render writes t with data, under a content security policy allowing only
+// the inline script of nonce.
+func (h *Handler) render(w http.ResponseWriter, t *template.Template, data any, nonce string) {
+	script := "'none'"
+	if nonce != "" {
+		script = "'nonce-" + nonce + "'"
+	}
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "+
+		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'; script-src "+script)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	var b strings.Builder
+	if err := t.Execute(&b, struct {
+		P     any
+		Nonce string
+	}{data, nonce}); err != nil {
+		http.Error(w, "rendering the page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// stamp formats t, or "-" when zero.
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// kinds formats gap counts by kind, most first ("coverage 3, confidence 1").
+func kinds[K ~string](m map[K]int) string {
+	type kn struct {
+		k string
+		n int
+	}
+	var l []kn
+	for k, n := range m {
+		l = append(l, kn{string(k), n})
+	}
+	slices.SortFunc(l, func(a, b kn) int { return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(a.k, b.k)) })
+	parts := make([]string, len(l))
+	for i, x := range l {
+		parts[i] = fmt.Sprintf("%s %d", x.k, x.n)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortStrings(s []string) { slices.Sort(s) }
+
+// budgetRows is the session's usage against its limits.
+func budgetRows(c *checkpoint.Checkpoint, r *iterate.Report) []budgetRow {
+	var out []budgetRow
+	add := func(res string, used, limit float64, usedS, limitS string) {
+		br := budgetRow{Resource: res, Used: usedS, Limit: "none"}
+		if limit > 0 {
+			br.Limit = limitS
+			br.Share = pct(used / limit * 100)
+			br.Over = used > limit
+		}
+		out = append(out, br)
+	}
+	u, l := r.Usage, r.Limits
+	add("tokens", float64(u.Tokens), float64(l.Tokens), strconv.FormatInt(u.Tokens, 10), strconv.FormatInt(l.Tokens, 10))
+	if u.Cost != 0 || l.Cost > 0 {
+		add("cost", u.Cost, l.Cost, number(u.Cost), number(l.Cost))
+	}
+	add("calls", float64(u.Calls), float64(l.Calls), strconv.FormatInt(u.Calls, 10), strconv.FormatInt(l.Calls, 10))
+	add("time in iterations", r.Elapsed.Seconds(), l.Wall.Seconds(), r.Elapsed.Round(time.Millisecond).String(), l.Wall.String())
+	// The iteration limit grows when an escalation is answered, so the
+	// settings' limit is no share of the iterations run: it is shown as
+	// the limit the loop started under.
+	its := budgetRow{Resource: "iterations", Used: strconv.Itoa(c.Iteration), Limit: "none"}
+	if m := r.History.MaxIterations; m > 0 {
+		its.Limit = strconv.Itoa(m)
+		if c.Iteration <= m {
+			its.Share = pct(float64(c.Iteration) / float64(m) * 100)
+		} else {
+			its.Limit += " (raised by answers)"
+		}
+	}
+	return append(out, its)
+}
+
+// goValue matches a Go value's dump ("pkg.Type{Field:…}" or "&pkg.Type{…").
+var goValue = regexp.MustCompile(`^[&*]?\[?\]?[A-Za-z_][\w.]*\{`)
+
+// settings makes the loop's settings readable: a zero limit reads "none",
+// and a Go value's dump is shown as its type, with the dump as a detail.
+func settings(in [][2]string) []setting {
+	out := make([]setting, 0, len(in))
+	for _, s := range in {
+		st := setting{Name: s[0], Value: s[1]}
+		switch {
+		case st.Value == "":
+			st.Value = "none"
+		case (strings.HasSuffix(st.Name, " limit") || st.Name == "warn-only resources" || st.Name == "budget warning level") &&
+			(st.Value == "0" || st.Value == "0s"):
+			st.Value = "none"
+		case st.Name == "history window" && st.Value == "0":
+			st.Value = "default (" + strconv.Itoa(converge.DefaultWindow) + ")"
+		case goValue.MatchString(st.Value):
+			i := strings.IndexByte(st.Value, '{')
+			typ := strings.TrimLeft(st.Value[:i], "&*")
+			if j := strings.LastIndexByte(typ, '.'); j >= 0 {
+				typ = typ[j+1:]
+			}
+			st.Value, st.Detail = typ, fieldsOf(s[1][i:])
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// fieldsOf lays out the fields of a Go value's dump, "{A:1, B:map[]}",
+// one "A: 1" a line; a dump it does not parse is returned as it is.
+func fieldsOf(dump string) string {
+	if len(dump) < 2 || dump[0] != '{' || dump[len(dump)-1] != '}' {
+		return dump
+	}
+	in := dump[1 : len(dump)-1]
+	var lines []string
+	depth, start := 0, 0
+	for i := 0; i <= len(in); i++ {
+		if i < len(in) {
+			switch in[i] {
+			case '{', '[', '(':
+				depth++
+				continue
+			case '}', ']', ')':
+				depth--
+				continue
+			case ',':
+				if depth != 0 {
+					continue
+				}
+			default:
+				continue
+			}
+		}
+		f := strings.TrimSpace(in[start:i])
+		start = i + 1
+		if f == "" {
+			continue
+		}
+		if k, v, ok := strings.Cut(f, ":"); ok && !strings.ContainsAny(k, " {[") {
+			f = k + ": " + v
+		}
+		lines = append(lines, f)
+	}
+	if depth != 0 || len(lines) == 0 {
+		return dump
+	}
+	return strings.Join(lines, "\n")
+}
+
+// pct formats a percentage: whole above 10, with a decimal below.
+func pct(v float64) string {
+	if v >= 10 {
+		return strconv.FormatFloat(v, 'f', 0, 64) + "%"
+	}
+	return strconv.FormatFloat(v, 'f', 1, 64) + "%"
+}

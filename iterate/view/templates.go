@@ -1,0 +1,134 @@
+package view
+
+import "html/template"
+
+// style is the pages' stylesheet.
+const style = `<style>
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
+h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.4em 0}td,th{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
+th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
+.status{padding:0 .4em;border-radius:3px;background:#eee}
+.s-converged,.s-early_exit{background:#d7f5d7}.s-escalated{background:#ffe6b3}.s-running{background:#d6e8ff}
+.s-failed,.s-aborted,.s-stuck{background:#f8d0d0}
+.q{white-space:pre-wrap;background:#fff8e6;border-left:3px solid #e0a800;padding:.4em .6em}
+.err{color:#a00}.muted{color:#777}.best{font-weight:bold}
+.bar{display:inline-block;height:.7em;background:#7aa7e0;vertical-align:middle}
+.charts{display:flex;flex-wrap:wrap;gap:1em}.charts figure{margin:0}
+svg.chart{width:420px;height:140px;background:#fafafa;border:1px solid #eee}
+svg .axis{stroke:#999}svg .series{fill:none;stroke:#2d6fc4;stroke-width:1.5}svg .point{fill:#2d6fc4}
+svg .threshold{stroke:#d33;stroke-dasharray:4 3}svg text{font-size:10px;fill:#555}
+pre{white-space:pre-wrap;margin:0}details summary{cursor:pointer}
+</style>`
+
+var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.P.Title}}</title>` + style + `</head><body>
+<h1>{{.P.Title}}</h1>
+<form method="get" action="./">
+<label>Status <select name="status"><option value="">any</option>
+{{- range .P.Statuses}}<option value="{{.}}"{{if eq . $.P.Status}} selected{{end}}>{{.}}</option>{{end -}}
+</select></label>
+<label>Text <input type="search" name="q" value="{{.P.Query}}"></label>
+<button type="submit">Filter</button>
+</form>
+<p class="muted">{{len .P.Rows}} of {{.P.Total}} sessions</p>
+{{range .P.Errors}}<p class="err">{{.}}</p>{{end}}
+<table id="sessions">
+<thead><tr><th>Session</th><th>Status</th><th>Iteration</th><th>Age</th>{{if .P.Extras}}<th>Kind</th><th>Holder</th>{{end}}<th>Open question</th><th>Lineage</th></tr></thead>
+<tbody>
+{{- range .P.Rows}}
+<tr data-session="{{.Name}}"><td><a href="{{.Link}}">{{.Name}}</a>{{if .Err}}<div class="err">{{.Err}}</div>{{end}}</td>
+<td><span class="status s-{{.Status}}">{{.Status}}</span>{{if .Answered}} <span class="muted">answered, waiting for a worker</span>{{end}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
+<td class="n">{{.Iteration}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Extras}}<td>{{.Kind}}</td><td>{{.Holder}}</td>{{end}}
+<td>{{if .Question}}<div class="q">{{.Question}}</div>{{end}}</td>
+<td>{{if .Origin}}forked from <a href="{{.OriginLink}}">{{.Origin.Session}}</a> at generation {{.Origin.Generation}}{{end}}
+{{- if .Forks}}<div>forks: {{range $i, $f := .Forks}}{{if $i}}, {{end}}{{$f}}{{end}}</div>{{end}}</td></tr>
+{{- else}}
+<tr><td colspan="7" class="muted">no sessions{{if or .P.Status .P.Query}} match{{end}}</td></tr>
+{{- end}}
+</tbody></table>
+</body></html>
+`))
+
+var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.P.C.Session}} · {{.P.Title}}</title>` + style + `</head>
+<body data-generation="{{.P.C.Generation}}" data-poll="{{.P.Poll}}">
+<p><a href="../">← all sessions</a></p>
+<h1>{{.P.C.Session}}</h1>
+{{- if .P.Err}}<p class="err">{{.P.Err}}</p>{{end}}
+<table id="summary">
+<tr><th>Status</th><td><span class="status s-{{.P.C.Status}}">{{.P.C.Status}}</span> {{.P.C.Reason}}{{if not .P.Final}} <span id="live" class="muted">(live)</span>{{end}}</td></tr>
+{{- if .P.ExtrasErr}}<tr><th>Host</th><td class="err">{{.P.ExtrasErr}}</td></tr>{{end}}
+{{- with .P.Extra}}{{if .Kind}}<tr><th>Kind</th><td>{{.Kind}}</td></tr>{{end}}{{if .Holder}}<tr><th>Holder</th><td>{{.Holder}}</td></tr>{{end}}{{end}}
+<tr><th>Iterations</th><td>{{.P.C.Iteration}} ({{.P.TotalTasks}} tasks, {{.P.TotalFail}} failed)</td></tr>
+<tr><th>Generation</th><td>{{.P.C.Generation}}, saved {{.P.Saved}}{{if .P.C.Skipped}} <span class="err">(newer generations damaged and skipped: {{range $i, $g := .P.C.Skipped}}{{if $i}}, {{end}}{{$g}}{{end}})</span>{{end}}</td></tr>
+<tr><th>Started</th><td>{{.P.Started}}; last iteration ended {{.P.Last}}; {{.P.Elapsed}} in iterations</td></tr>
+{{- if .P.HasBest}}<tr><th>Best iteration</th><td>{{.P.BestIteration}}{{if .P.C.BestGeneration}} (state kept in generation {{.P.C.BestGeneration}}){{end}}</td></tr>{{end}}
+{{- if .P.OriginLink}}<tr><th>Forked from</th><td><a href="{{.P.OriginLink}}">{{.P.C.Origin.Session}}</a> at generation {{.P.C.Origin.Generation}}</td></tr>{{end}}
+{{- if .P.Forks}}<tr><th>Forks</th><td id="forks">{{range $i, $f := .P.Forks}}{{if $i}}, {{end}}<a href="{{$f.Link}}">{{$f.Name}}</a> (from generation {{$f.Generation}}){{end}}</td></tr>{{end}}
+<tr><th>Decision</th><td>{{.P.Verdict}}{{with .P.Reason}}: {{.}}{{end}}
+{{- if .P.Unmet}}<div>unmet:<ul id="unmet">{{range .P.Unmet}}<li>{{.}}</li>{{end}}</ul></div>{{end}}</td></tr>
+</table>
+{{- if .P.Question}}
+<h2>Escalation</h2>
+<div id="question" class="q">{{.P.Question}}</div>
+{{- with .P.Esc}}
+{{- if .Reason}}<p>Why: {{.Reason}}</p>{{end}}
+{{- if .Pattern}}<p>Pattern: {{.Pattern}}</p>{{end}}
+{{- if .Attempts}}<ul>{{range .Attempts}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{- end}}
+{{- if .P.Extra.Answered}}<p id="answered" class="muted">Answered: the session waits for a worker to resume it.</p>{{end}}
+{{- if .P.Answer}}
+<form id="answer" method="post" action="{{.P.AnswerLink}}">
+<input type="hidden" name="token" value="{{.P.Token}}">
+<p><label for="answer-text">Your answer</label><br><textarea id="answer-text" name="answer" rows="4" cols="80" required></textarea></p>
+<p><button type="submit">Answer</button></p>
+</form>
+{{- end}}
+{{- end}}
+<h2>Budget</h2>
+<table id="budget"><thead><tr><th>Resource</th><th>Used</th><th>Limit</th><th>Share</th></tr></thead><tbody>
+{{- range .P.Budget}}<tr><td>{{.Resource}}</td><td class="n">{{.Used}}</td><td class="n">{{.Limit}}</td><td class="n{{if .Over}} err{{end}}">{{.Share}}</td></tr>{{end}}
+</tbody></table>
+<h2>Charts</h2>
+<div class="charts">{{range .P.Charts}}<figure><figcaption>{{.Label}}{{if .HasLine}} <span class="muted">(threshold {{.Threshold}})</span>{{end}}</figcaption>{{.SVG}}</figure>{{end}}</div>
+<h2>Timeline</h2>
+{{- if gt .P.Dropped 0}}<p class="muted">Iterations before {{.P.Dropped}} are not kept: the history keeps the latest {{len .P.Iterations}}.</p>{{end}}
+<table id="timeline"><thead><tr><th>Iteration</th><th>Action</th><th>Gaps</th><th>By kind</th><th>P1/P2/P3</th><th>Tokens</th><th>Cost</th><th>Calls</th><th>Duration</th><th>Tasks (failed)</th><th>Failed tasks / summary</th></tr></thead><tbody>
+{{- range .P.Iterations}}
+<tr data-iteration="{{.Iteration}}"{{if .Best}} class="best" title="best iteration"{{end}}><td class="n">{{.Iteration}}{{if .Best}} ★{{end}}</td>
+<td>{{if eq .Iteration 0}}<span class="muted">initial state</span>{{else}}{{.Action}}{{if .Failed}} <span class="err">failed</span>{{end}}{{end}}</td>
+<td class="n">{{.Gaps}}</td><td>{{.Kinds}}</td><td class="n">{{.P1}}/{{.P2}}/{{.P3}}</td>
+<td class="n">{{if .Tokens}}{{.Tokens}}{{end}}{{if .TokenShare}} <span class="bar" style="width:{{.TokenWidth}}px"></span> <span class="muted">{{.TokenShare}} of the limit</span>{{end}}</td>
+<td class="n">{{.Cost}}</td><td class="n">{{if .Calls}}{{.Calls}}{{end}}</td><td class="n">{{.Duration}}</td>
+<td class="n">{{if .Iteration}}{{.Tasks}} ({{.FailedTask}}){{end}}</td>
+<td>{{range .Failures}}<div class="err">{{if .Role}}{{.Role}}: {{end}}{{if .Kind}}{{.Kind}} {{end}}{{if .Target}}[{{.Target}}] {{end}}{{.Err}}</div>{{end}}{{if .Summary}}<div class="muted">{{.Summary}}</div>{{end}}</td></tr>
+{{- end}}
+</tbody></table>
+{{- if or .P.Generations .P.GenerationsErr}}
+<h2>Kept generations</h2>
+{{- if .P.GenerationsErr}}<p class="err">{{.P.GenerationsErr}}</p>{{end}}
+<table id="generations"><thead><tr><th>Generation</th><th>Status</th><th>Iteration</th><th>Saved</th></tr></thead><tbody>
+{{- range .P.Generations}}<tr><td class="n">{{.Generation}}{{if eq .Generation $.P.C.BestGeneration}} ★ best{{end}}</td><td>{{.Status}}</td><td class="n">{{.Iteration}}</td><td>{{.Time.UTC.Format "2006-01-02 15:04:05"}}</td></tr>{{end}}
+</tbody></table>
+{{- end}}
+<h2>Settings</h2>
+<table id="settings"><tbody>
+{{- range .P.Settings}}<tr><th>{{.Name}}</th><td>{{if .Detail}}<details><summary>{{.Value}}</summary><pre>{{.Detail}}</pre></details>{{else}}{{.Value}}{{end}}</td></tr>{{end}}
+</tbody></table>
+{{- if .Nonce}}
+<script nonce="{{.Nonce}}">
+(function(){
+  var b=document.body, gen=b.dataset.generation, poll=+b.dataset.poll, url=location.pathname.replace(/\/+$/,"")+"/live";
+  function tick(){
+    fetch(url,{cache:"no-store"}).then(function(r){return r.ok?r.json():null}).then(function(j){
+      if(j&&String(j.generation)!==gen){location.reload();return}
+      setTimeout(tick,poll);
+    },function(){setTimeout(tick,poll)});
+  }
+  setTimeout(tick,poll);
+})();
+</script>
+{{- end}}
+</body></html>
+`))

@@ -1,0 +1,308 @@
+// Package view serves a live, read-only view of the sessions of a checkpoint
+// store as an [http.Handler] that a host mounts in its own service: a page
+// listing the sessions (status, iteration, age, open question, lineage of
+// forks), filterable by status and text, and a page per session with its
+// timeline (each iteration's action, gaps by kind and priority, usage
+// against the budget, duration, failed tasks), its decision and unmet
+// criteria, its best iteration, its origin and forks, its escalation, its
+// kept generations, its settings and charts of the metrics the host
+// declares ([Metrics]). When the store loads generations ([GenerationStore])
+// and the newest history window dropped early iterations, the timeline is
+// completed from older kept generations. A session page of a loop that has not
+// ended follows it as it runs, polling a small JSON endpoint.
+//
+// Everything a page shows of a session is treated as untrusted and escaped.
+// Answering escalations is off unless the host enables it with [Answers];
+// the form is protected against cross-site requests.
+//
+// Mount the handler under a prefix with [http.StripPrefix]:
+//
+//	h, err := view.New(store)
+//	...
+//	mux.Handle("/refine/", http.StripPrefix("/refine", h))
+//
+// Its pages link to each other with relative URLs, so any prefix works.
+package view
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/iterate"
+)
+
+// Lister lists the sessions of a store as their newest checkpoints'
+// envelopes (Engine and State may be nil), as checkpoint.Dir,
+// checkpoint.Memory and pgcheckpoint.Store do.
+type Lister interface {
+	Sessions(ctx context.Context) iter.Seq2[*checkpoint.Checkpoint, error]
+}
+
+// Loader loads a session's newest checkpoint, with its engine record. A
+// session that does not exist gives an error matching checkpoint.ErrNotFound.
+type Loader interface {
+	Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error)
+}
+
+// Store is what the viewer reads: a store's sessions and their newest
+// checkpoints. A store that also lists a session's kept generations (as
+// iterate.GenerationLoader does, with the method of [Generationer]) has
+// them shown on the session's page.
+type Store interface {
+	Lister
+	Loader
+}
+
+// Generationer lists the kept generations of a session, oldest first, as
+// envelopes; checkpoint.Dir, checkpoint.Memory and pgcheckpoint.Store
+// implement it.
+type Generationer interface {
+	Generations(ctx context.Context, session string) ([]*checkpoint.Checkpoint, error)
+}
+
+// Answerer answers a session's open escalation; fleet.Fleet implements it.
+type Answerer interface {
+	Answer(ctx context.Context, session, answer string) error
+}
+
+// Option configures a [Handler].
+type Option func(*Handler) error
+
+// Metrics declares the metrics charted on a session's page, in order, one
+// chart each. Without it, the page charts coverage, confidence, score,
+// conflicts and every named score that some iteration of the session
+// recorded as other than zero, and the gaps found.
+func Metrics(ms ...Metric) Option {
+	return func(h *Handler) error {
+		for _, m := range ms {
+			if m.Name == "" {
+				return errors.New("view: a metric without a name")
+			}
+		}
+		h.metrics = append([]Metric(nil), ms...)
+		return nil
+	}
+}
+
+// Answers enables answering escalations from a session's page with a; the
+// page of an escalated session then shows a form whose POST calls
+// a.Answer. The form carries a token bound to the session and to a secret
+// of this handler, and cross-origin POSTs are refused.
+func Answers(a Answerer) Option {
+	return func(h *Handler) error {
+		if a == nil {
+			return errors.New("view: Answers with a nil Answerer")
+		}
+		h.answerer = a
+		return nil
+	}
+}
+
+// Extra is what a host knows of a session beyond its checkpoint, as a
+// fleet does (fleet.Session's fields of the same names).
+type Extra struct {
+	// Holder names the worker holding the session's lease, "" unless live.
+	Holder string
+	// Kind is the session's kind of loop.
+	Kind string
+	// Answered is set once the session's escalation has been answered and
+	// it waits for a worker: its page then shows no answer form.
+	Answered bool
+}
+
+// Extras sets a function that tells what the host knows of each session
+// beyond its checkpoint (by session name), shown on the pages; a fleet
+// host adapts fleet.Fleet's Sessions to it. An error is shown, and the
+// pages go on without.
+func Extras(f func(ctx context.Context) (map[string]Extra, error)) Option {
+	return func(h *Handler) error {
+		h.extras = f
+		return nil
+	}
+}
+
+// Poll sets how often the page of a session that has not ended asks
+// whether a newer checkpoint was saved (2 seconds by default; at least
+// 100 milliseconds).
+func Poll(d time.Duration) Option {
+	return func(h *Handler) error {
+		if d < 100*time.Millisecond {
+			return fmt.Errorf("view: poll interval %s below 100ms", d)
+		}
+		h.poll = d
+		return nil
+	}
+}
+
+// Title sets the title of the pages ("refine sessions" by default).
+func Title(s string) Option {
+	return func(h *Handler) error {
+		h.title = s
+		return nil
+	}
+}
+
+// Handler serves the viewer's pages; see the package documentation. It is
+// safe for concurrent use.
+type Handler struct {
+	store    Store
+	metrics  []Metric
+	answerer Answerer
+	extras   func(ctx context.Context) (map[string]Extra, error)
+	poll     time.Duration
+	title    string
+	secret   []byte
+	now      func() time.Time
+	mux      *http.ServeMux
+}
+
+// New returns a Handler reading store.
+func New(store Store, opts ...Option) (*Handler, error) {
+	if store == nil {
+		return nil, errors.New("view: nil store")
+	}
+	h := &Handler{store: store, poll: 2 * time.Second, title: "refine sessions", now: time.Now,
+		secret: make([]byte, 32)}
+	if _, err := rand.Read(h.secret); err != nil {
+		return nil, fmt.Errorf("view: %w", err)
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(h); err != nil {
+			return nil, err
+		}
+	}
+	h.mux = http.NewServeMux()
+	h.mux.HandleFunc("GET /{$}", h.list)
+	h.mux.HandleFunc("GET /session/{name}", h.session)
+	h.mux.HandleFunc("GET /session/{name}/live", h.live)
+	if h.answerer != nil {
+		h.mux.Handle("POST /session/{name}/answer", http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.answer)))
+	}
+	return h, nil
+}
+
+// ServeHTTP serves the pages.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "no-referrer")
+	hd.Set("X-Frame-Options", "DENY")
+	h.mux.ServeHTTP(w, r)
+}
+
+// token is the answer form's token of session.
+func (h *Handler) token(session string) string {
+	m := hmac.New(sha256.New, h.secret)
+	m.Write([]byte("answer\x00"))
+	m.Write([]byte(session))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// maxAnswer bounds an answer's size.
+const maxAnswer = 64 << 10
+
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	r.Body = http.MaxBytesReader(w, r.Body, maxAnswer+4096)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "the form does not read: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	tok := r.PostForm.Get("token")
+	if !hmac.Equal([]byte(tok), []byte(h.token(name))) {
+		http.Error(w, "the form's token is missing or wrong: reload the page and answer again", http.StatusForbidden)
+		return
+	}
+	ans := strings.TrimSpace(r.PostForm.Get("answer"))
+	if ans == "" {
+		http.Error(w, "an empty answer", http.StatusBadRequest)
+		return
+	}
+	if len(ans) > maxAnswer {
+		http.Error(w, "the answer is too long", http.StatusRequestEntityTooLarge)
+		return
+	}
+	if err := h.answerer.Answer(r.Context(), name, ans); err != nil {
+		http.Error(w, "answering: "+err.Error(), http.StatusConflict)
+		return
+	}
+	// A relative Location: http.Redirect would make it absolute from the
+	// path the handler sees, without the prefix it is mounted under.
+	w.Header().Set("Location", "../"+url.PathEscape(name))
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+// Live is what the JSON endpoint of a session ("session/NAME/live") says
+// of its newest checkpoint; a page polls it to reload when it changes.
+type Live struct {
+	Session    string    `json:"session"`
+	Generation uint64    `json:"generation"`
+	Status     string    `json:"status"`
+	Iteration  int       `json:"iteration"`
+	Saved      time.Time `json:"saved"`
+	// Final is set when the session has ended for good.
+	Final bool `json:"final"`
+}
+
+func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	c, err := h.newest(r.Context(), name)
+	if err != nil {
+		h.fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(Live{Session: c.Session, Generation: c.Generation, Status: c.Status,
+		Iteration: c.Iteration, Saved: c.Time, Final: iterate.Status(c.Status).Final()})
+}
+
+// newest returns the envelope of the newest generation of session: from
+// the store's Generations when it lists them (envelopes only, without the
+// state), else from Load.
+func (h *Handler) newest(ctx context.Context, session string) (*checkpoint.Checkpoint, error) {
+	g, ok := h.store.(Generationer)
+	if !ok {
+		return h.store.Load(ctx, session)
+	}
+	gens, err := g.Generations(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	if len(gens) == 0 {
+		return nil, fmt.Errorf("%w: session %q", checkpoint.ErrNotFound, session)
+	}
+	return gens[len(gens)-1], nil
+}
+
+// fail answers an error reading the store.
+func (h *Handler) fail(w http.ResponseWriter, err error) {
+	code := http.StatusInternalServerError
+	var se *checkpoint.SessionError
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.As(err, &se):
+		code = http.StatusBadRequest
+	}
+	http.Error(w, err.Error(), code)
+}
+
+// link is the relative URL of a session's page from a page in the same
+// folder ("./" keeps a name such as "javascript:x" a path).
+func link(session string) string { return "./" + url.PathEscape(session) }
