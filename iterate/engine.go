@@ -173,18 +173,8 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 	defer release()
 	r.state = initial
 	r.data.StartedAt = time.Now()
-	latest, err := r.latest(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return notStarted(initial, ctx)
-		}
-		return nil, err
-	}
-	if latest != nil {
-		r.generation = newestGeneration(latest)
-		if e.cfg.persist&RefuseResumable != 0 && !Status(latest.Status).Final() {
-			return nil, &ResumableError{Checkpoint: latest}
-		}
+	if res, err := r.followLatest(ctx, initial); res != nil || err != nil {
+		return res, err
 	}
 	if r.observing { // an event boxed for no observer would cost an allocation
 		r.emit(LoopStarted{it: r.at(0), Session: e.cfg.session, Context: ctx, MaxIterations: e.cfg.maxIterations, Time: r.data.StartedAt,
@@ -929,6 +919,28 @@ func (r *run[S]) warn(n int, msg string) {
 	if r.observing {
 		r.emit(Warned{it: r.at(n), Message: msg})
 	}
+}
+
+// followLatest reads the session's newest checkpoint before a new session
+// starts over it: the run's saves are numbered above it, and, under
+// RefuseResumable, one that can still be resumed is refused. It returns a
+// result or an error only when the run must not start (s is the state a
+// run not started reports).
+func (r *run[S]) followLatest(ctx context.Context, s S) (*Result[S], error) {
+	latest, err := r.latest(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return notStarted(s, ctx)
+		}
+		return nil, err
+	}
+	if latest != nil {
+		r.generation = newestGeneration(latest)
+		if r.cfg.persist&RefuseResumable != 0 && !Status(latest.Status).Final() {
+			return nil, &ResumableError{Checkpoint: latest}
+		}
+	}
+	return nil, nil
 }
 
 // at returns the header of an event of iteration n of this run's loop.

@@ -134,18 +134,8 @@ func (r *run[S]) fork(ctx context.Context, rc *resumeConfig) (*Result[S], error)
 	// The fork is a session of its own: its generations follow its own,
 	// and no generation of it holds the restored state or the best yet.
 	r.generation, r.savedGen = 0, 0
-	latest, err := r.latest(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return notStarted(zero, ctx)
-		}
-		return nil, err
-	}
-	if latest != nil {
-		r.generation = newestGeneration(latest)
-		if e.cfg.persist&RefuseResumable != 0 && !Status(latest.Status).Final() {
-			return nil, &ResumableError{Checkpoint: latest}
-		}
+	if res, err := r.followLatest(ctx, zero); res != nil || err != nil {
+		return res, err
 	}
 	if b := r.data.Best; b != nil && b.Generation != 0 {
 		nb := *b
