@@ -33,6 +33,15 @@
 //     a store moves bytes.
 //   - [github.com/refine-go/refine/checkpoint/checkpointtest]: a
 //     conformance suite for custom checkpoint stores.
+//   - [github.com/refine-go/refine/iterate/view]: an http.Handler showing
+//     the sessions of any store, live: timelines, charts of the metrics a
+//     host declares, and, if enabled, answers to escalations.
+//
+// Nested modules keep their dependencies out of this one:
+// checkpoint/pgcheckpoint (a PostgreSQL store with leases and fencing,
+// pgx), iterate/fleet (a host's own loops run on a pool of its processes,
+// on River and pgcheckpoint) and iterate/oteliterate (OpenTelemetry traces
+// and metrics).
 //
 // # Data flow
 //
