@@ -46,12 +46,7 @@ func TestTaskJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tasks := second.Calls()
-	var ran []string
-	for _, tk := range tasks {
-		ran = append(ran, tk.ID())
-	}
-	if diff := cmp.Diff([]string{"1.3"}, ran); diff != "" {
+	if diff := cmp.Diff([]string{"1.3"}, taskIDs(second)); diff != "" {
 		t.Errorf("tasks run after resume (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(want.State, got.State); diff != "" {
@@ -112,12 +107,7 @@ func TestTaskJournalFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tasks := second.Calls()
-	var ran []string
-	for _, tk := range tasks {
-		ran = append(ran, tk.ID())
-	}
-	if diff := cmp.Diff([]string{"1.3"}, ran); diff != "" {
+	if diff := cmp.Diff([]string{"1.3"}, taskIDs(second)); diff != "" {
 		t.Errorf("tasks run after resume (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(want.State, got.State); diff != "" {
@@ -170,12 +160,7 @@ func TestTaskJournalFailedAtInterruption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tasks := second.Calls()
-	var ran []string
-	for _, tk := range tasks {
-		ran = append(ran, tk.ID())
-	}
-	if diff := cmp.Diff([]string{"1.3"}, ran); diff != "" {
+	if diff := cmp.Diff([]string{"1.3"}, taskIDs(second)); diff != "" {
 		t.Errorf("tasks run after resume (-want +got):\n%s", diff)
 	}
 	// Only the interrupted attempt of 1.3 is paid again.
@@ -197,4 +182,14 @@ func journalSteps(work func(ctx context.Context, tk iterate.Task) error) []itera
 // journalOptions journals on store, one task at a time.
 func journalOptions(store iterate.Checkpointer) []iterate.Option {
 	return []iterate.Option{iterate.WithCheckpointer(store, iterate.Journal), iterate.WithParallelism(1)}
+}
+
+// taskIDs returns the IDs of the tasks a script ran, in order.
+func taskIDs(s *iteratetest.Script) []string {
+	_, tasks := s.Calls()
+	var ids []string
+	for _, tk := range tasks {
+		ids = append(ids, tk.ID())
+	}
+	return ids
 }

@@ -52,17 +52,10 @@ func checkHeld(t *testing.T, s, other *pgcheckpoint.Store, session string, token
 // UPDATE for its whole transaction), renewals would wait behind the save,
 // the lease would run out and the save would be fenced.
 func TestLongSave(t *testing.T) {
-	pool, other := newPool(t), newPool(t)
-	schema := newSchema(t, pool)
-	s := openStore(t, pool, schema, leases...)
-	b := openStore(t, other, schema, leases...)
+	other, schema, s, b, token := heldStores(t, "long", leases, leases)
 	ctx := context.Background()
 	const session = "long"
-	token, release, err := s.Lock(ctx, session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
+	var err error
 
 	stall := testLease * 5 / 4
 	pgcheckpoint.SetSaveHook(s, func(_ context.Context, _ *pgx.Conn, b *pgx.Batch) {
@@ -108,17 +101,10 @@ func TestLargeSave(t *testing.T) {
 	if raceEnabled {
 		opts = []pgcheckpoint.Option{pgcheckpoint.Lease(10 * time.Second), pgcheckpoint.Renew(testLease / 4)}
 	}
-	pool, other := newPool(t), newPool(t)
-	schema := newSchema(t, pool)
-	s := openStore(t, pool, schema, opts...)
-	b := openStore(t, other, schema, opts...)
+	_, _, s, b, token := heldStores(t, "large", opts, opts)
 	ctx := context.Background()
 	const session = "large"
-	token, release, err := s.Lock(ctx, session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
+	var err error
 	c := checkpointtest.Checkpoint(session, 1)
 	c.Token = token
 	c.State = make([]byte, 100<<20)
@@ -149,19 +135,13 @@ func TestLargeSave(t *testing.T) {
 // check at the end of the save's transaction, the old holder's generation
 // would land after the takeover.
 func TestTakeoverDuringSave(t *testing.T) {
-	pool, other := newPool(t), newPool(t)
-	schema := newSchema(t, pool)
 	// Renewals rare enough that the old holder does not notice the
 	// takeover on its own before its save ends.
-	s := openStore(t, pool, schema, pgcheckpoint.Lease(10*time.Second), pgcheckpoint.Renew(9*time.Second))
-	b := openStore(t, other, schema, leases...)
+	other, schema, s, b, token := heldStores(t, "contested",
+		[]pgcheckpoint.Option{pgcheckpoint.Lease(10 * time.Second), pgcheckpoint.Renew(9 * time.Second)}, leases)
 	ctx := context.Background()
 	const session = "contested"
-	token, release, err := s.Lock(ctx, session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
+	var err error
 	first := checkpointtest.Checkpoint(session, 1)
 	first.Token = token
 	if err := s.Save(ctx, first); err != nil {
@@ -284,17 +264,10 @@ func TestFrozenConnection(t *testing.T) {
 // transaction holds) returns an error matching context.DeadlineExceeded
 // after about its lease, and the lease, renewed meanwhile, is still held.
 func TestServerWait(t *testing.T) {
-	pool, other := newPool(t), newPool(t)
-	schema := newSchema(t, pool)
-	s := openStore(t, pool, schema, leases...)
-	b := openStore(t, other, schema, leases...)
+	other, schema, s, b, token := heldStores(t, "waiting", leases, leases)
 	ctx := context.Background()
 	const session = "waiting"
-	token, release, err := s.Lock(ctx, session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
+	var err error
 	c := checkpointtest.Checkpoint(session, 1)
 	c.Token = token
 	if err := s.Save(ctx, c); err != nil {
@@ -323,4 +296,22 @@ func TestServerWait(t *testing.T) {
 		t.Errorf("a save waiting on a lock returned after %v, want about the lease, %v", took, testLease)
 	}
 	checkHeld(t, s, b, session, token)
+}
+
+// heldStores opens two stores on a schema of the test's own, each on a pool
+// of its own: s, with holderOpts, holding session's lease (token) until the
+// test ends, and b, with otherOpts; other is b's pool.
+func heldStores(t *testing.T, session string, holderOpts, otherOpts []pgcheckpoint.Option) (other *pgxpool.Pool, schema string, s, b *pgcheckpoint.Store, token uint64) {
+	t.Helper()
+	pool := newPool(t)
+	other = newPool(t)
+	schema = newSchema(t, pool)
+	s = openStore(t, pool, schema, holderOpts...)
+	b = openStore(t, other, schema, otherOpts...)
+	token, release, err := s.Lock(context.Background(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { release() })
+	return other, schema, s, b, token
 }
