@@ -212,9 +212,14 @@ type Record struct {
 	// prioritised are not counted).
 	Kinds      map[gap.Kind]int `json:"kinds,omitempty"`
 	Priorities [3]int           `json:"priorities,omitzero"`
+	// Verdict is the convergence decision taken on this state, and Unmet
+	// the criteria that decision found not met (set by the engine, which
+	// decides after recording the assessment).
+	Verdict Verdict     `json:"verdict,omitempty"`
+	Unmet   []Criterion `json:"unmet,omitempty"`
 	// Attempt is how the iteration which produced this state went: whether
-	// it failed, its action, duration, tasks and failed tasks, what it
-	// spent and why its tasks failed (zero for the initial state).
+	// it failed, its action, duration, what it spent, and each of its tasks
+	// (zero for the initial state).
 	Attempt
 }
 
@@ -314,25 +319,35 @@ type Attempt struct {
 	Tokens int64   `json:"tokens,omitempty"`
 	Cost   float64 `json:"cost,omitempty"`
 	Calls  int64   `json:"calls,omitempty"`
-	// TaskFailures describes the iteration's failed tasks, in task order
-	// (nil when none failed).
-	TaskFailures []TaskFailure `json:"task_failures,omitempty"`
+	// TaskRuns describes each of the iteration's tasks, in task order: its
+	// role and main gap, how long it ran, what it spent, why it failed and
+	// the tail of its output (nil for an iteration without tasks).
+	TaskRuns []TaskRun `json:"task_runs,omitempty"`
 }
 
-// IsZero reports whether a is the zero Attempt (TaskFailures nil).
+// IsZero reports whether a is the zero Attempt (TaskRuns nil).
 func (a *Attempt) IsZero() bool {
 	return !a.Failed && a.Action == "" && a.Duration == 0 && a.Tasks == 0 && a.FailedTasks == 0 &&
-		a.Tokens == 0 && a.Cost == 0 && a.Calls == 0 && a.TaskFailures == nil
+		a.Tokens == 0 && a.Cost == 0 && a.Calls == 0 && a.TaskRuns == nil
 }
 
-// TaskFailure is one failed task of an iteration: its role, the kind and
-// target of its main gap (empty for a broad task) and its error's message.
-type TaskFailure struct {
-	Role   string   `json:"role,omitempty"`
-	Kind   gap.Kind `json:"kind,omitempty"`
-	Target string   `json:"target,omitempty"`
-	Err    string   `json:"err,omitempty"`
+// TaskRun is one task of an iteration as the history keeps it: its role,
+// the kind and target of its main gap (empty for a broad task), how long
+// it ran, the tokens it spent, its error's message (empty when it
+// succeeded) and the tail of the output its worker recorded, if any (see
+// iterate.Outcome.Output).
+type TaskRun struct {
+	Role     string        `json:"role,omitempty"`
+	Kind     gap.Kind      `json:"kind,omitempty"`
+	Target   string        `json:"target,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+	Tokens   int64         `json:"tokens,omitempty"`
+	Err      string        `json:"err,omitempty"`
+	Output   string        `json:"output,omitempty"`
 }
+
+// Failed reports whether the task failed.
+func (t *TaskRun) Failed() bool { return t.Err != "" }
 
 // Remaining returns how many iterations may still run, or -1 when unlimited.
 func (h *History) Remaining() int {
@@ -523,14 +538,15 @@ func (r *Record) set(iteration int, a *gap.Assessment, gaps []gap.Gap, o Attempt
 	if len(gaps) > 0 {
 		r.Summary = summarize(&gaps[0])
 	}
+	r.Verdict, r.Unmet = Continue, nil // the engine records its decision
 	r.Attempt = o
 }
 
 // release drops the references r holds (its Scores, Summary, Kinds,
-// Action and TaskFailures), so that a record that left the window keeps
+// Unmet, Action and TaskRuns), so that a record that left the window keeps
 // nothing alive.
 func (r *Record) release() {
-	r.Scores, r.Summary, r.Kinds, r.Action, r.TaskFailures = nil, "", nil, "", nil
+	r.Scores, r.Summary, r.Kinds, r.Unmet, r.Action, r.TaskRuns = nil, "", nil, nil, "", nil
 }
 
 // next appends a slot to the window of w records and returns it; the

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -359,6 +360,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 			return r.fail(ctx, "convergence decision failed", err)
 		}
 		r.decision = d
+		r.recordDecision(d)
 		if r.observing {
 			r.emit(Decided{it: r.at(n), Decision: d})
 		}
@@ -523,7 +525,7 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	r.data.Completed = r.data.Completed.Add(usage)
 	r.hist.Complete(converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
 		Tasks: len(outs), FailedTasks: failedTasks, Tokens: usage.Tokens, Cost: usage.Cost, Calls: usage.Calls,
-		TaskFailures: taskFailures(outs, failedTasks)})
+		TaskRuns: taskRuns(outs)})
 	if r.cfg.persist&Journal != 0 {
 		r.journal.forget()
 	}
@@ -649,6 +651,21 @@ func (r *run[S]) decide() (d converge.Decision, err error) {
 		d.Criteria = crit
 	}
 	return d, nil
+}
+
+// recordDecision keeps d's verdict and unmet criteria in the record of the
+// state it was taken on, the history's latest.
+func (r *run[S]) recordDecision(d converge.Decision) {
+	rec := r.hist.Last()
+	if rec == nil {
+		return
+	}
+	rec.Verdict, rec.Unmet = d.Verdict, nil
+	for _, c := range d.Criteria {
+		if !c.Met {
+			rec.Unmet = append(rec.Unmet, c)
+		}
+	}
 }
 
 func (r *run[S]) integrate(ctx context.Context, outs []Outcome[S]) (s S, err error) {
@@ -954,19 +971,42 @@ func (r *run[S]) emit(e Event) {
 
 func stack() []byte { return debug.Stack() }
 
-// taskFailures describes the failed tasks among outs, of which there are
-// n: nil when there are none, so that an iteration without failures
-// allocates nothing.
-func taskFailures[S any](outs []Outcome[S], n int) []converge.TaskFailure {
-	if n == 0 {
+// taskRuns describes each task of outs, as the iteration's record keeps
+// it (nil without tasks).
+func taskRuns[S any](outs []Outcome[S]) []converge.TaskRun {
+	if len(outs) == 0 {
 		return nil
 	}
-	fs := make([]converge.TaskFailure, 0, n)
+	runs := make([]converge.TaskRun, len(outs))
 	for i := range outs {
-		if err := outs[i].Err; err != nil {
-			g := outs[i].Task.Gap()
-			fs = append(fs, converge.TaskFailure{Role: string(outs[i].Task.Role), Kind: g.Kind, Target: g.Target, Err: err.Error()})
+		o := &outs[i]
+		g := o.Task.Gap()
+		runs[i] = converge.TaskRun{Role: string(o.Task.Role), Kind: g.Kind, Target: g.Target, Duration: o.Duration,
+			Tokens: o.Usage.Tokens, Output: outputTail(o.Output)}
+		if o.Err != nil {
+			runs[i].Err = o.Err.Error()
+			if runs[i].Err == "" {
+				runs[i].Err = "failed (an error without a message)"
+			}
 		}
 	}
-	return fs
+	return runs
+}
+
+// outputKept is how much of a task's output its record keeps: the tail.
+const outputKept = 1024
+
+// outputTail returns the last outputKept bytes of s at most, from the start
+// of a UTF-8 character, after "…" when s was cut.
+func outputTail(s string) string {
+	if len(s) <= outputKept {
+		return s
+	}
+	s = s[len(s)-outputKept+len("…"):]
+	for i := 0; i < utf8.UTFMax && i < len(s); i++ {
+		if utf8.RuneStart(s[i]) {
+			return "…" + s[i:]
+		}
+	}
+	return "…" + s
 }

@@ -296,6 +296,7 @@ func TestInterruptResumeEqualsUninterrupted(t *testing.T) {
 	ignore := cmp.Options{
 		cmpopts.IgnoreFields(converge.Record{}, "Duration"),
 		cmpopts.IgnoreFields(converge.Attempt{}, "Duration"),
+		cmpopts.IgnoreFields(converge.TaskRun{}, "Duration"),
 		cmpopts.IgnoreFields(iterate.Totals{}, "Duration"),
 		cmpopts.IgnoreFields(budget.Usage{}, "Wall"),
 		cmpopts.IgnoreUnexported(converge.History{}),

@@ -135,9 +135,8 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 		tctx, cancel = context.WithTimeout(ctx, t.Timeout)
 		defer cancel()
 	}
-	var start time.Time
+	start := time.Now()
 	if r.observing {
-		start = time.Now()
 		r.emit(TaskStarted{it: r.at(t.Iteration), Task: *t})
 	}
 	replayed := r.cfg.persist&Journal != 0 && r.replay(t, out)
@@ -163,11 +162,14 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 // and reports the task's end.
 func (r *run[S]) endTask(ctx context.Context, t *Task, out *Outcome[S], replayed bool, start time.Time) {
 	out.Task = *t
-	if !replayed && r.cfg.persist&Journal != 0 {
-		r.record(ctx, t, out)
+	if !replayed {
+		out.Duration = time.Since(start)
+		if r.cfg.persist&Journal != 0 {
+			r.record(ctx, t, out)
+		}
 	}
 	if r.observing {
-		r.emit(TaskEnded{it: r.at(t.Iteration), Task: *t, Err: out.Err, Usage: out.Usage, Duration: time.Since(start)})
+		r.emit(TaskEnded{it: r.at(t.Iteration), Task: *t, Err: out.Err, Usage: out.Usage, Duration: out.Duration})
 	}
 }
 

@@ -148,9 +148,9 @@ func (r *run[S]) workReleased(ctx context.Context, state S, t *Task, out *Outcom
 // goroutine of its own would be, and the run stops interrupted.
 func (r *run[S]) abandonTask(ctx context.Context, t Task, start time.Time) (*Result[S], error) {
 	out := r.abandoned(ctx, &t)
-	out.Task = t
+	out.Task, out.Duration = t, time.Since(start)
 	if r.observing {
-		r.emit(TaskEnded{it: r.at(t.Iteration), Task: t, Err: out.Err, Duration: time.Since(start)})
+		r.emit(TaskEnded{it: r.at(t.Iteration), Task: t, Err: out.Err, Duration: out.Duration})
 	}
 	r.endStage(ctx, r.state, t.Stage, []Outcome[S]{out})
 	loopCtx := r.handoff.ctx

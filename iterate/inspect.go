@@ -37,8 +37,9 @@ type Report struct {
 	// each of the most recent iterations, oldest first (a window: the
 	// earliest iterations of a long loop are not kept), each with the
 	// coverage, confidence and conflicts it reached, its gaps by kind and
-	// priority, its action, tasks, failed tasks (and why they failed),
-	// duration, tokens, cost and calls, and Pending the iteration completed
+	// priority, the decision taken on it, its action, duration, tokens,
+	// cost and calls, and each of its tasks (role, duration, tokens, error,
+	// output), and Pending the iteration completed
 	// since the last assessment; Gaps are the gaps open at the latest
 	// assessment. Thresholds, MaxIterations, Window and FailureThreshold are
 	// the loop's settings. A session's whole history is the union of the

@@ -76,6 +76,14 @@ type Outcome[S any] struct {
 	// default), whatever the worker's Assess says. The flag is saved with
 	// the loop, so a resumed loop honours it too.
 	Done bool
+	// Output is what the task printed, as the worker wants it kept: an AI
+	// CLI's last message, a test run's summary. The iteration's record
+	// keeps its last 1 KiB (converge.TaskRun.Output), for viewers and
+	// inspectors; the engine does not read it otherwise.
+	Output string
+	// Duration is how long the task ran (set by the engine; for a task
+	// replayed from the journal, how long it ran before).
+	Duration time.Duration
 }
 
 // Failed reports whether the task failed.
@@ -233,15 +241,18 @@ type Round struct {
 	// specific was planned).
 	Task Task
 
-	// usage and done are where Charge and Done report: the fields of the
-	// outcome the engine is filling, or of a pooled roundReport.
-	usage *budget.Usage
-	done  *bool
+	// usage, done and output are where Charge, Done and Output report: the
+	// fields of the outcome the engine is filling, or of a pooled
+	// roundReport.
+	usage  *budget.Usage
+	done   *bool
+	output *string
 }
 
 type roundReport struct {
-	usage budget.Usage
-	done  bool
+	usage  budget.Usage
+	done   bool
+	output string
 }
 
 // reports recycles the reports of rounds called through Work, so that a
@@ -253,6 +264,14 @@ var reports = sync.Pool{New: func() any { return new(roundReport) }}
 func (r Round) Done() {
 	if r.done != nil {
 		*r.done = true
+	}
+}
+
+// Output records s as what the round printed, kept in the iteration's
+// record (see Outcome.Output); a later call replaces it.
+func (r Round) Output(s string) {
+	if r.output != nil {
+		*r.output = s
 	}
 }
 
@@ -315,8 +334,9 @@ func (w *FuncWorker[S]) Assess(ctx context.Context, s S) (gap.Assessment, error)
 // The Round is valid only during the call: Do must not keep it.
 func (w *FuncWorker[S]) Work(ctx context.Context, s S, t Task) (Outcome[S], error) {
 	rep := reports.Get().(*roundReport)
-	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: t, usage: &rep.usage, done: &rep.done})
-	out := Outcome[S]{Part: next, Usage: rep.usage, Done: rep.done}
+	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: t,
+		usage: &rep.usage, done: &rep.done, output: &rep.output})
+	out := Outcome[S]{Part: next, Usage: rep.usage, Done: rep.done, Output: rep.output}
 	*rep = roundReport{}
 	reports.Put(rep)
 	return out, err
@@ -328,8 +348,9 @@ func (w *FuncWorker[S]) Work(ctx context.Context, s S, t Task) (Outcome[S], erro
 func (w *FuncWorker[S]) workInto(ctx context.Context, s S, t *Task, out *Outcome[S]) error {
 	// Every field but Task, which the engine sets: zeroing the whole
 	// outcome would clear the task twice.
-	out.Usage, out.Done, out.Warnings, out.Err = budget.Usage{}, false, nil, nil
-	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: *t, usage: &out.Usage, done: &out.Done})
+	out.Usage, out.Done, out.Warnings, out.Err, out.Output, out.Duration = budget.Usage{}, false, nil, nil, "", 0
+	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: *t,
+		usage: &out.Usage, done: &out.Done, output: &out.Output})
 	out.Part = next
 	return err
 }

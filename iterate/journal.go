@@ -47,6 +47,11 @@ type entry struct {
 	// again.
 	Err       string `json:"err,omitempty"`
 	Permanent bool   `json:"permanent,omitempty"`
+	// Duration and Output are the outcome's, Output cut to its tail as
+	// the history keeps it: a replayed task's record tells how the task
+	// went when it ran.
+	Duration time.Duration `json:"duration,omitempty"`
+	Output   string        `json:"output,omitempty"`
 }
 
 // entryFor returns the journaled entry of t, if any.
@@ -90,7 +95,7 @@ func (r *run[S]) replay(t *Task, out *Outcome[S]) bool {
 		r.hostWarn(fmt.Sprintf("journaled task %s unreadable, running it again: %v", t.ID(), err))
 		return false
 	}
-	*out = Outcome[S]{Part: part, Usage: e.Usage, Done: e.Done}
+	*out = Outcome[S]{Part: part, Usage: e.Usage, Done: e.Done, Duration: e.Duration, Output: e.Output}
 	if e.Err != "" {
 		out.Err = errors.New(e.Err)
 		if e.Permanent {
@@ -115,7 +120,8 @@ func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
 		r.hostWarn(fmt.Sprintf("journaling task %s: encoding its outcome: %v", t.ID(), err))
 		return
 	}
-	e := entry{Iteration: t.Iteration, Index: t.Index, Role: string(t.Role), Part: part, Usage: out.Usage, Done: out.Done}
+	e := entry{Iteration: t.Iteration, Index: t.Index, Role: string(t.Role), Part: part, Usage: out.Usage, Done: out.Done,
+		Duration: out.Duration, Output: outputTail(out.Output)}
 	if out.Err != nil {
 		e.Err, e.Permanent = out.Err.Error(), IsPermanent(out.Err)
 	}

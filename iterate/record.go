@@ -526,26 +526,31 @@ func (j *jsonBuf) decision(d *converge.Decision) {
 	}
 	if len(d.Criteria) > 0 {
 		j.key("criteria")
-		start := j.openArray()
-		for i := range d.Criteria {
-			c := &d.Criteria[i]
-			j.b = append(j.b, `,{"name":`...)
-			j.str(c.Name)
-			j.key("value")
-			j.float(c.Value)
-			j.key("threshold")
-			j.float(c.Threshold)
-			j.key("met")
-			j.bool(c.Met)
-			if c.Detail != "" {
-				j.key("detail")
-				j.str(c.Detail)
-			}
-			j.b = append(j.b, '}')
-		}
-		j.closeArray(start)
+		j.criteria(d.Criteria)
 	}
 	j.b = append(j.b, '}')
+}
+
+// criteria appends the array of cs.
+func (j *jsonBuf) criteria(cs []converge.Criterion) {
+	start := j.openArray()
+	for i := range cs {
+		c := &cs[i]
+		j.b = append(j.b, `,{"name":`...)
+		j.str(c.Name)
+		j.key("value")
+		j.float(c.Value)
+		j.key("threshold")
+		j.float(c.Threshold)
+		j.key("met")
+		j.bool(c.Met)
+		if c.Detail != "" {
+			j.key("detail")
+			j.str(c.Detail)
+		}
+		j.b = append(j.b, '}')
+	}
+	j.closeArray(start)
 }
 
 // record appends a history record, with its Outcome's fields inline (it is
@@ -618,6 +623,14 @@ func (j *jsonBuf) record(r *converge.Record) {
 		}
 		j.b = append(j.b, ']')
 	}
+	if r.Verdict != converge.Continue {
+		j.key("verdict")
+		j.int(int64(r.Verdict))
+	}
+	if len(r.Unmet) > 0 {
+		j.key("unmet")
+		j.criteria(r.Unmet)
+	}
 	j.outcome(&r.Attempt)
 	j.b = append(j.b, '}')
 }
@@ -656,30 +669,42 @@ func (j *jsonBuf) outcome(o *converge.Attempt) {
 		j.key("calls")
 		j.int(o.Calls)
 	}
-	if len(o.TaskFailures) > 0 {
-		j.key("task_failures")
+	if len(o.TaskRuns) > 0 {
+		j.key("task_runs")
 		start := j.openArray()
-		for i := range o.TaskFailures {
-			f := &o.TaskFailures[i]
+		for i := range o.TaskRuns {
+			t := &o.TaskRuns[i]
 			j.b = append(j.b, ',')
-			fs := j.openObject()
-			if f.Role != "" {
+			ts := j.openObject()
+			if t.Role != "" {
 				j.key("role")
-				j.str(f.Role)
+				j.str(t.Role)
 			}
-			if f.Kind != "" {
+			if t.Kind != "" {
 				j.key("kind")
-				j.str(string(f.Kind))
+				j.str(string(t.Kind))
 			}
-			if f.Target != "" {
+			if t.Target != "" {
 				j.key("target")
-				j.str(f.Target)
+				j.str(t.Target)
 			}
-			if f.Err != "" {
+			if t.Duration != 0 {
+				j.key("duration")
+				j.int(int64(t.Duration))
+			}
+			if t.Tokens != 0 {
+				j.key("tokens")
+				j.int(t.Tokens)
+			}
+			if t.Err != "" {
 				j.key("err")
-				j.str(f.Err)
+				j.str(t.Err)
 			}
-			j.closeObject(fs)
+			if t.Output != "" {
+				j.key("output")
+				j.str(t.Output)
+			}
+			j.closeObject(ts)
 		}
 		j.closeArray(start)
 	}
@@ -756,6 +781,14 @@ func (j *jsonBuf) entry(e *entry) {
 	if e.Permanent {
 		j.key("permanent")
 		j.b = append(j.b, "true"...)
+	}
+	if e.Duration != 0 {
+		j.key("duration")
+		j.int(int64(e.Duration))
+	}
+	if e.Output != "" {
+		j.key("output")
+		j.str(e.Output)
 	}
 	j.b = append(j.b, '}')
 }

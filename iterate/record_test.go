@@ -93,10 +93,11 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 			Tokens: int64(num()), Cost: flt(), Calls: int64(num())}
 		switch pick(3) {
 		case 0:
-			a.TaskFailures = []converge.TaskFailure{}
+			a.TaskRuns = []converge.TaskRun{}
 		case 1:
 			for range 1 + pick(2) {
-				a.TaskFailures = append(a.TaskFailures, converge.TaskFailure{Role: str(), Kind: gap.Kind(str()), Target: str(), Err: str()})
+				a.TaskRuns = append(a.TaskRuns, converge.TaskRun{Role: str(), Kind: gap.Kind(str()), Target: str(),
+					Duration: time.Duration(num()), Tokens: int64(num()), Err: str(), Output: str()})
 			}
 		}
 		return a
@@ -120,7 +121,8 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 			d.Durations = append(d.Durations, time.Duration(num()))
 			d.Decision.Criteria = append(d.Decision.Criteria, converge.Criterion{Name: str(), Value: flt(), Threshold: flt(), Met: pick(2) == 0, Detail: str()})
 			d.Journal = append(d.Journal, entry{Iteration: num(), Index: num(), Role: str(), Key: str(),
-				Part: []byte(str()), Usage: usage(), Done: pick(2) == 0, Err: str(), Permanent: pick(2) == 0})
+				Part: []byte(str()), Usage: usage(), Done: pick(2) == 0, Err: str(), Permanent: pick(2) == 0,
+				Duration: time.Duration(num()), Output: str()})
 		}
 		switch pick(4) {
 		case 0:
@@ -153,6 +155,13 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 				}
 				if pick(2) == 0 {
 					r.Priorities = [3]int{pick(3), 0, num()}
+				}
+				r.Verdict = converge.Verdict(pick(3))
+				switch pick(3) {
+				case 0:
+					r.Unmet = []converge.Criterion{}
+				case 1:
+					r.Unmet = []converge.Criterion{{Name: str(), Value: flt(), Threshold: flt(), Detail: str()}, {Name: str(), Met: true}}
 				}
 				h.Recent = append(h.Recent, r)
 			}

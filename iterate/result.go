@@ -100,9 +100,10 @@ type Result[S any] struct {
 	// History is the convergence history: History.Recent holds a record of
 	// each of the most recent iterations (a window kept across resumes, so
 	// that a loop of any length costs constant space), with the coverage
-	// and confidence it reached, its gaps by kind and priority, its action,
-	// tasks, failed tasks (and why they failed), duration, tokens, cost
-	// and calls; History.Gaps are the gaps open at the last assessment.
+	// and confidence it reached, its gaps by kind and priority, the
+	// decision taken on it, its action, duration, tokens, cost and calls,
+	// and each of its tasks (role, duration, tokens, error, output);
+	// History.Gaps are the gaps open at the last assessment.
 	History converge.History
 	// Totals sums over every iteration, across resumes.
 	Totals Totals

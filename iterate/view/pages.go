@@ -130,8 +130,18 @@ type iterRow struct {
 	Calls             int64
 	Duration          string
 	Tasks, FailedTask int
-	Failures          []converge.TaskFailure
+	Runs              []taskRow
 	Summary           string
+	// Verdict is the decision taken on the iteration's state, when it is
+	// not "continue"; Unmet, the criteria it found unmet.
+	Verdict string
+	Unmet   []string
+}
+
+// taskRow is one task of an iteration.
+type taskRow struct {
+	Role, Gap, Duration, Err, Output string
+	Tokens                           int64
 }
 
 // budgetRow is one resource of the budget.
@@ -274,7 +284,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Reason = strings.TrimPrefix(p.Reason, p.Verdict+": ")
 	for _, u := range rep.Decision.Unmet() {
-		p.Unmet = append(p.Unmet, u.Describe())
+		p.Unmet = append(p.Unmet, u.String())
 	}
 	recs := rep.History.Recent
 	if len(recs) > 0 && recs[0].Iteration > 0 {
@@ -293,7 +303,13 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		ir := iterRow{Iteration: rec.Iteration, Action: rec.Action, Failed: rec.Failed, Gaps: rec.Gaps,
 			Kinds: kinds(rec.Kinds), P1: rec.Priorities[0], P2: rec.Priorities[1], P3: rec.Priorities[2],
 			Tokens: rec.Tokens, Calls: rec.Calls, Tasks: rec.Tasks, FailedTask: rec.FailedTasks,
-			Failures: rec.TaskFailures, Summary: rec.Summary, Best: p.HasBest && rec.Iteration == p.BestIteration}
+			Runs: taskRows(rec.TaskRuns), Summary: rec.Summary, Best: p.HasBest && rec.Iteration == p.BestIteration}
+		if rec.Verdict != converge.Continue {
+			ir.Verdict = rec.Verdict.String()
+		}
+		for _, u := range rec.Unmet {
+			ir.Unmet = append(ir.Unmet, u.String())
+		}
 		if rec.Cost != 0 {
 			ir.Cost = number(rec.Cost)
 		}
@@ -338,6 +354,21 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		nonce = hex.EncodeToString(b[:])
 	}
 	h.render(w, sessionTmpl, p, nonce)
+}
+
+// taskRows makes an iteration's task runs readable.
+func taskRows(runs []converge.TaskRun) []taskRow {
+	rows := make([]taskRow, len(runs))
+	for i, t := range runs {
+		rows[i] = taskRow{Role: t.Role, Gap: string(t.Kind), Err: t.Err, Output: t.Output, Tokens: t.Tokens}
+		if t.Target != "" {
+			rows[i].Gap = strings.TrimSpace(rows[i].Gap + " " + t.Target)
+		}
+		if t.Duration > 0 {
+			rows[i].Duration = t.Duration.Round(time.Millisecond).String()
+		}
+	}
+	return rows
 }
 
 // render writes t with data, under a content security policy allowing only

@@ -19,6 +19,7 @@ svg.chart{width:420px;height:140px;background:#fafafa;border:1px solid #eee}
 svg .axis{stroke:#999}svg .series{fill:none;stroke:#2d6fc4;stroke-width:1.5}svg .point{fill:#2d6fc4}
 svg .threshold{stroke:#d33;stroke-dasharray:4 3}svg text{font-size:10px;fill:#555}
 pre{white-space:pre-wrap;margin:0}details summary{cursor:pointer}
+td.tasks{min-width:18em}.task{white-space:nowrap}.task details{white-space:normal}pre.output{max-width:40em;max-height:12em;overflow:auto;background:#f7f7f7;font-size:12px}
 </style>`
 
 var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
@@ -94,15 +95,18 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <div class="charts">{{range .P.Charts}}<figure><figcaption>{{.Label}}{{if .HasLine}} <span class="muted">(threshold {{.Threshold}})</span>{{end}}</figcaption>{{.SVG}}</figure>{{end}}</div>
 <h2>Timeline</h2>
 {{- if gt .P.Dropped 0}}<p class="muted">Iterations before {{.P.Dropped}} are not kept: the history keeps the latest {{len .P.Iterations}}.</p>{{end}}
-<table id="timeline"><thead><tr><th>Iteration</th><th>Action</th><th>Gaps</th><th>By kind</th><th>P1/P2/P3</th><th>Tokens</th><th>Cost</th><th>Calls</th><th>Duration</th><th>Tasks (failed)</th><th>Failed tasks / summary</th></tr></thead><tbody>
+<table id="timeline"><thead><tr><th>Iteration</th><th>Action</th><th>Gaps</th><th>By kind</th><th>P1/P2/P3</th><th>Tokens</th><th>Cost</th><th>Calls</th><th>Duration</th><th>Decision</th><th>Tasks (failed)</th><th>Summary</th></tr></thead><tbody>
 {{- range .P.Iterations}}
 <tr data-iteration="{{.Iteration}}"{{if .Best}} class="best" title="best iteration"{{end}}><td class="n">{{.Iteration}}{{if .Best}} ★{{end}}</td>
 <td>{{if eq .Iteration 0}}<span class="muted">initial state</span>{{else}}{{.Action}}{{if .Failed}} <span class="err">failed</span>{{end}}{{end}}</td>
 <td class="n">{{.Gaps}}</td><td>{{.Kinds}}</td><td class="n">{{.P1}}/{{.P2}}/{{.P3}}</td>
 <td class="n">{{if .Tokens}}{{.Tokens}}{{end}}{{if .TokenShare}} <span class="bar" style="width:{{.TokenWidth}}px"></span> <span class="muted">{{.TokenShare}} of the limit</span>{{end}}</td>
 <td class="n">{{.Cost}}</td><td class="n">{{if .Calls}}{{.Calls}}{{end}}</td><td class="n">{{.Duration}}</td>
-<td class="n">{{if .Iteration}}{{.Tasks}} ({{.FailedTask}}){{end}}</td>
-<td>{{range .Failures}}<div class="err">{{if .Role}}{{.Role}}: {{end}}{{if .Kind}}{{.Kind}} {{end}}{{if .Target}}[{{.Target}}] {{end}}{{.Err}}</div>{{end}}{{if .Summary}}<div class="muted">{{.Summary}}</div>{{end}}</td></tr>
+<td class="decision">{{if .Verdict}}<b>{{.Verdict}}</b>{{else}}<span class="muted">continue</span>{{end}}{{if .Unmet}}<div class="muted">unmet: {{range $i, $u := .Unmet}}{{if $i}}; {{end}}{{$u}}{{end}}</div>{{end}}</td>
+<td class="tasks">{{if .Iteration}}{{.Tasks}} ({{.FailedTask}}){{end}}
+{{- range .Runs}}<div class="task{{if .Err}} err{{end}}" data-role="{{.Role}}">{{if .Role}}{{.Role}}{{else}}task{{end}}{{with .Gap}} <span class="muted">[{{.}}]</span>{{end}}{{with .Duration}} {{.}}{{end}}{{with .Tokens}} · {{.}} tokens{{end}}: {{if .Err}}failed: {{.Err}}{{else}}ok{{end}}
+{{- with .Output}}<details><summary>output</summary><pre class="output">{{.}}</pre></details>{{end}}</div>{{end}}</td>
+<td>{{if .Summary}}<div class="muted">{{.Summary}}</div>{{end}}</td></tr>
 {{- end}}
 </tbody></table>
 {{- if or .P.Generations .P.GenerationsErr}}

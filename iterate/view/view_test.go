@@ -50,7 +50,8 @@ func (toyWorker) Work(_ context.Context, _ toyState, t iterate.Task) (iterate.Ou
 	if t.Iteration == 3 {
 		return iterate.Outcome[toyState]{}, errors.New("flaky <b>tool</b>")
 	}
-	return iterate.Outcome[toyState]{Part: toyState{Read: 1}, Usage: budget.Usage{Tokens: int64(100 * (t.Iteration + 1)), Calls: 1}}, nil
+	return iterate.Outcome[toyState]{Part: toyState{Read: 1}, Usage: budget.Usage{Tokens: int64(100 * (t.Iteration + 1)), Calls: 1},
+		Output: fmt.Sprintf("read <file%02d.go>", t.Iteration)}, nil
 }
 
 func (toyWorker) Integrate(_ context.Context, s toyState, outs []iterate.Outcome[toyState]) (toyState, error) {
@@ -473,8 +474,8 @@ func TestUnmet(t *testing.T) {
 	}
 	_, body := get(t, newHandler(t, m), "/session/partial")
 	for _, u := range unmet {
-		if !strings.Contains(body, "<li>"+template.HTMLEscapeString(u.Describe())+"</li>") {
-			t.Errorf("page lacks the unmet criterion %q", u.Describe())
+		if !strings.Contains(body, "<li>"+template.HTMLEscapeString(u.String())+"</li>") {
+			t.Errorf("page lacks the unmet criterion %q", u.String())
 		}
 	}
 }
@@ -654,5 +655,57 @@ func TestAnswerErrors(t *testing.T) {
 	code, body := post(newHandler(t, m, Answers(refusing{})), "yes")
 	if code != http.StatusConflict || !strings.Contains(body, "not escalated <now>") {
 		t.Errorf("a refused answer: %d %q", code, body)
+	}
+}
+
+// TestTaskTimeline checks that each iteration of the timeline lists its
+// tasks (role, main gap, tokens, outcome and output, escaped) and the
+// decision taken on its state, with the criteria it found unmet.
+func TestTaskTimeline(t *testing.T) {
+	m := new(checkpoint.Memory)
+	res := runToy(t, m, "toy", iterate.WithMaxIterations(4))
+	_, body := get(t, newHandler(t, m), "/session/toy")
+	row := func(n int) string {
+		t.Helper()
+		re := regexp.MustCompile(`(?s)<tr data-iteration="` + strconv.Itoa(n) + `"[^>]*>(.*?)</tr>`)
+		m := re.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no row of iteration %d", n)
+		}
+		return m[1]
+	}
+	for _, rec := range res.History.Recent {
+		r := row(rec.Iteration)
+		if got := strings.Count(r, `<div class="task`); got != len(rec.TaskRuns) {
+			t.Errorf("iteration %d: %d tasks shown, the record has %d", rec.Iteration, got, len(rec.TaskRuns))
+		}
+		for _, tr := range rec.TaskRuns {
+			want := template.HTMLEscapeString(tr.Role)
+			if tr.Err != "" {
+				want = "failed: " + template.HTMLEscapeString(tr.Err)
+			} else if tr.Output != "" {
+				want = `<pre class="output">` + template.HTMLEscapeString(tr.Output) + `</pre>`
+			}
+			if !strings.Contains(r, want) {
+				t.Errorf("iteration %d: task %+v not shown as %q in\n%s", rec.Iteration, tr, want, r)
+			}
+			if tr.Tokens > 0 && !strings.Contains(r, " · "+strconv.FormatInt(tr.Tokens, 10)+" tokens") {
+				t.Errorf("iteration %d: the task's %d tokens not shown", rec.Iteration, tr.Tokens)
+			}
+		}
+		if strings.Contains(r, "<file") || strings.Contains(r, "<b>tool") {
+			t.Errorf("iteration %d: output or error not escaped:\n%s", rec.Iteration, r)
+		}
+		for _, u := range rec.Unmet {
+			if !strings.Contains(r, template.HTMLEscapeString(u.String())) {
+				t.Errorf("iteration %d: unmet %q not shown", rec.Iteration, u.String())
+			}
+		}
+	}
+	if !strings.Contains(row(3), "failed: flaky &lt;b&gt;tool&lt;/b&gt;") {
+		t.Errorf("iteration 3's failed task not shown:\n%s", row(3))
+	}
+	if last := res.History.Last(); !strings.Contains(row(last.Iteration), "<b>"+last.Verdict.String()+"</b>") {
+		t.Errorf("the last state's verdict %s not shown:\n%s", last.Verdict, row(last.Iteration))
 	}
 }
