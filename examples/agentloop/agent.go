@@ -237,6 +237,7 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 	// the AI CLI reports it spent, or else the prompt's estimate, as input
 	// (Result.Usage, across resumes; the budget's limits).
 	rep := parseOutput(a.set.AIOutput, out)
+	r.Output(rep.Text) // its tail is kept in the iteration's record, for inspectors and viewers
 	if rep.Format != "" {
 		r.Charge(rep.usage())
 	} else {

@@ -33,8 +33,9 @@ func TestAgentReportsToTheEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokens := budget.EstimateTokens(prompt)
-	// The AI CLI leaves a file named after its iteration.
-	const ran = `cat >/dev/null; : >ran.$AGENTLOOP_ITERATION`
+	// The AI CLI leaves a file named after its iteration, and says which it
+	// was.
+	const ran = `cat >/dev/null; : >ran.$AGENTLOOP_ITERATION; echo "iteration $AGENTLOOP_ITERATION <done>"`
 	over := fmt.Sprintf("Prompt exceeds token budget: %s > 50", textfmt.Tokens(int64(tokens)))
 
 	tests := []struct {
@@ -79,6 +80,14 @@ func TestAgentReportsToTheEngine(t *testing.T) {
 			}
 			if got, want := res.Usage.Tokens, int64(2*tokens); got != want {
 				t.Errorf("Result.Usage.Tokens = %d, want %d (two prompts of %d tokens)", got, want, tokens)
+			}
+			// The AI CLI's answer is the task's output, kept in each
+			// iteration's record.
+			for _, rec := range res.History.Recent[1:] {
+				want := fmt.Sprintf("iteration %d <done>\n", rec.Iteration)
+				if len(rec.TaskRuns) != 1 || rec.TaskRuns[0].Output != want {
+					t.Errorf("iteration %d: task runs %+v, want one with the output %q", rec.Iteration, rec.TaskRuns, want)
+				}
 			}
 			mu.Lock()
 			defer mu.Unlock()
