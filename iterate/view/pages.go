@@ -314,7 +314,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 			ir.Cost = number(rec.Cost)
 		}
 		if rec.Iteration > 0 {
-			ir.Duration = rec.Duration.Round(time.Millisecond).String()
+			ir.Duration = duration(rec.Duration)
 		}
 		if lim.Tokens > 0 && rec.Tokens > 0 {
 			share := float64(rec.Tokens) / float64(lim.Tokens) * 100
@@ -361,14 +361,27 @@ func taskRows(runs []converge.TaskRun) []taskRow {
 	rows := make([]taskRow, len(runs))
 	for i, t := range runs {
 		rows[i] = taskRow{Role: t.Role, Gap: string(t.Kind), Err: t.Err, Output: t.Output, Tokens: t.Tokens}
-		if t.Target != "" {
-			rows[i].Gap = strings.TrimSpace(rows[i].Gap + " " + t.Target)
+		switch {
+		case t.Target == "" || t.Target == string(t.Kind):
+		case t.Kind == "":
+			rows[i].Gap = t.Target
+		default:
+			rows[i].Gap += ": " + t.Target
 		}
 		if t.Duration > 0 {
-			rows[i].Duration = t.Duration.Round(time.Millisecond).String()
+			rows[i].Duration = duration(t.Duration)
 		}
 	}
 	return rows
+}
+
+// duration formats d to the millisecond, or to the microsecond below one
+// ("340µs", not "0s").
+func duration(d time.Duration) string {
+	if d > -time.Millisecond && d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // render writes t with data, under a content security policy allowing only

@@ -104,7 +104,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <td class="n">{{.Cost}}</td><td class="n">{{if .Calls}}{{.Calls}}{{end}}</td><td class="n">{{.Duration}}</td>
 <td class="decision">{{if .Verdict}}<b>{{.Verdict}}</b>{{else}}<span class="muted">continue</span>{{end}}{{if .Unmet}}<div class="muted">unmet: {{range $i, $u := .Unmet}}{{if $i}}; {{end}}{{$u}}{{end}}</div>{{end}}</td>
 <td class="tasks">{{if .Iteration}}{{.Tasks}} ({{.FailedTask}}){{end}}
-{{- range .Runs}}<div class="task{{if .Err}} err{{end}}" data-role="{{.Role}}">{{if .Role}}{{.Role}}{{else}}task{{end}}{{with .Gap}} <span class="muted">[{{.}}]</span>{{end}}{{with .Duration}} {{.}}{{end}}{{with .Tokens}} · {{.}} tokens{{end}}: {{if .Err}}failed: {{.Err}}{{else}}ok{{end}}
+{{- range .Runs}}<div class="task{{if .Err}} err{{end}}" data-role="{{.Role}}">{{if .Role}}{{.Role}}{{else}}task{{end}}{{with .Gap}} <span class="muted">[{{.}}]</span>{{end}}: {{if .Err}}failed: {{.Err}}{{else}}ok{{end}}{{with .Duration}} · {{.}}{{end}}{{with .Tokens}} · {{.}} tokens{{end}}
 {{- with .Output}}<details><summary>output</summary><pre class="output">{{.}}</pre></details>{{end}}</div>{{end}}</td>
 <td>{{if .Summary}}<div class="muted">{{.Summary}}</div>{{end}}</td></tr>
 {{- end}}

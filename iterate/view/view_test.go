@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
@@ -707,5 +708,25 @@ func TestTaskTimeline(t *testing.T) {
 	}
 	if last := res.History.Last(); !strings.Contains(row(last.Iteration), "<b>"+last.Verdict.String()+"</b>") {
 		t.Errorf("the last state's verdict %s not shown:\n%s", last.Verdict, row(last.Iteration))
+	}
+}
+
+// TestTaskRows checks how a task's gap and duration read: the target
+// beside its kind unless it repeats it, and sub-millisecond durations to
+// the microsecond.
+func TestTaskRows(t *testing.T) {
+	for _, tt := range []struct {
+		run      converge.TaskRun
+		gap, dur string
+	}{
+		{converge.TaskRun{Kind: gap.Coverage, Target: "coverage", Duration: 340 * time.Microsecond}, "coverage", "340µs"},
+		{converge.TaskRun{Kind: gap.UnansweredQuestion, Target: "why?", Duration: 1500 * time.Millisecond}, "unanswered_question: why?", "1.5s"},
+		{converge.TaskRun{Target: "file.go", Duration: 2*time.Millisecond + 400*time.Microsecond}, "file.go", "2ms"},
+		{converge.TaskRun{}, "", ""},
+	} {
+		rows := taskRows([]converge.TaskRun{tt.run})
+		if rows[0].Gap != tt.gap || rows[0].Duration != tt.dur {
+			t.Errorf("%+v: gap %q, duration %q; want %q, %q", tt.run, rows[0].Gap, rows[0].Duration, tt.gap, tt.dur)
+		}
 	}
 }
