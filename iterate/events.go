@@ -141,6 +141,10 @@ type TaskEnded struct {
 	Err      error
 	Usage    budget.Usage
 	Duration time.Duration
+	// Replayed says the task did not run: a resumed iteration replayed
+	// its outcome from the journal ([Journal]), and Usage and Duration are
+	// those recorded when it ran, already reported then.
+	Replayed bool
 }
 
 // IterationEnded is sent after an iteration's results are integrated.

@@ -169,7 +169,7 @@ func (r *run[S]) endTask(ctx context.Context, t *Task, out *Outcome[S], replayed
 		}
 	}
 	if r.observing {
-		r.emit(TaskEnded{it: r.at(t.Iteration), Task: *t, Err: out.Err, Usage: out.Usage, Duration: out.Duration})
+		r.emit(TaskEnded{it: r.at(t.Iteration), Task: *t, Err: out.Err, Usage: out.Usage, Duration: out.Duration, Replayed: replayed})
 	}
 }
 

@@ -100,8 +100,9 @@
 // seconds. All carry refine.session, the task metrics (and a task's
 // failures) refine.task.role too. Tokens and cost are counted per task, when
 // it ends, so the spending of an iteration that is interrupted counts too; a
-// task replayed from the journal on resume ([iterate.Journal]) reports its
-// recorded usage again and is counted again. The session is an attribute of
+// task replayed from the journal on resume ([iterate.Journal]) is not
+// counted again (its span, marked refine.task.replayed, carries the usage
+// recorded when it ran). The session is an attribute of
 // every metric: a service that runs many short sessions makes many series.
 //
 // # Concurrency

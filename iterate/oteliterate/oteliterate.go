@@ -133,6 +133,7 @@ const (
 	keyFailed      = attribute.Key("refine.failed")
 	keyTaskID      = attribute.Key("refine.task.id")
 	keyRole        = attribute.Key("refine.task.role")
+	keyReplayed    = attribute.Key("refine.task.replayed")
 	keyGapKind     = attribute.Key("refine.gap.kind")
 	keyGapPriority = attribute.Key("refine.gap.priority")
 	keyTokens      = attribute.Key("refine.usage.tokens")
@@ -441,6 +442,9 @@ func (o *Observer) endTask(r *run, e iterate.TaskEnded) {
 	}
 	delete(r.tasks, id)
 	span.SetAttributes(usageAttrs(e.Usage)...)
+	if e.Replayed {
+		span.SetAttributes(keyReplayed.Bool(true))
+	}
 	if e.Err != nil {
 		span.RecordError(e.Err)
 		span.SetStatus(codes.Error, e.Err.Error())
@@ -448,6 +452,9 @@ func (o *Observer) endTask(r *run, e iterate.TaskEnded) {
 	ctx := trace.ContextWithSpan(context.Background(), span)
 	span.End()
 
+	if e.Replayed {
+		return // counted when it ran
+	}
 	attrs := metric.WithAttributes(r.session, keyRole.String(string(e.Task.Role)))
 	o.tasks.Add(ctx, 1, attrs)
 	o.taskDuration.Record(ctx, e.Duration.Seconds(), attrs)

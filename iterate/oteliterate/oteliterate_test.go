@@ -782,3 +782,53 @@ func TestInputOutputTokens(t *testing.T) {
 		t.Errorf("tokens (-want +got):\n%s", diff)
 	}
 }
+
+// TestReplayedTasksCountedOnce: the tasks a resumed iteration replays from
+// the journal were counted when they ran; the metrics count them once, so
+// the tokens counted equal what the loop spent (Result.Usage, across the
+// resume), and their spans are marked replayed. (Mutation caught: counting
+// a replayed task's usage again, as before, counts 200 tokens twice.)
+func TestReplayedTasksCountedOnce(t *testing.T) {
+	tel := newTelemetry(t)
+	strategy := iterate.StrategyFunc(func(_ context.Context, sit *iterate.Situation) (iterate.Plan, error) {
+		return iterate.Plan{Action: iterate.Refine, Tasks: []iterate.Task{{Role: "a"}, {Role: "b"}, {Role: "c"}}}, nil
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	worker := func(interrupt bool) *iterate.FuncWorker[int] {
+		return iterate.Func(func(ctx context.Context, n int, r iterate.Round) (int, error) {
+			r.Charge(budget.Usage{Tokens: 100})
+			if r.Task.Index == 2 && interrupt {
+				cancel() // Ctrl+C during the third task, which spent its tokens
+				return n, ctx.Err()
+			}
+			return n + 1, nil
+		})
+	}
+	store := &checkpoint.Memory{}
+	opts := []iterate.Option{iterate.WithStrategy(strategy), iterate.WithMaxIterations(1), iterate.WithSession("replay"),
+		iterate.WithCheckpointer(store, iterate.Journal), iterate.WithParallelism(1), iterate.WithObserver(tel.observer().Observe)}
+	if _, err := iterate.New(worker(true), opts...).Run(ctx, 0); !errors.Is(err, iterate.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	res, err := iterate.New(worker(false), opts...).Resume(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted float64
+	for _, p := range collect(t, tel.reader)["refine.tokens {token}"] {
+		counted += p.Value
+	}
+	if counted != float64(res.Usage.Tokens) || res.Usage.Tokens != 400 {
+		t.Errorf("tokens counted %v, the loop spent %d (want 400: three tasks and the interrupted attempt)", counted, res.Usage.Tokens)
+	}
+	replayed := 0
+	for _, s := range tel.spans.Ended() {
+		if attr(s.Attributes(), "refine.task.replayed").AsBool() {
+			replayed++
+		}
+	}
+	if replayed != 2 {
+		t.Errorf("%d task spans marked replayed, want 2", replayed)
+	}
+}
