@@ -112,6 +112,11 @@ func TestResumeRefusesChangedSettingsByName(t *testing.T) {
 		{"strategy parameter", nil, []iterate.Option{iterate.WithStrategy(&iterate.Adaptive{MaxTasks: 1})}, "strategy "},
 		{"policy parameter", []iterate.Option{iterate.WithConvergence(converge.Any(converge.NoProgress{After: 2}, converge.IterationLimit{}))},
 			[]iterate.Option{iterate.WithConvergence(converge.Any(converge.NoProgress{After: 4}, converge.IterationLimit{}))}, "After:4"},
+		// Any and All of the same policies decide differently (issue 20
+		// left them alike in the fingerprint); of one policy they happen
+		// not to, so that the resume ends should the change go unnoticed.
+		{"policy combinator", []iterate.Option{iterate.WithConvergence(converge.Any(converge.IterationLimit{}))},
+			[]iterate.Option{iterate.WithConvergence(converge.All(converge.IterationLimit{}))}, "converge.allOf["},
 		{"task timeout", nil, []iterate.Option{iterate.WithTaskTimeout(time.Minute)}, "task timeout none → 1m0s"},
 		{"host settings", []iterate.Option{iterate.WithFingerprint("prompt v1")},
 			[]iterate.Option{iterate.WithFingerprint("prompt v2")}, "host settings prompt v1 → prompt v2"},

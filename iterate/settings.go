@@ -126,8 +126,9 @@ func estimateString(c *config) string {
 
 // describe returns the settings of an analyzer, strategy or policy: its
 // Settings() string method when it has one, else its type and the values
-// of its exported fields, recursively, so that two values configured alike
-// describe alike and a changed parameter shows. Unexported fields (state,
+// of its exported fields, recursively (a list of a named type after its
+// type's name), so that two values configured alike describe alike and a
+// changed parameter shows. Unexported fields (state,
 // hooks, writers) are left out, and functions and channels are described by
 // their type alone: they are not settings a resume could compare.
 func describe(v any) string {
@@ -189,6 +190,11 @@ func describeValue(b *strings.Builder, v reflect.Value, depth int) {
 		}
 		b.WriteByte('}')
 	case reflect.Slice, reflect.Array:
+		if t := v.Type(); t.Name() != "" {
+			// A named list says what it is: converge.Any and converge.All
+			// of the same policies decide differently.
+			b.WriteString(t.String())
+		}
 		b.WriteByte('[')
 		for i := range v.Len() {
 			if i > 0 {
