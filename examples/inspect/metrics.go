@@ -60,7 +60,10 @@ func valueOf(rec *converge.Record, name string) (float64, bool) {
 
 // defaultMetrics are the metrics charted when the user names none: those
 // of coverage, confidence, score and conflicts, then of the named scores
-// (by name), that some record holds as other than 0; the gaps when none is.
+// (by name), that some record holds as other than 0. A loop that measured
+// none of them (an agent loop, whose signals are its AI CLI's exit status
+// and its gates: a failed iteration) gets its gaps, when it found some,
+// and its failed tasks.
 func defaultMetrics(recs []converge.Record) []string {
 	nonzero := func(name string) bool {
 		for i := range recs {
@@ -91,7 +94,10 @@ func defaultMetrics(recs []converge.Record) []string {
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, "gaps")
+		if nonzero("gaps") {
+			out = append(out, "gaps")
+		}
+		out = append(out, "failed tasks")
 	}
 	return out
 }

@@ -214,3 +214,30 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("an empty --metric: exit %d, %s", code, stderr)
 	}
 }
+
+// TestDefaultMetrics: without --metric, the charts follow what the loop
+// measured.
+func TestDefaultMetrics(t *testing.T) {
+	tests := []struct {
+		name string
+		recs []converge.Record
+		want []string
+	}{
+		{"research", []converge.Record{{}, {Coverage: 0.4, Confidence: 0.7}, {Coverage: 0.8, Confidence: 0.9, Conflicts: 1}},
+			[]string{"coverage", "confidence", "conflicts"}},
+		{"fix_loop", []converge.Record{{Score: 0.2, Scores: map[string]float64{"tests passing": 0, "tests failing": 3}},
+			{Score: 1, Scores: map[string]float64{"tests passing": 3, "tests failing": 0}}},
+			[]string{"score", "tests failing", "tests passing"}},
+		{"plan", []converge.Record{{Gaps: 3, Scores: map[string]float64{"tasks done": 0, "phases complete": 0}},
+			{Gaps: 2, Scores: map[string]float64{"tasks done": 2, "phases complete": 1}}},
+			[]string{"phases complete", "tasks done"}},
+		{"agent_loop", []converge.Record{{}, {Attempt: converge.Attempt{Tasks: 1}}, {Attempt: converge.Attempt{Tasks: 1, FailedTasks: 1, Failed: true}}},
+			[]string{"failed tasks"}},
+		{"nothing_measured_gaps_found", []converge.Record{{Gaps: 1}}, []string{"gaps", "failed tasks"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, defaultMetrics(tt.recs)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
