@@ -103,7 +103,8 @@ func defaultMetrics(recs []converge.Record) []string {
 }
 
 // thresholdOf returns the level the loop holds the metric to, when it has
-// one: its coverage and confidence thresholds and its maximum of conflicts.
+// one: its coverage and confidence thresholds (when not off) and the most
+// conflicts it tolerates.
 // A named score or a count has none.
 func thresholdOf(r *iterate.Report, name string) (float64, bool) {
 	t := r.History.Thresholds
@@ -113,7 +114,7 @@ func thresholdOf(r *iterate.Report, name string) (float64, bool) {
 	case converge.CriterionConfidence:
 		return t.MinConfidence, t.MinConfidence > 0
 	case converge.CriterionConflicts:
-		return float64(t.MaxConflicts), t.MaxConflicts >= 0
+		return float64(max(t.MaxConflicts, 0)), true // negative: none tolerated
 	}
 	return 0, false
 }
