@@ -24,22 +24,23 @@ import (
 	"github.com/refine-go/refine/iterate/view"
 )
 
-// chartOf is one chart of a page, as its SVG's data attributes say.
-type chartOf struct {
-	series    []chartPoint
+// chartSeries is one chart of a page, as its SVG's data attributes say.
+type chartSeries struct {
+	series    []chartValue
 	threshold string // "" without a threshold line
 }
 
-type chartPoint struct {
+// chartValue is one point of a chart: an iteration and its value.
+type chartValue struct {
 	iteration int
 	value     float64
 }
 
-// chartAttrs matches a chart's SVG element and captures its data attributes.
-var chartAttrs = regexp.MustCompile(`<svg class="chart"[^>]*>`)
+// chartTag matches a chart's SVG element and captures its data attributes.
+var chartTag = regexp.MustCompile(`<svg class="chart"[^>]*>`)
 
 // chartsOf returns the charts of page by metric name, in order.
-func chartsOf(t *testing.T, page string) ([]string, map[string]chartOf) {
+func chartsOf(t *testing.T, page string) ([]string, map[string]chartSeries) {
 	t.Helper()
 	attr := func(tag, name string) (string, bool) {
 		m := regexp.MustCompile(` ` + name + `="([^"]*)"`).FindStringSubmatch(tag)
@@ -49,8 +50,8 @@ func chartsOf(t *testing.T, page string) ([]string, map[string]chartOf) {
 		return html.UnescapeString(m[1]), true
 	}
 	var names []string
-	out := map[string]chartOf{}
-	for _, tag := range chartAttrs.FindAllString(page, -1) {
+	out := map[string]chartSeries{}
+	for _, tag := range chartTag.FindAllString(page, -1) {
 		name, ok := attr(tag, "data-metric")
 		if !ok {
 			t.Fatalf("a chart without data-metric: %s", tag)
@@ -59,7 +60,7 @@ func chartsOf(t *testing.T, page string) ([]string, map[string]chartOf) {
 		if !ok {
 			t.Fatalf("chart %q without data-series: %s", name, tag)
 		}
-		var c chartOf
+		var c chartSeries
 		for _, pair := range strings.Fields(series) {
 			it, v, ok := strings.Cut(pair, ":")
 			n, err1 := strconv.Atoi(it)
@@ -67,7 +68,7 @@ func chartsOf(t *testing.T, page string) ([]string, map[string]chartOf) {
 			if !ok || err1 != nil || err2 != nil {
 				t.Fatalf("chart %q: point %q does not read as ITERATION:VALUE", name, pair)
 			}
-			c.series = append(c.series, chartPoint{n, f})
+			c.series = append(c.series, chartValue{n, f})
 		}
 		c.threshold, _ = attr(tag, "data-threshold")
 		if _, dup := out[name]; dup {
@@ -79,8 +80,8 @@ func chartsOf(t *testing.T, page string) ([]string, map[string]chartOf) {
 	return names, out
 }
 
-// historyOf returns the history of session in store as the viewer reads it.
-func historyOf(t *testing.T, store view.Store, session string) (*iterate.Report, []converge.Record) {
+// chartHistory returns the history of session in store as the viewer reads it.
+func chartHistory(t *testing.T, store view.Store, session string) (*iterate.Report, []converge.Record) {
 	t.Helper()
 	c, err := store.Load(context.Background(), session)
 	if err != nil {
@@ -97,8 +98,8 @@ func historyOf(t *testing.T, store view.Store, session string) (*iterate.Report,
 	return r, r.History.Recent
 }
 
-// sessionPage GETs the page of session from a viewer of store with opts.
-func sessionPage(t *testing.T, store view.Store, session string, opts ...view.Option) string {
+// chartPage GETs the page of session from a viewer of store with opts.
+func chartPage(t *testing.T, store view.Store, session string, opts ...view.Option) string {
 	t.Helper()
 	h, err := view.New(store, opts...)
 	if err != nil {
@@ -116,7 +117,7 @@ func sessionPage(t *testing.T, store view.Store, session string, opts ...view.Op
 
 // wantChart checks that chart equals value of each record and has the
 // threshold line threshold ("" for none).
-func wantChart(t *testing.T, charts map[string]chartOf, name string, recs []converge.Record,
+func wantChart(t *testing.T, charts map[string]chartSeries, name string, recs []converge.Record,
 	value func(*converge.Record) float64, threshold string) {
 	t.Helper()
 	c, ok := charts[name]
@@ -124,9 +125,9 @@ func wantChart(t *testing.T, charts map[string]chartOf, name string, recs []conv
 		t.Errorf("no chart of %q", name)
 		return
 	}
-	var want []chartPoint
+	var want []chartValue
 	for i := range recs {
-		want = append(want, chartPoint{recs[i].Iteration, value(&recs[i])})
+		want = append(want, chartValue{recs[i].Iteration, value(&recs[i])})
 	}
 	if fmt.Sprint(c.series) != fmt.Sprint(want) {
 		t.Errorf("chart %q: series %v, want the history's %v", name, c.series, want)
@@ -136,17 +137,17 @@ func wantChart(t *testing.T, charts map[string]chartOf, name string, recs []conv
 	}
 }
 
-// metric returns a record's named metric (converge.Record.Metric).
-func metric(name string) func(*converge.Record) float64 {
+// chartMetric returns a record's named metric (converge.Record.Metric).
+func chartMetric(name string) func(*converge.Record) float64 {
 	return func(r *converge.Record) float64 {
 		v, _ := r.Metric(name)
 		return v
 	}
 }
 
-// research is a research-like loop: each iteration reads a file more,
+// chartResearch is a research-like loop: each iteration reads a file more,
 // raising coverage and confidence, until both reach their thresholds.
-func research(t *testing.T, store iterate.Checkpointer) {
+func chartResearch(t *testing.T, store iterate.Checkpointer) {
 	t.Helper()
 	w := iterate.Func(func(_ context.Context, read int, _ iterate.Round) (int, error) { return read + 1, nil })
 	w.AssessFunc = func(_ context.Context, read int) (gap.Assessment, error) {
@@ -160,10 +161,10 @@ func research(t *testing.T, store iterate.Checkpointer) {
 	}
 }
 
-// fixLoop is a fix loop: five tests, three failing at first, one fixed
+// chartFixLoop is a fix loop: five tests, three failing at first, one fixed
 // per attempt; its Assess records the tests passing and failing as named
 // scores, as examples/fixloop does.
-func fixLoop(t *testing.T, store iterate.Checkpointer) {
+func chartFixLoop(t *testing.T, store iterate.Checkpointer) {
 	t.Helper()
 	w := iterate.Func(func(_ context.Context, attempt int, _ iterate.Round) (int, error) { return attempt + 1, nil })
 	w.AssessFunc = func(_ context.Context, attempt int) (gap.Assessment, error) {
@@ -183,10 +184,10 @@ func fixLoop(t *testing.T, store iterate.Checkpointer) {
 	}
 }
 
-// plan is a plan of three phases of two tasks each, one phase completed
+// chartPlan is a plan of three phases of two tasks each, one phase completed
 // per iteration; its Assess records the tasks done and the phases
 // complete as named scores, as examples/planrunner does.
-func plan(t *testing.T, store iterate.Checkpointer) {
+func chartPlan(t *testing.T, store iterate.Checkpointer) {
 	t.Helper()
 	w := iterate.Func(func(_ context.Context, done int, _ iterate.Round) (int, error) { return done + 1, nil })
 	w.AssessFunc = func(_ context.Context, done int) (gap.Assessment, error) {
@@ -208,9 +209,9 @@ func plan(t *testing.T, store iterate.Checkpointer) {
 // a checkpoint.Dir, each against its threshold.
 func TestChartsResearch(t *testing.T) {
 	store := checkpoint.NewDir(t.TempDir())
-	research(t, store)
-	_, recs := historyOf(t, store, "research")
-	names, charts := chartsOf(t, sessionPage(t, store, "research", view.Metrics(view.Coverage, view.Confidence)))
+	chartResearch(t, store)
+	_, recs := chartHistory(t, store, "research")
+	names, charts := chartsOf(t, chartPage(t, store, "research", view.Metrics(view.Coverage, view.Confidence)))
 	if fmt.Sprint(names) != "[coverage confidence]" {
 		t.Errorf("charts %q, want coverage and confidence", names)
 	}
@@ -228,48 +229,48 @@ func TestChartsResearch(t *testing.T) {
 // not a flat coverage and confidence at 0.
 func TestChartsFixLoopByContent(t *testing.T) {
 	store := new(checkpoint.Memory)
-	fixLoop(t, store)
-	r, recs := historyOf(t, store, "fix")
+	chartFixLoop(t, store)
+	r, recs := chartHistory(t, store, "fix")
 	if r.History.Thresholds.MinCoverage <= 0 {
 		t.Fatalf("the loop has no coverage threshold (%v): the test would not show that none is drawn", r.History.Thresholds.MinCoverage)
 	}
-	page := sessionPage(t, store, "fix",
+	page := chartPage(t, store, "fix",
 		view.Metrics(view.Metric{Name: "tests passing"}, view.Metric{Name: "tests failing"}, view.FailingTests))
 	names, charts := chartsOf(t, page)
 	if fmt.Sprint(names) != "[tests passing tests failing gaps:test_failure]" {
 		t.Errorf("charts %q", names)
 	}
-	wantChart(t, charts, "tests passing", recs, metric("tests passing"), "")
-	wantChart(t, charts, "tests failing", recs, metric("tests failing"), "")
+	wantChart(t, charts, "tests passing", recs, chartMetric("tests passing"), "")
+	wantChart(t, charts, "tests failing", recs, chartMetric("tests failing"), "")
 	wantChart(t, charts, "gaps:test_failure", recs, func(r *converge.Record) float64 { return float64(r.Kinds[gap.TestFailure]) }, "")
 	if got := fmt.Sprint(charts["tests failing"].series); got != "[{0 3} {1 2} {2 1} {3 0}]" {
 		t.Errorf("tests failing: %s", got)
 	}
 
-	names, charts = chartsOf(t, sessionPage(t, store, "fix"))
+	names, charts = chartsOf(t, chartPage(t, store, "fix"))
 	for _, n := range names {
 		if n == converge.CriterionCoverage || n == converge.CriterionConfidence {
 			t.Errorf("the default charts of a fix loop include %s, which it does not measure: %q", n, names)
 		}
 	}
-	wantChart(t, charts, "tests passing", recs, metric("tests passing"), "")
-	wantChart(t, charts, "tests failing", recs, metric("tests failing"), "")
+	wantChart(t, charts, "tests passing", recs, chartMetric("tests passing"), "")
+	wantChart(t, charts, "tests failing", recs, chartMetric("tests failing"), "")
 }
 
 // TestChartsPlan: a plan's phases complete against the host's level (the
 // plan's three phases) and its tasks done without one.
 func TestChartsPlan(t *testing.T) {
 	store := new(checkpoint.Memory)
-	plan(t, store)
-	_, recs := historyOf(t, store, "plan")
-	page := sessionPage(t, store, "plan",
+	chartPlan(t, store)
+	_, recs := chartHistory(t, store, "plan")
+	page := chartPage(t, store, "plan",
 		view.Metrics(view.Metric{Name: "phases complete", Threshold: view.Level(3)}, view.Metric{Name: "tasks done"}))
 	names, charts := chartsOf(t, page)
 	if fmt.Sprint(names) != "[phases complete tasks done]" {
 		t.Errorf("charts %q", names)
 	}
-	wantChart(t, charts, "phases complete", recs, metric("phases complete"), "3")
-	wantChart(t, charts, "tasks done", recs, metric("tasks done"), "")
+	wantChart(t, charts, "phases complete", recs, chartMetric("phases complete"), "3")
+	wantChart(t, charts, "tasks done", recs, chartMetric("tasks done"), "")
 	if got := fmt.Sprint(charts["tasks done"].series); got != "[{0 0} {1 2} {2 4} {3 6}]" {
 		t.Errorf("tasks done: %s", got)
 	}
