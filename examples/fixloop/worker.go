@@ -81,12 +81,25 @@ func (c *checks) passing() bool {
 	return c.Tests.Result.Passed && (c.Review == nil || c.Review.Status == gap.ReviewApprove)
 }
 
+// The named scores of a fix loop's assessments, which a chart of the
+// session shows (iterate/view's Metrics, inspect's --metric).
+const (
+	scoreTestsPassing = "tests passing"
+	scoreTestsFailing = "tests failing"
+)
+
 // assessment turns the checks into what the loop sees. The score is 0.8 ×
 // the share of tests passing (all or nothing when no test ran) plus 0.2 when
-// the review approves or there is none.
+// the review approves or there is none; the named scores count the tests
+// passing and failing (the failures parsed when the package did not build).
 func (c *checks) assessment() gap.Assessment {
 	tests := c.Tests.Result
 	a := gap.Assessment{Signals: gap.Signals{Tests: &tests, Review: c.Review}}
+	failing := c.Tests.Total - c.Tests.Passed
+	if c.Tests.Total == 0 && !tests.Passed {
+		failing = len(tests.Failures)
+	}
+	a.Scores = map[string]float64{scoreTestsPassing: float64(c.Tests.Passed), scoreTestsFailing: float64(max(failing, 0))}
 	switch {
 	case c.Tests.Total > 0 && !c.Tests.BuildFailed:
 		a.Score = 0.8 * float64(c.Tests.Passed) / float64(c.Tests.Total)

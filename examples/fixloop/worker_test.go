@@ -10,7 +10,8 @@ import (
 )
 
 // TestChecks covers the assessment of the checks: seed 002's proceed
-// condition (tests pass and review approves) and the score.
+// condition (tests pass and review approves) the score and the named scores counting the tests
+// passing and failing.
 func TestChecks(t *testing.T) {
 	approve := &gap.Review{Status: gap.ReviewApprove}
 	reject := &gap.Review{Status: gap.ReviewReject, Issues: []string{"x.go: not gofmt-formatted"}}
@@ -22,23 +23,26 @@ func TestChecks(t *testing.T) {
 		passing bool
 		score   float64
 		summary string
+		// passed and failing are the named scores "tests passing" and
+		// "tests failing".
+		passed, failing float64
 	}{
 		{"seed002_proceed_tests_pass_review_approves", checks{Tests: testRun{Result: gap.TestResult{Passed: true}, Passed: 3, Total: 3}, Review: approve},
-			true, 1, "tests pass (3); review approve"},
+			true, 1, "tests pass (3); review approve", 3, 0},
 		{"seed002_retry_tests_fail", checks{Tests: testRun{Result: fail, Passed: 2, Total: 4}, Review: approve},
-			false, 0.6, "tests fail (1: TestA); review approve"},
+			false, 0.6, "tests fail (1: TestA); review approve", 2, 2},
 		{"seed002_retry_review_rejects", checks{Tests: testRun{Result: gap.TestResult{Passed: true}, Passed: 2, Total: 2}, Review: reject},
-			false, 0.8, "tests pass (2); review reject (1 issue(s))"},
+			false, 0.8, "tests pass (2); review reject (1 issue(s))", 2, 0},
 		{"build_failure_pending_review", checks{Tests: testRun{Result: fail, BuildFailed: true}, Review: pending},
-			false, 0, "tests fail (1: TestA); review pending"},
+			false, 0, "tests fail (1: TestA); review pending", 0, 1},
 		{"no_review", checks{Tests: testRun{Result: gap.TestResult{Passed: true}}},
-			true, 1, "tests pass (0)"},
+			true, 1, "tests pass (0)", 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := tt.c.assessment()
-			got := []any{tt.c.passing(), a.Signals.Passing(), a.Score, tt.c.summary()}
-			want := []any{tt.passing, tt.passing, tt.score, tt.summary}
+			got := []any{tt.c.passing(), a.Signals.Passing(), a.Score, tt.c.summary(), a.Scores[scoreTestsPassing], a.Scores[scoreTestsFailing]}
+			want := []any{tt.passing, tt.passing, tt.score, tt.summary, tt.passed, tt.failing}
 			if diff := cmp.Diff(want, got, cmp.Comparer(func(x, y float64) bool { return x-y < 1e-9 && y-x < 1e-9 })); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

@@ -182,7 +182,15 @@ func TestE2EHistory(t *testing.T) {
 			t.Errorf("iteration %d mismatch (-want +got):\n%s", rec.Iteration, diff)
 		}
 	}
-	cov := sparkline(series(rep.History.Recent, coverageOf))
+	var cov string
+	for _, m := range seriesOf(rep, nil) {
+		if m.name == "coverage" {
+			cov = m.spark()
+		}
+	}
+	if cov == "" {
+		t.Fatal("no coverage among the default metrics of a research loop")
+	}
 	for _, want := range []string{
 		"Status       converged after " + strconv.Itoa(c.Iteration) + " iterations",
 		"Tokens       " + strconv.FormatInt(rep.Usage.Tokens, 10) + " in all (not recorded per iteration)",
@@ -333,7 +341,7 @@ func TestE2EHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(data)
-	checkPage(t, html, rep)
+	checkPage(t, html, rep, "coverage", "confidence")
 	for _, want := range []string{`<span class="status stop" id="status">max_iterations</span>`, `<ul id="unmet"><li>coverage `,
 		`data-resource="tokens"`, `data-resource="iterations"`, `<td>token limit</td><td class="s">20000</td>`} {
 		if !strings.Contains(html, want) {
@@ -343,9 +351,10 @@ func TestE2EHTML(t *testing.T) {
 	t.Run("screenshot", func(t *testing.T) { screenshot(t, page) })
 }
 
-// checkPage checks that the page is self-contained and that its charts
-// plot the history's values against the thresholds.
-func checkPage(t *testing.T, html string, rep *iterate.Report) {
+// checkPage checks that the page is self-contained and that it charts
+// metrics, in order, each chart plotting the history's values against the
+// metric's threshold where it has one.
+func checkPage(t *testing.T, html string, rep *iterate.Report, metrics ...string) {
 	t.Helper()
 	for _, banned := range []string{"<script", "<link", "<img", "<iframe", "<object", "<embed", "url(", "@import", "https://"} {
 		if strings.Contains(strings.ToLower(html), banned) {
@@ -359,29 +368,44 @@ func checkPage(t *testing.T, html string, rep *iterate.Report) {
 		t.Errorf("the page refers to %d http:// addresses besides the SVG namespace", n)
 	}
 	want := map[string][]float64{}
-	for _, rec := range rep.History.Recent {
-		want["coverage"] = append(want["coverage"], rec.Coverage)
-		want["confidence"] = append(want["confidence"], rec.Confidence)
+	wantT := map[string][]float64{}
+	var order []string
+	for _, name := range metrics {
+		order = append(order, name)
+		for i := range rep.History.Recent {
+			if v, ok := valueOf(&rep.History.Recent[i], name); ok {
+				want[name] = append(want[name], v)
+			}
+		}
+		if v, ok := thresholdOf(rep, name); ok {
+			wantT[name] = []float64{v}
+		}
+	}
+	var charts []string
+	for _, m := range regexp.MustCompile(`<svg class="chart" data-metric="([^"]*)"`).FindAllStringSubmatch(html, -1) {
+		charts = append(charts, m[1])
+	}
+	if diff := cmp.Diff(order, charts); diff != "" {
+		t.Errorf("the charts are not those of the metrics (-metrics +page):\n%s", diff)
 	}
 	got := map[string][]float64{}
-	for _, m := range regexp.MustCompile(`<polyline class="series" data-series="(\w+)" data-values="([^"]*)"`).FindAllStringSubmatch(html, -1) {
+	for _, m := range regexp.MustCompile(`<polyline class="series" data-series="([^"]*)" data-values="([^"]*)"`).FindAllStringSubmatch(html, -1) {
 		got[m[1]] = floats(t, m[2])
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the polylines' values differ from the history (-history +page):\n%s", diff)
 	}
 	dots := map[string][]float64{}
-	for _, m := range regexp.MustCompile(`<circle [^>]*data-series="(\w+)" data-iteration="\d+" data-value="([^"]*)"`).FindAllStringSubmatch(html, -1) {
+	for _, m := range regexp.MustCompile(`<circle [^>]*data-series="([^"]*)" data-iteration="\d+" data-value="([^"]*)"`).FindAllStringSubmatch(html, -1) {
 		dots[m[1]] = append(dots[m[1]], floats(t, m[2])...)
 	}
 	if diff := cmp.Diff(want, dots); diff != "" {
 		t.Errorf("the points' values differ from the history (-history +page):\n%s", diff)
 	}
 	thresholds := map[string][]float64{}
-	for _, m := range regexp.MustCompile(`<line class="threshold" data-series="(\w+)" data-value="([^"]*)"`).FindAllStringSubmatch(html, -1) {
+	for _, m := range regexp.MustCompile(`<line class="threshold" data-series="([^"]*)" data-value="([^"]*)"`).FindAllStringSubmatch(html, -1) {
 		thresholds[m[1]] = floats(t, m[2])
 	}
-	wantT := map[string][]float64{"coverage": {rep.History.Thresholds.MinCoverage}, "confidence": {rep.History.Thresholds.MinConfidence}}
 	if diff := cmp.Diff(wantT, thresholds); diff != "" {
 		t.Errorf("thresholds mismatch (-settings +page):\n%s", diff)
 	}

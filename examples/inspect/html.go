@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -18,13 +17,17 @@ import (
 // style sheet, font or image, so that it can be mailed or attached to a
 // ticket and opened anywhere.
 
-// Geometry of the quality chart.
+// Geometry of a metric's chart (two side by side on the page).
 const (
-	chartW, chartH = 720, 300
-	padL, padR     = 48, 24
+	chartW, chartH = 450, 240
+	padL, padR     = 56, 18
 	padT, padB     = 16, 40
+	pageW          = 720 // width of the budget chart
 	barW           = 420 // width of a full budget bar
 )
+
+// palette colours the charts' lines, in order.
+var palette = []string{"#1f77b4", "#d95f02", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"}
 
 // point is one value of a series, placed.
 type point struct {
@@ -33,14 +36,19 @@ type point struct {
 	Value     float64
 }
 
-// seriesSVG is one line of the quality chart.
-type seriesSVG struct {
+// chartSVG is one metric's chart: its line, its points and its threshold
+// when the metric has one.
+type chartSVG struct {
 	Name, Color string
 	Values      string // the values, space separated, as data-values
 	Points      string // the polyline's points
 	Dots        []point
-	Threshold   float64 // 0: none
+	HasLine     bool
+	Threshold   float64
 	ThresholdY  float64
+	Note        string // "threshold 0.70", or why there is no line
+	XTicks      []tick
+	YTicks      []tick
 }
 
 // tick is a label on an axis.
@@ -66,13 +74,13 @@ type pageData struct {
 	Updated, Started, Elapsed, StopLine                         string
 	Success, Final                                              bool
 	W, H, PlotL, PlotR, PlotT, PlotB                            float64
-	Series                                                      []seriesSVG
-	XTicks, YTicks                                              []tick
+	PageW                                                       float64
+	Charts                                                      []chartSVG
 	Bars                                                        []barSVG
 	BarsH, BarW                                                 float64
 	Rows                                                        []row
 	Unmet, Damage                                               []string
-	Settings                                                    [][2]string
+	Settings                                                    []setting
 	Tokens                                                      int64
 	WindowNote                                                  string
 	OpenGaps                                                    int
@@ -88,10 +96,11 @@ type row struct {
 	Failed                       bool
 }
 
-// writeHTML writes the session's page to path.
-func writeHTML(path string, s *session) error {
+// writeHTML writes the session's page to path, with a chart of each of
+// metrics (the default ones when none is named).
+func writeHTML(path string, s *session, metrics []string) error {
 	var buf bytes.Buffer
-	if err := page.Execute(&buf, pageOf(s)); err != nil {
+	if err := page.Execute(&buf, pageOf(s, metrics)); err != nil {
 		return err
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
@@ -101,7 +110,7 @@ func writeHTML(path string, s *session) error {
 }
 
 // pageOf lays the session out.
-func pageOf(s *session) *pageData {
+func pageOf(s *session, metrics []string) *pageData {
 	c, r := s.c, s.report
 	st := iterate.Status(c.Status)
 	p := &pageData{
@@ -109,50 +118,16 @@ func pageOf(s *session) *pageData {
 		Question: question(s), Fingerprint: c.Fingerprint, File: s.path, Generation: c.Generation,
 		Iteration: c.Iteration, Updated: stamp(c.Time), Started: stamp(r.StartedAt),
 		Elapsed: round(r.Elapsed).String(), StopLine: stopLine(c), Success: st.Success(), Final: st.Final(),
-		W: chartW, H: chartH, PlotL: padL, PlotR: chartW - padR, PlotT: padT, PlotB: chartH - padB,
-		BarW: barW, Damage: s.damage, Settings: r.Settings, Tokens: r.Usage.Tokens,
+		W: chartW, H: chartH, PlotL: padL, PlotR: chartW - padR, PlotT: padT, PlotB: chartH - padB, PageW: pageW,
+		BarW: barW, Damage: s.damage, Settings: readableSettings(r), Tokens: r.Usage.Tokens,
 		OpenGaps: len(r.History.Gaps), Generated: time.Now().UTC().Format("2006-01-02 15:04:05Z"),
 	}
 	recs := r.History.Recent
 	if len(recs) > 0 && recs[0].Iteration > 0 {
 		p.WindowNote = fmt.Sprintf("Iterations 0 to %d are not kept: the history keeps the latest %d.", recs[0].Iteration-1, len(recs))
 	}
-	x := func(i int) float64 {
-		if len(recs) < 2 {
-			return (p.PlotL + p.PlotR) / 2
-		}
-		return p.PlotL + float64(i)*(p.PlotR-p.PlotL)/float64(len(recs)-1)
-	}
-	y := func(v float64) float64 { return p.PlotB - min(max(v, 0), 1)*(p.PlotB-p.PlotT) }
-	t := r.History.Thresholds
-	for _, m := range []struct {
-		name, color string
-		metric      func(converge.Record) float64
-		threshold   float64
-	}{
-		{"coverage", "#1f77b4", coverageOf, t.MinCoverage},
-		{"confidence", "#d95f02", confidenceOf, t.MinConfidence},
-	} {
-		sv := seriesSVG{Name: m.name, Color: m.color, Threshold: max(m.threshold, 0), ThresholdY: y(max(m.threshold, 0))}
-		var values, pts []string
-		for i, rec := range recs {
-			v := m.metric(rec)
-			values = append(values, num(v))
-			pt := point{X: x(i), Y: y(v), Iteration: rec.Iteration, Value: v}
-			sv.Dots = append(sv.Dots, pt)
-			pts = append(pts, coord(pt.X)+","+coord(pt.Y))
-		}
-		sv.Values, sv.Points = strings.Join(values, " "), strings.Join(pts, " ")
-		p.Series = append(p.Series, sv)
-	}
-	for _, v := range []float64{0, 0.25, 0.5, 0.75, 1} {
-		p.YTicks = append(p.YTicks, tick{y(v), strconv.FormatFloat(v, 'f', 2, 64)})
-	}
-	step := max(1, len(recs)/12)
-	for i, rec := range recs {
-		if i%step == 0 || i == len(recs)-1 {
-			p.XTicks = append(p.XTicks, tick{x(i), strconv.Itoa(rec.Iteration)})
-		}
+	for i, m := range seriesOf(r, metrics) {
+		p.Charts = append(p.Charts, p.chart(&m, palette[i%len(palette)]))
 	}
 	for i, b := range budgetLines(r) {
 		bar := barSVG{Name: b.name, Text: b.text, Y: float64(i) * 34, Limited: b.limit > 0}
@@ -176,6 +151,56 @@ func pageOf(s *session) *pageData {
 		p.Unmet = append(p.Unmet, u.String())
 	}
 	return p
+}
+
+// chart lays out the chart of one metric: iterations across, the metric's
+// scale up (0 to 1 for ratios).
+func (p *pageData) chart(m *metricSeries, color string) chartSVG {
+	c := chartSVG{Name: m.name, Color: color, HasLine: m.hasLine, Threshold: m.threshold}
+	first, last := 0, 0
+	if n := len(m.iterations); n > 0 {
+		first, last = m.iterations[0], m.iterations[n-1]
+	}
+	x := func(it int) float64 {
+		if last == first {
+			return (p.PlotL + p.PlotR) / 2
+		}
+		return p.PlotL + float64(it-first)*(p.PlotR-p.PlotL)/float64(last-first)
+	}
+	y := func(v float64) float64 { return p.PlotB - (v-m.lo)/(m.hi-m.lo)*(p.PlotB-p.PlotT) }
+	var values, pts []string
+	for i, v := range m.values {
+		pt := point{X: x(m.iterations[i]), Y: y(v), Iteration: m.iterations[i], Value: v}
+		c.Dots = append(c.Dots, pt)
+		values = append(values, num(v))
+		pts = append(pts, coord(pt.X)+","+coord(pt.Y))
+	}
+	c.Values, c.Points = strings.Join(values, " "), strings.Join(pts, " ")
+	switch {
+	case len(m.values) == 0:
+		c.Note = "no values recorded"
+	case m.hasLine:
+		c.ThresholdY = y(m.threshold)
+		c.Note = "threshold " + m.format(m.threshold)
+	}
+	if m.whole { // counts: whole steps
+		step := math.Max(1, math.Ceil((m.hi-m.lo)/4))
+		for v := math.Ceil(m.lo/step) * step; v <= m.hi; v += step {
+			c.YTicks = append(c.YTicks, tick{y(v), m.format(v)})
+		}
+	} else {
+		for i := range 5 {
+			v := m.lo + float64(i)*(m.hi-m.lo)/4
+			c.YTicks = append(c.YTicks, tick{y(v), m.format(v)})
+		}
+	}
+	step := max(1, len(m.iterations)/8)
+	for i, it := range m.iterations {
+		if i%step == 0 || i == len(m.iterations)-1 {
+			c.XTicks = append(c.XTicks, tick{x(it), strconv.Itoa(it)})
+		}
+	}
+	return c
 }
 
 // num formats a value exactly, in the shortest form that reads back as it.
@@ -206,6 +231,8 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .failed { color: #b91c1c; }
 .muted { color: #777; }
 svg text { font: 12px system-ui, sans-serif; fill: #444; }
+.charts { display: flex; flex-wrap: wrap; gap: 12px; }
+.charts figure { margin: 0; }
 </style>
 </head>
 <body>
@@ -220,24 +247,25 @@ after {{.Iteration}} iteration(s) · generation {{.Generation}} · updated {{.Up
 {{if .Unmet}}<p>Criteria not met:</p><ul id="unmet">{{range .Unmet}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{if .Question}}<p id="question"><strong>Open question:</strong> {{.Question}}</p>{{end}}
 
-<h2>Coverage and confidence per iteration</h2>
+<h2>What the loop measured, per iteration</h2>
 {{if .WindowNote}}<p class="muted">{{.WindowNote}}</p>{{end}}
-<svg id="quality" xmlns="http://www.w3.org/2000/svg" width="{{.W}}" height="{{.H}}" viewBox="0 0 {{.W}} {{.H}}" role="img" aria-label="coverage and confidence per iteration">
-<rect x="0" y="0" width="{{.W}}" height="{{.H}}" fill="#fff"/>
+<div class="charts">
+{{range .Charts}}<figure><figcaption><span style="color:{{.Color}}">■</span> {{.Name}}{{if .Note}} <span class="muted">({{.Note}}{{if .HasLine}}, dashed{{end}})</span>{{end}}</figcaption>
+<svg class="chart" data-metric="{{.Name}}" xmlns="http://www.w3.org/2000/svg" width="{{$.W}}" height="{{$.H}}" viewBox="0 0 {{$.W}} {{$.H}}" role="img" aria-label="{{.Name}} per iteration">
+<rect x="0" y="0" width="{{$.W}}" height="{{$.H}}" fill="#fff"/>
 {{range .YTicks}}<line x1="{{$.PlotL}}" x2="{{$.PlotR}}" y1="{{coord .Pos}}" y2="{{coord .Pos}}" stroke="#eee"/>
 <text x="{{coord $.PlotL}}" dx="-6" y="{{coord .Pos}}" dy="4" text-anchor="end">{{.Label}}</text>
 {{end}}{{range .XTicks}}<text x="{{coord .Pos}}" y="{{$.PlotB}}" dy="18" text-anchor="middle">{{.Label}}</text>
 {{end}}<text x="{{coord $.PlotR}}" y="{{$.H}}" dy="-4" text-anchor="end">iteration</text>
-<line x1="{{.PlotL}}" x2="{{.PlotR}}" y1="{{.PlotB}}" y2="{{.PlotB}}" stroke="#999"/>
-{{range .Series}}{{if .Threshold}}<line class="threshold" data-series="{{.Name}}" data-value="{{num .Threshold}}" x1="{{$.PlotL}}" x2="{{$.PlotR}}" y1="{{coord .ThresholdY}}" y2="{{coord .ThresholdY}}" stroke="{{.Color}}" stroke-dasharray="6 4" stroke-width="1.5"/>
-<text x="{{coord $.PlotL}}" dx="6" y="{{coord .ThresholdY}}" dy="-4" style="fill:{{.Color}}">{{.Name}} threshold {{printf "%.2f" .Threshold}}</text>
-{{end}}{{end}}{{range .Series}}<polyline class="series" data-series="{{.Name}}" data-values="{{.Values}}" points="{{.Points}}" fill="none" stroke="{{.Color}}" stroke-width="2.5"/>
-{{$s := .}}{{range .Dots}}<circle cx="{{coord .X}}" cy="{{coord .Y}}" r="4" fill="{{$s.Color}}" data-series="{{$s.Name}}" data-iteration="{{.Iteration}}" data-value="{{num .Value}}"><title>iteration {{.Iteration}}: {{$s.Name}} {{printf "%.3f" .Value}}</title></circle>
-{{end}}{{end}}</svg>
-<p>{{range .Series}}<span style="color:{{.Color}}">■</span> {{.Name}} &nbsp; {{end}}<span class="muted">(dashed: thresholds)</span></p>
+<line x1="{{$.PlotL}}" x2="{{$.PlotR}}" y1="{{$.PlotB}}" y2="{{$.PlotB}}" stroke="#999"/>
+{{if and .HasLine .Dots}}<line class="threshold" data-series="{{.Name}}" data-value="{{num .Threshold}}" x1="{{$.PlotL}}" x2="{{$.PlotR}}" y1="{{coord .ThresholdY}}" y2="{{coord .ThresholdY}}" stroke="{{.Color}}" stroke-dasharray="6 4" stroke-width="1.5"/>
+{{end}}<polyline class="series" data-series="{{.Name}}" data-values="{{.Values}}" points="{{.Points}}" fill="none" stroke="{{.Color}}" stroke-width="2.5"/>
+{{$c := .}}{{range .Dots}}<circle cx="{{coord .X}}" cy="{{coord .Y}}" r="4" fill="{{$c.Color}}" data-series="{{$c.Name}}" data-iteration="{{.Iteration}}" data-value="{{num .Value}}"><title>iteration {{.Iteration}}: {{$c.Name}} {{num .Value}}</title></circle>
+{{end}}</svg></figure>
+{{end}}</div>
 
 <h2>Budget spent against its limits</h2>
-<svg id="budget" xmlns="http://www.w3.org/2000/svg" width="{{.W}}" height="{{.BarsH}}" viewBox="0 0 {{.W}} {{.BarsH}}" role="img" aria-label="budget spent against limits">
+<svg id="budget" xmlns="http://www.w3.org/2000/svg" width="{{.PageW}}" height="{{.BarsH}}" viewBox="0 0 {{.PageW}} {{.BarsH}}" role="img" aria-label="budget spent against limits">
 {{range .Bars}}<text x="0" y="{{coord .Y}}" dy="18">{{.Name}}</text>
 {{if .Limited}}<rect x="90" y="{{coord .Y}}" width="{{$.BarW}}" height="22" fill="#eee"/><rect class="spent" data-resource="{{.Name}}" x="90" y="{{coord .Y}}" width="{{coord .Width}}" height="22" fill="{{if .Over}}#dc2626{{else}}#16a34a{{end}}"/>{{end}}
 <text x="{{if .Limited}}520{{else}}90{{end}}" y="{{coord .Y}}" dy="16">{{.Text}}</text>
@@ -254,7 +282,7 @@ after {{.Iteration}} iteration(s) · generation {{.Generation}} · updated {{.Up
 <h2>Settings</h2>
 <p class="muted">fingerprint {{.Fingerprint}} · file {{.File}}</p>
 <table id="settings">
-{{range .Settings}}<tr><td>{{index . 0}}</td><td class="s">{{index . 1}}</td></tr>
+{{range .Settings}}<tr><td>{{.Name}}</td><td class="s">{{.Value}}</td></tr>
 {{end}}</table>
 <p class="muted">Generated by inspect at {{.Generated}}.</p>
 </body>

@@ -45,6 +45,7 @@ type options struct {
 	json         bool
 	spark        bool
 	html         string
+	metrics      metricList
 	version      bool
 }
 
@@ -79,8 +80,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of text")
-	fs.BoolVar(&o.spark, "spark", false, "print sparklines of coverage and confidence even when stdout is not a terminal")
+	fs.BoolVar(&o.spark, "spark", false, "print sparklines of the metrics charted even when stdout is not a terminal")
 	fs.StringVar(&o.html, "html", "", "also write the session's history as one self-contained HTML page to `file` (needs SESSION)")
+	fs.Var(&o.metrics, "metric", metricHelp)
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageHead)
@@ -176,14 +178,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, terminal 
 		fmt.Fprintf(stderr, "inspect: warning: %s\n", d)
 	}
 	if o.html != "" {
-		if err := writeHTML(o.html, s); err != nil {
+		if err := writeHTML(o.html, s, o.metrics); err != nil {
 			return fail(err)
 		}
 	}
 	if o.json {
 		err = writeSessionJSON(stdout, s)
 	} else {
-		err = writeSession(stdout, s, o.spark || terminal)
+		err = writeSession(stdout, s, o.spark || terminal, o.metrics)
 	}
 	if err != nil {
 		return fail(err)

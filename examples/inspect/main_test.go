@@ -120,11 +120,11 @@ func TestPageEscapes(t *testing.T) {
 	r := &iterate.Report{History: converge.History{Recent: []converge.Record{{Coverage: 0.4, Confidence: 0.6, Summary: "<img src=x>"}}}}
 	r.History.Thresholds.MinCoverage, r.History.Thresholds.MinConfidence = 0.7, 0.8
 	var buf bytes.Buffer
-	if err := page.Execute(&buf, pageOf(&session{path: "p", c: c, report: r})); err != nil {
+	if err := page.Execute(&buf, pageOf(&session{path: "p", c: c, report: r}, nil)); err != nil {
 		t.Fatal(err)
 	}
 	html := buf.String()
-	checkPage(t, html, r)
+	checkPage(t, html, r, "coverage", "confidence")
 	for _, want := range []string{"&lt;script&gt;alert(&#34;q&#34;)&lt;/script&gt;", "&lt;b&gt;why&lt;/b&gt;", "&lt;img src=x&gt;"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the page lacks the escaped %q", want)

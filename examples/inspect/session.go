@@ -14,6 +14,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
@@ -152,8 +153,8 @@ func allDigits(s string) bool {
 }
 
 // writeSession prints the session's history as text, with sparklines of
-// coverage and confidence when spark is set.
-func writeSession(w io.Writer, s *session, spark bool) error {
+// the metrics (the default ones when none is named) when spark is set.
+func writeSession(w io.Writer, s *session, spark bool, metrics []string) error {
 	c, r := s.c, s.report
 	fmt.Fprintf(w, "Session      %s (generation %d, %s)\n", c.Session, c.Generation, s.path)
 	fmt.Fprintf(w, "Status       %s after %s\n", c.Status, plural(c.Iteration, "iteration"))
@@ -196,10 +197,15 @@ func writeSession(w io.Writer, s *session, spark bool) error {
 	fmt.Fprintf(w, "Tokens       %d in all (not recorded per iteration); %s over %d tasks, %d failed\n",
 		r.Usage.Tokens, plural(r.Totals.Iterations, "iteration"), r.Totals.Tasks, r.Totals.FailedTasks)
 	if spark && len(recs) > 0 {
-		t := r.History.Thresholds
 		fmt.Fprintln(w)
-		fmt.Fprintf(w, "Coverage     %s  %s\n", sparkline(series(recs, coverageOf)), trend(series(recs, coverageOf), t.MinCoverage))
-		fmt.Fprintf(w, "Confidence   %s  %s\n", sparkline(series(recs, confidenceOf)), trend(series(recs, confidenceOf), t.MinConfidence))
+		ms := seriesOf(r, metrics)
+		width := 12
+		for _, m := range ms {
+			width = max(width, utf8.RuneCountInString(m.name))
+		}
+		for _, m := range ms {
+			fmt.Fprintf(w, "%-*s %s  %s\n", width, title(m.name), m.spark(), m.trend())
+		}
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Budget")
@@ -247,18 +253,6 @@ func stopLine(c *checkpoint.Checkpoint) string {
 	}
 }
 
-func coverageOf(r converge.Record) float64   { return r.Coverage }
-func confidenceOf(r converge.Record) float64 { return r.Confidence }
-
-// series returns one metric of every record.
-func series(recs []converge.Record, metric func(converge.Record) float64) []float64 {
-	out := make([]float64, len(recs))
-	for i, r := range recs {
-		out[i] = metric(r)
-	}
-	return out
-}
-
 // sparks are the eight levels of a sparkline.
 var sparks = []rune("▁▂▃▄▅▆▇█")
 
@@ -273,15 +267,6 @@ func sparkline(v []float64) string {
 	return b.String()
 }
 
-// trend describes a series: first, last and the threshold.
-func trend(v []float64, threshold float64) string {
-	s := fmt.Sprintf("%.2f → %.2f", v[0], v[len(v)-1])
-	if threshold > 0 {
-		s += fmt.Sprintf(" (threshold %.2f)", threshold)
-	}
-	return s
-}
-
 // budgetLine is one resource spent against its limit.
 type budgetLine struct {
 	name         string
@@ -292,10 +277,7 @@ type budgetLine struct {
 // budgetLines lists every resource with what was spent and its limit.
 func budgetLines(r *iterate.Report) []budgetLine {
 	u, l := r.Usage, r.Limits
-	iterLimit := l.Iterations
-	if m := r.History.MaxIterations; m > 0 && (iterLimit == 0 || m < iterLimit) {
-		iterLimit = m
-	}
+	iterLimit := iterationLimit(r)
 	mk := func(name string, spent, limit float64, format func(float64) string) budgetLine {
 		text := format(spent) + " (no limit)"
 		if limit > 0 {
@@ -304,8 +286,16 @@ func budgetLines(r *iterate.Report) []budgetLine {
 		return budgetLine{name, spent, limit, text}
 	}
 	count := func(v float64) string { return strconv.FormatFloat(v, 'f', 0, 64) }
+	iterations := mk("iterations", float64(r.Totals.Iterations), float64(iterLimit), count)
+	if n := r.Totals.Iterations; n > iterLimit && iterLimit > 0 && iterLimit == r.History.MaxIterations {
+		// Each answer to an escalation grants the loop as many iterations
+		// again (iterate.WithAnswer), and the record keeps the limit it
+		// started under: no share of the iterations run, and no overrun.
+		iterations = budgetLine{name: "iterations", spent: float64(n),
+			text: fmt.Sprintf("%d (limit %d, raised by answers)", n, iterLimit)}
+	}
 	return []budgetLine{
-		mk("iterations", float64(r.Totals.Iterations), float64(iterLimit), count),
+		iterations,
 		mk("tokens", float64(u.Tokens), float64(l.Tokens), count),
 		mk("cost", u.Cost, l.Cost, func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }),
 		mk("calls", float64(u.Calls), float64(l.Calls), count),

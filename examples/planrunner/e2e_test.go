@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/iterate"
 )
 
 // result is one run of the binary.
@@ -655,6 +659,32 @@ func TestWaveExecution(t *testing.T) {
 				t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
 			}
 		}
+		// The session's history (what inspect and iterate/view show)
+		// counts Phase 1 as the iteration's one failed task: the blocked
+		// phases did not run and did not fail.
+		rep := inspectSession(t, filepath.Join(r.dir, ".planrunner"))
+		recs := rep.History.Recent
+		if len(recs) != 2 {
+			t.Fatalf("history: %+v", recs)
+		}
+		it := recs[1]
+		var failures []string
+		for _, f := range it.TaskFailures {
+			failures = append(failures, f.Err)
+		}
+		if it.Tasks != 4 || it.FailedTasks != 1 || rep.Totals.FailedTasks != 1 || it.Failed ||
+			len(failures) != 1 || !strings.Contains(failures[0], "simulated implementer failure") {
+			t.Errorf("iteration 1: %d tasks, %d failed (totals %d), failed %v, failures %q; want 4 tasks, 1 failed: Phase 1's",
+				it.Tasks, it.FailedTasks, rep.Totals.FailedTasks, it.Failed, failures)
+		}
+		// The named scores a chart of the plan shows: Phase 3 (one task)
+		// is done.
+		for _, rec := range recs {
+			want := map[string]float64{"tasks done": float64(rec.Iteration), "phases complete": float64(rec.Iteration)}
+			if diff := cmp.Diff(want, rec.Scores); diff != "" {
+				t.Errorf("iteration %d's scores (-want +got):\n%s", rec.Iteration, diff)
+			}
+		}
 	})
 
 	t.Run("parallel_limit_1_runs_phases_one_at_a_time", func(t *testing.T) {
@@ -944,4 +974,30 @@ func TestProgressCountsTasks(t *testing.T) {
 	if plan := r.planText(t); strings.Contains(plan, "- [ ]") {
 		t.Errorf("tasks left:\n%s", plan)
 	}
+}
+
+// inspectSession returns the report of the one session saved in the
+// checkpoint directory dir.
+func inspectSession(t *testing.T, dir string) *iterate.Report {
+	t.Helper()
+	ctx := context.Background()
+	var names []string
+	for c, err := range checkpoint.NewDir(dir).Sessions(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, c.Session)
+	}
+	if len(names) != 1 {
+		t.Fatalf("sessions in %s: %q, want one", dir, names)
+	}
+	c, err := checkpoint.NewDir(dir).Load(ctx, names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := iterate.Inspect(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

@@ -75,7 +75,8 @@ type PhaseReport struct {
 	Tokens   int64  `json:"tokens,omitempty"`
 	Note     string `json:"note,omitempty"`
 	// Err is the error of a failed call; Blocked is set when the phase did
-	// not run because a dependency was not complete.
+	// not run because a dependency was not complete, and Err then says why
+	// (a blocked phase is no failed task: it made no call).
 	Err     string `json:"err,omitempty"`
 	Blocked bool   `json:"blocked,omitempty"`
 }
@@ -329,13 +330,17 @@ func (r *runner) Assess(_ context.Context, _ State) (gap.Assessment, error) {
 	a.Score = float64(len(complete)) / float64(len(p.Phases))
 	// The tasks done count as progress too (stuckPolicy): a phase of five
 	// tasks done one a call is not stuck.
-	a.Scores = map[string]float64{scoreTasksDone: float64(done)}
+	a.Scores = map[string]float64{scoreTasksDone: float64(done), scorePhasesComplete: float64(len(complete))}
 	return a, nil
 }
 
-// scoreTasksDone is the assessment's score that counts the plan's tasks
-// done.
-const scoreTasksDone = "tasks_done"
+// The assessment's named scores, as a chart of the session names them
+// (iterate/view's Metrics, inspect's --metric): the plan's tasks done and
+// its phases complete.
+const (
+	scoreTasksDone      = "tasks done"
+	scorePhasesComplete = "phases complete"
+)
 
 // stuckPolicy is seed 003's stuck rule, the remaining phases unchanged for
 // after iterations (converge.NoProgress), once no task was done meanwhile
@@ -506,22 +511,11 @@ func (r *runner) newWave(sch *schedule, phases []int) (*waveRun, []*phaseTask) {
 	return w, data
 }
 
-// ErrBlocked is matched by every *BlockedError.
-var ErrBlocked = errors.New("planrunner: phase blocked")
-
-// BlockedError reports a phase that did not run because a phase it depends
-// on is not complete (it failed earlier in the iteration).
-type BlockedError struct {
-	Phase int
-	On    []int
+// blockedReason says why a phase did not run: phases it depends on are not
+// complete (they failed earlier in the iteration).
+func blockedReason(phase int, on []int) string {
+	return fmt.Sprintf("%s blocked: waiting for %s", phaseName(phase), joinPhases(on))
 }
-
-func (e *BlockedError) Error() string {
-	return fmt.Sprintf("%s blocked: waiting for %s", phaseName(e.Phase), joinPhases(e.On))
-}
-
-// Is reports whether target is ErrBlocked.
-func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
 
 // Work implements one phase (file mode: the file). The engine starts it
 // once the waves before its own have ended. It checks the phase's
@@ -568,8 +562,11 @@ func (r *runner) Work(ctx context.Context, s State, t iterate.Task) (out iterate
 			}
 		}
 		if len(blocked) > 0 {
-			rep.Blocked = true
-			return out, &BlockedError{Phase: num, On: blocked}
+			// A blocked phase did not run: it made no call and is no failed
+			// task (the phase it waits for is), so the task succeeds with
+			// the reason in its report.
+			rep.Blocked, rep.Err = true, blockedReason(num, blocked)
+			return out, nil
 		}
 		req.Phase, req.Title, req.DependsOn = ph.Num, ph.Title, ph.Deps
 		for i, tk := range ph.Tasks {

@@ -5,6 +5,9 @@
 //	viewer --db URL [--schema S]
 //	viewer --db URL --fleet-schema S [--answers]
 //
+// --metric NAME, repeatable, declares the charts of a session's page (as
+// view.Metrics does); without it the page charts what each loop measured.
+//
 // It listens on the loopback interface (127.0.0.1 and a free port unless
 // --addr says otherwise) and prints the address to open. A non-loopback
 // address is refused unless --allow-remote is given: the viewer has no
@@ -22,6 +25,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -52,6 +56,39 @@ type options struct {
 	dir, db, schema, fleetSchema, addr string
 	answers, allowRemote               bool
 	poll                               time.Duration
+	metrics                            metricList
+}
+
+// metricList is the repeatable --metric flag.
+type metricList []string
+
+func (m *metricList) String() string { return strings.Join(*m, ", ") }
+
+func (m *metricList) Set(s string) error {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return errors.New("an empty metric name")
+	}
+	*m = append(*m, s)
+	return nil
+}
+
+// metricsOf returns the charts of the named metrics: coverage and
+// confidence with the loop's thresholds (view.Coverage, view.Confidence),
+// any other name without a threshold.
+func metricsOf(names []string) []view.Metric {
+	out := make([]view.Metric, 0, len(names))
+	for _, n := range names {
+		switch n {
+		case view.Coverage.Name:
+			out = append(out, view.Coverage)
+		case view.Confidence.Name:
+			out = append(out, view.Confidence)
+		default:
+			out = append(out, view.Metric{Name: n})
+		}
+	}
+	return out
 }
 
 // run serves until ctx is done; ready, when set, is called with the
@@ -68,8 +105,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "listen on `host:port` (a loopback address unless --allow-remote)")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --addr (the viewer has no authentication)")
 	fs.DurationVar(&o.poll, "poll", 2*time.Second, "how often a running session's page checks for a new checkpoint")
+	fs.Var(&o.metrics, "metric", "chart `name` on a session's page (repeatable, in order): coverage and confidence (with the\n"+
+		"loop's thresholds), score, conflicts, a named score of the loop's assessments (fixloop: \"tests passing\",\n"+
+		"\"tests failing\"; planrunner: \"tasks done\", \"phases complete\"), or a count: gaps, gaps:KIND, tasks, failed tasks,\n"+
+		"tokens, cost, calls, duration. Without it: what each loop recorded as other than 0, and the gaps")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: viewer --dir DIR | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--addr HOST:PORT]\n\n")
+		fmt.Fprintf(stderr, "Usage: viewer --dir DIR | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--addr HOST:PORT] [--metric NAME]...\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -137,6 +178,9 @@ func checkAddr(addr string, remote bool) error {
 // serve builds the handler and serves it until ctx is done.
 func serve(ctx context.Context, o options, stdout io.Writer, ready func(string)) error {
 	opts := []view.Option{view.Poll(o.poll)}
+	if len(o.metrics) > 0 {
+		opts = append(opts, view.Metrics(metricsOf(o.metrics)...))
+	}
 	var store view.Store
 	if o.dir != "" {
 		store = view.ReadOnly(checkpoint.NewDir(o.dir))

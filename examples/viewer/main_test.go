@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -161,6 +163,7 @@ func TestUsage(t *testing.T) {
 		{"every_interface", []string{"--dir", dir, "--addr", ":8080"}, "listens on every interface, not a loopback address"},
 		{"remote", []string{"--dir", dir, "--addr", "192.0.2.1:80"}, "add --allow-remote"},
 		{"arguments", []string{"--dir", dir, "x"}, "unexpected arguments"},
+		{"empty_metric", []string{"--dir", dir, "--metric", " "}, "an empty metric name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,6 +204,35 @@ func TestDir(t *testing.T) {
 	}
 	if code, _ := fetch(t, base+"/session/nosuch"); code != http.StatusNotFound {
 		t.Errorf("unknown session: %d", code)
+	}
+}
+
+// TestMetricFlag: --metric declares a session page's charts, in order,
+// coverage with the loop's threshold and any other metric without one;
+// without it the page charts what the loop recorded.
+func TestMetricFlag(t *testing.T) {
+	dir := t.TempDir()
+	runLoop(t, checkpoint.NewDir(dir), "done", false)
+	charts := func(args ...string) []string {
+		t.Helper()
+		base := server(t, append([]string{"--dir", dir}, args...)...)
+		code, body := fetch(t, base+"/session/done")
+		if code != http.StatusOK {
+			t.Fatalf("session: %d %s", code, body)
+		}
+		var out []string
+		for _, m := range regexp.MustCompile(`<svg class="chart"[^>]* data-metric="([^"]*)"[^>]*?( data-threshold="[^"]*")?>`).FindAllStringSubmatch(body, -1) {
+			out = append(out, m[1]+m[2])
+		}
+		return out
+	}
+	if got, want := fmt.Sprint(charts("--metric", "coverage", "--metric", "tokens", "--metric", "gaps:coverage")),
+		`[coverage data-threshold="0.7" tokens gaps:coverage]`; got != want {
+		t.Errorf("charts %s, want %s", got, want)
+	}
+	// The toy loop measures coverage, and no confidence.
+	if got := charts(); len(got) == 0 || got[0] != `coverage data-threshold="0.7"` || slices.Contains(got, "confidence") {
+		t.Errorf("default charts %q", got)
 	}
 }
 
