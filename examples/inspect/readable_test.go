@@ -114,7 +114,7 @@ func TestSettingsReadable(t *testing.T) {
 		"wall-time limit": "none",
 		"history window":  "default (32)",
 		"strategy":        `Adaptive (Roles &#34;&#34; → Role (Name implement, Group true), MaxTasks 1, EscalateAfter 3)`,
-		"policy":          "IterationLimit (Escalate true), Passing",
+		"policy":          "anyOf(IterationLimit (Escalate true), Passing)",
 	}
 	for name, v := range want {
 		if got[name] != v {

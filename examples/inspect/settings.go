@@ -96,7 +96,7 @@ var typeDump = regexp.MustCompile(`^[&*]?(?:[A-Za-z_]\w*\.)?([A-Za-z_]\w*)\{`)
 // struct "pkg.T{A:1, B:x}", a list "[a, b]", a map "map[k:v k2:v2]" or a
 // scalar.
 type dump struct {
-	typ    string // a struct's type, without its package
+	typ    string // a struct's or a named list's type, without its package
 	fields [][2]string
 	isList bool
 	items  []dump
@@ -106,7 +106,8 @@ type dump struct {
 
 // String renders the dump readably: a struct as its type and the fields
 // not zero, "Adaptive (MaxTasks 1, EscalateAfter 3)"; a list as its items,
-// comma separated; a map as "key → value" pairs; "" for a zero value.
+// comma separated (after its type, "anyOf(a, b)", when it has one); a map as
+// "key → value" pairs; "" for a zero value.
 func (d dump) String() string {
 	switch {
 	case d.isList:
@@ -115,6 +116,9 @@ func (d dump) String() string {
 			if s := it.String(); s != "" {
 				parts = append(parts, s)
 			}
+		}
+		if d.typ != "" {
+			return d.typ + "(" + strings.Join(parts, ", ") + ")"
 		}
 		return strings.Join(parts, ", ")
 	case d.isMap:
@@ -206,10 +210,21 @@ func (p *dumpParser) parse(inMap bool) (dump, bool) {
 		p.i++
 		return d, true
 	}
-	// A struct: a type name followed by '{'.
+	// A struct: a type name followed by '{'; a list of a named type
+	// (converge.Any's "converge.anyOf[…]"): its name followed by '['.
 	j := p.i
 	for j < len(p.s) && (isIdent(p.s[j]) || p.s[j] == '.' || p.s[j] == '*') {
 		j++
+	}
+	if j > p.i && j < len(p.s) && p.s[j] == '[' && !p.peek("map[") {
+		typ := p.s[p.i:j]
+		if k := strings.LastIndexByte(typ, '.'); k >= 0 {
+			typ = typ[k+1:]
+		}
+		p.i = j
+		d, ok := p.parse(false)
+		d.typ = typ
+		return d, ok
 	}
 	if j > p.i && j < len(p.s) && p.s[j] == '{' {
 		typ := p.s[p.i:j]

@@ -669,8 +669,10 @@ func TestWaveExecution(t *testing.T) {
 		}
 		it := recs[1]
 		var failures []string
-		for _, f := range it.TaskFailures {
-			failures = append(failures, f.Err)
+		for _, f := range it.TaskRuns {
+			if f.Failed() {
+				failures = append(failures, f.Err)
+			}
 		}
 		if it.Tasks != 4 || it.FailedTasks != 1 || rep.Totals.FailedTasks != 1 || it.Failed ||
 			len(failures) != 1 || !strings.Contains(failures[0], "simulated implementer failure") {

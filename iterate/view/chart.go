@@ -91,7 +91,9 @@ func valueOf(rec *converge.Record, name string) (float64, bool) {
 }
 
 // defaultMetrics are the metrics charted when the host declares none: the
-// assessment's metrics some record holds as other than zero, and the gaps.
+// assessment's metrics some record holds as other than zero, and the gaps;
+// for a loop that recorded none of them and no gap, its failed tasks and
+// the tokens it spent.
 func defaultMetrics(recs []converge.Record) []Metric {
 	var out []Metric
 	nonzero := func(name string) bool {
@@ -123,7 +125,16 @@ func defaultMetrics(recs []converge.Record) []Metric {
 			out = append(out, Metric{Name: k})
 		}
 	}
-	return append(out, Metric{Name: "gaps"})
+	out = append(out, Metric{Name: "gaps"})
+	if len(out) == 1 && !nonzero("gaps") {
+		// A loop that measures nothing (an agent loop judged by its
+		// gates): what its tasks did is what there is to see.
+		out[0] = Metric{Name: "failed tasks"}
+		if nonzero("tokens") {
+			out = append(out, Metric{Name: "tokens"})
+		}
+	}
+	return out
 }
 
 // point is one value of a series.

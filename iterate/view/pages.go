@@ -468,14 +468,21 @@ func budgetRows(c *checkpoint.Checkpoint, r *iterate.Report) []budgetRow {
 	return append(out, its)
 }
 
-// goValue matches a Go value's dump ("pkg.Type{Field:…}" or "&pkg.Type{…").
-var goValue = regexp.MustCompile(`^[&*]?\[?\]?[A-Za-z_][\w.]*\{`)
+// goValue matches a Go value's dump ("pkg.Type{Field:…}" or "&pkg.Type{…"),
+// or a named list's ("converge.anyOf[…]", as converge.Any describes).
+var goValue = regexp.MustCompile(`^[&*]?\[?\]?[A-Za-z_][\w.]*[{[]`)
 
-// settings makes the loop's settings readable: a zero limit reads "none",
-// and a Go value's dump is shown as its type, with the dump as a detail.
+// settings makes the loop's settings readable: a zero limit reads "none"
+// (the budget's iteration limit is left out when unset beside max
+// iterations), and a Go value's dump is shown as its type, with the dump as
+// a detail.
 func settings(in [][2]string) []setting {
 	out := make([]setting, 0, len(in))
+	maxIterations := slices.ContainsFunc(in, func(s [2]string) bool { return s[0] == "max iterations" && s[1] != "0" })
 	for _, s := range in {
+		if s[0] == "iteration limit" && s[1] == "0" && maxIterations {
+			continue // the budget's, unset: "max iterations" is the loop's limit
+		}
 		st := setting{Name: s[0], Value: s[1]}
 		switch {
 		case st.Value == "":
@@ -485,8 +492,8 @@ func settings(in [][2]string) []setting {
 			st.Value = "none"
 		case st.Name == "history window" && st.Value == "0":
 			st.Value = "default (" + strconv.Itoa(converge.DefaultWindow) + ")"
-		case goValue.MatchString(st.Value):
-			i := strings.IndexByte(st.Value, '{')
+		case goValue.MatchString(st.Value) && !strings.HasPrefix(st.Value, "map["):
+			i := strings.IndexAny(st.Value, "{[")
 			typ := strings.TrimLeft(st.Value[:i], "&*")
 			if j := strings.LastIndexByte(typ, '.'); j >= 0 {
 				typ = typ[j+1:]
@@ -499,9 +506,10 @@ func settings(in [][2]string) []setting {
 }
 
 // fieldsOf lays out the fields of a Go value's dump, "{A:1, B:map[]}",
-// one "A: 1" a line; a dump it does not parse is returned as it is.
+// one "A: 1" a line (or the items of a list, "[a, b]", one a line); a dump
+// it does not parse is returned as it is.
 func fieldsOf(dump string) string {
-	if len(dump) < 2 || dump[0] != '{' || dump[len(dump)-1] != '}' {
+	if len(dump) < 2 || !(dump[0] == '{' && dump[len(dump)-1] == '}' || dump[0] == '[' && dump[len(dump)-1] == ']') {
 		return dump
 	}
 	in := dump[1 : len(dump)-1]

@@ -39,7 +39,7 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 <tbody>
 {{- range .P.Rows}}
 <tr data-session="{{.Name}}"><td><a href="{{.Link}}">{{.Name}}</a>{{if .Err}}<div class="err">{{.Err}}</div>{{end}}</td>
-<td><span class="status s-{{.Status}}">{{.Status}}</span>{{if .Answered}} <span class="muted">answered, waiting for a worker</span>{{end}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
+<td><span class="status s-{{.Status}}">{{.Status}}</span>{{if .Answered}} <span class="muted">answered, {{if .Holder}}resumed by {{.Holder}}{{else}}waiting for a worker{{end}}</span>{{end}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
 <td class="n">{{.Iteration}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Extras}}<td>{{.Kind}}</td><td>{{.Holder}}</td>{{end}}
 <td>{{if .Question}}<div class="q">{{.Question}}</div>{{end}}</td>
 <td>{{if .Origin}}forked from <a href="{{.OriginLink}}">{{.Origin.Session}}</a> at generation {{.Origin.Generation}}{{end}}
@@ -78,7 +78,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- if .Pattern}}<p>Pattern: {{.Pattern}}</p>{{end}}
 {{- if .Attempts}}<ul>{{range .Attempts}}<li>{{.}}</li>{{end}}</ul>{{end}}
 {{- end}}
-{{- if .P.Extra.Answered}}<p id="answered" class="muted">Answered: the session waits for a worker to resume it.</p>{{end}}
+{{- if .P.Extra.Answered}}<p id="answered" class="muted">Answered: {{with .P.Extra.Holder}}resumed by {{.}}.{{else}}the session waits for a worker to resume it.{{end}}</p>{{end}}
 {{- if .P.Answer}}
 <form id="answer" method="post" action="{{.P.AnswerLink}}">
 <input type="hidden" name="token" value="{{.P.Token}}">

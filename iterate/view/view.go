@@ -83,7 +83,9 @@ type Option func(*Handler) error
 // Metrics declares the metrics charted on a session's page, in order, one
 // chart each. Without it, the page charts coverage, confidence, score,
 // conflicts and every named score that some iteration of the session
-// recorded as other than zero, and the gaps found.
+// recorded as other than zero, and the gaps found; a session that recorded
+// none of them and no gap (an agent loop judged by its gates) gets its
+// failed tasks and tokens instead.
 func Metrics(ms ...Metric) Option {
 	return func(h *Handler) error {
 		for _, m := range ms {
@@ -117,8 +119,9 @@ type Extra struct {
 	Holder string
 	// Kind is the session's kind of loop.
 	Kind string
-	// Answered is set once the session's escalation has been answered and
-	// it waits for a worker: its page then shows no answer form.
+	// Answered is set once the session's escalation has been answered: its
+	// page then shows no answer form, and says it waits for a worker, or
+	// which worker (Holder) resumed it.
 	Answered bool
 }
 

@@ -390,12 +390,21 @@ func TestAnswer(t *testing.T) {
 
 func TestSettings(t *testing.T) {
 	got := settings([][2]string{{"max iterations", "4"}, {"iteration limit", "0"}, {"adaptive", "iterate.Adaptive{Roles:map[:iterate.Role{}]}"},
-		{"estimate", ""}, {"history window", "0"}, {"warn-only resources", "0"}})
-	want := []setting{{"max iterations", "4", ""}, {"iteration limit", "none", ""},
+		{"estimate", ""}, {"history window", "0"}, {"warn-only resources", "0"},
+		{"policy", "converge.anyOf[converge.IterationLimit{Escalate:true}, converge.Passing{}]"}})
+	want := []setting{{"max iterations", "4", ""},
 		{"adaptive", "Adaptive", "Roles: map[:iterate.Role{}]"}, {"estimate", "none", ""},
-		{"history window", "default (32)", ""}, {"warn-only resources", "none", ""}}
+		{"history window", "default (32)", ""}, {"warn-only resources", "none", ""},
+		{"policy", "anyOf", "converge.IterationLimit{Escalate:true}\nconverge.Passing{}"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("settings %v, want %v", got, want)
+	}
+	// An iteration limit of the budget is shown when set, or when the loop
+	// has no other.
+	for _, in := range [][][2]string{{{"max iterations", "4"}, {"iteration limit", "9"}}, {{"max iterations", "0"}, {"iteration limit", "0"}}} {
+		if got := settings(in); len(got) != 2 {
+			t.Errorf("settings(%v) = %v, want both", in, got)
+		}
 	}
 }
 
@@ -605,12 +614,22 @@ func TestExtras(t *testing.T) {
 	}))
 	_, body := get(t, h, "/?q=worker")
 	if !strings.Contains(body, "<th>Holder</th>") || !strings.Contains(body, "<td>plan</td><td>worker &lt;7&gt;</td>") ||
-		!strings.Contains(body, "answered, waiting for a worker") || !strings.Contains(body, "1 of 4 sessions") {
+		!strings.Contains(body, "answered, resumed by worker &lt;7&gt;") || !strings.Contains(body, "1 of 4 sessions") {
 		t.Errorf("listing with extras: %s", body)
 	}
 	_, body = get(t, h, "/session/asked")
-	if !strings.Contains(body, `id="answered"`) || strings.Contains(body, `<form id="answer"`) {
+	if !strings.Contains(body, `<p id="answered" class="muted">Answered: resumed by worker &lt;7&gt;.</p>`) || strings.Contains(body, `<form id="answer"`) {
 		t.Errorf("an answered session's page: %s", body)
+	}
+	// Answered, and no worker holds it yet.
+	waiting := newHandler(t, m, Answers(&answers{}), Extras(func(context.Context) (map[string]Extra, error) {
+		return map[string]Extra{"asked": {Kind: "plan", Answered: true}}, nil
+	}))
+	if _, body := get(t, waiting, "/"); !strings.Contains(body, "answered, waiting for a worker") {
+		t.Errorf("listing of an answered session no worker holds: %s", body)
+	}
+	if _, body := get(t, waiting, "/session/asked"); !strings.Contains(body, "Answered: the session waits for a worker to resume it.") {
+		t.Errorf("page of an answered session no worker holds: %s", body)
 	}
 	_, body = get(t, newHandler(t, m), "/")
 	if strings.Contains(body, "<th>Holder</th>") {
@@ -727,6 +746,37 @@ func TestTaskRows(t *testing.T) {
 		rows := taskRows([]converge.TaskRun{tt.run})
 		if rows[0].Gap != tt.gap || rows[0].Duration != tt.dur {
 			t.Errorf("%+v: gap %q, duration %q; want %q, %q", tt.run, rows[0].Gap, rows[0].Duration, tt.gap, tt.dur)
+		}
+	}
+}
+
+// TestDefaultMetrics checks the charts of a session whose host declared
+// none: what the loop measured and its gaps, or, for a loop that measured
+// nothing and found no gap, its failed tasks and tokens.
+func TestDefaultMetrics(t *testing.T) {
+	names := func(recs []converge.Record) []string {
+		var out []string
+		for _, m := range defaultMetrics(recs) {
+			out = append(out, m.Name)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		recs []converge.Record
+		want []string
+	}{
+		{"research", []converge.Record{{Coverage: 0.2, Gaps: 2}, {Iteration: 1, Coverage: 0.5, Confidence: 0.8}},
+			[]string{"coverage", "confidence", "gaps"}},
+		{"fix loop", []converge.Record{{Scores: map[string]float64{"tests passing": 0, "tests failing": 3}, Gaps: 3}},
+			[]string{"tests failing", "gaps"}},
+		{"agent loop", []converge.Record{{}, {Iteration: 1, Attempt: converge.Attempt{Tasks: 1, FailedTasks: 1, Tokens: 900}}},
+			[]string{"failed tasks", "tokens"}},
+		{"agent loop, no usage", []converge.Record{{}, {Iteration: 1, Attempt: converge.Attempt{Tasks: 1}}},
+			[]string{"failed tasks"}},
+	} {
+		if got := names(tt.recs); fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%s: charts %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }
