@@ -604,9 +604,20 @@ func TestImplementerCommand(t *testing.T) {
 	if in4 := readFile(t, filepath.Join(logDir, "input-4.txt")); !strings.HasSuffix(in4, "Answer from the human: use number\n") {
 		t.Errorf("input of attempt 4 lacks the answer:\n%s", in4)
 	}
-	_, s := savedState(t, work)
+	c, s := savedState(t, work)
 	if a := s.Attempts[0]; a.Source != "implementer" || cmp.Diff([]string{"claims.go"}, a.Files) != "" || !strings.Contains(a.Output, "rewrote claims.go") {
 		t.Errorf("attempt 1 = %+v", a)
+	}
+	// The implementer's output is its task's in the session's history
+	// (what inspect and iterate/view show under the iteration).
+	rep, err := iterate.Inspect(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range rep.History.Recent[1:] {
+		if len(rec.TaskRuns) != 1 || !strings.Contains(rec.TaskRuns[0].Output, "rewrote claims.go") {
+			t.Errorf("iteration %d: task runs %+v, want the implementer's output", rec.Iteration, rec.TaskRuns)
+		}
 	}
 }
 

@@ -220,7 +220,13 @@ func (w *worker) Work(ctx context.Context, s state, t iterate.Task) (iterate.Out
 	} else {
 		err = w.applyPatch(len(s.Attempts)+1, t, &a)
 	}
-	out := iterate.Outcome[state]{Part: state{Attempts: []attempt{a}}, Usage: budget.Usage{Tokens: a.Tokens}}
+	// The implementer's output, or the patch applied, is the task's
+	// output in the iteration's record (inspectors and viewers show it).
+	output := a.Output
+	if output == "" && a.Source != "" {
+		output = a.Source + ": " + strings.Join(a.Files, ", ")
+	}
+	out := iterate.Outcome[state]{Part: state{Attempts: []attempt{a}}, Usage: budget.Usage{Tokens: a.Tokens}, Output: output}
 	return out, err
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -673,6 +674,14 @@ func TestWaveExecution(t *testing.T) {
 			if f.Failed() {
 				failures = append(failures, f.Err)
 			}
+		}
+		// A blocked phase's task says why in its output.
+		var outputs []string
+		for _, f := range it.TaskRuns {
+			outputs = append(outputs, f.Output)
+		}
+		if !slices.Contains(outputs, "Phase 2 blocked: waiting for Phase 1") || !slices.Contains(outputs, "Phase 4 blocked: waiting for Phase 2") {
+			t.Errorf("iteration 1: task outputs %q, want the blocked phases' reasons", outputs)
 		}
 		if it.Tasks != 4 || it.FailedTasks != 1 || rep.Totals.FailedTasks != 1 || it.Failed ||
 			len(failures) != 1 || !strings.Contains(failures[0], "simulated implementer failure") {

@@ -535,6 +535,13 @@ func (r *runner) Work(ctx context.Context, s State, t iterate.Task) (out iterate
 			rep.Err = err.Error()
 		}
 		rep.External, rep.Local = gate.Counts()
+		// The task's output in the iteration's record (inspectors and
+		// viewers show it): why a blocked phase did not run, or the
+		// implementer's note.
+		out.Output = rep.Note
+		if rep.Blocked {
+			out.Output = rep.Err
+		}
 	}()
 
 	p, err := r.load()
