@@ -4,19 +4,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
-	"github.com/refine-go/refine/iterate/fleet"
 )
 
 // TestChromiumFleetAnswer answers a fleet session's escalation in a real
@@ -28,73 +21,24 @@ func TestChromiumFleetAnswer(t *testing.T) {
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skip("no headless Chromium: no chromium in PATH (Debian's chromium package)")
 	}
-	dbURL := serverURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close) // after the schema is dropped
-	schema := fmt.Sprintf("viewer_chromium_%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
 	const holder = "worker-e2e"
-	f, err := fleet.New(ctx, pool, fleet.Schema(schema), fleet.Poll(50*time.Millisecond), fleet.Holder(holder))
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The first round after the answer waits for release, so that the
 	// test sees the worker holding the session before it ends.
 	resumed, release := make(chan string, 1), make(chan struct{})
-	plans := fleet.MustRegister(f, "plan", func(_ context.Context, tk ticket) (fleet.Loop[plan], error) {
-		w := iterate.Func(func(ctx context.Context, p plan, r iterate.Round) (plan, error) {
-			p.Steps++
-			if r.Task.Answer != "" && p.Approved == "" {
-				select {
-				case resumed <- r.Task.Answer:
-				default:
-				}
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return p, ctx.Err()
-				}
-				p.Approved = r.Task.Answer
-			}
-			return p, nil
-		})
-		w.AssessFunc = func(_ context.Context, p plan) (gap.Assessment, error) {
-			return gap.Assessment{Complete: p.Approved != ""}, nil
+	plans, dbURL, schema := escalatedPlan(ctx, t, "ticket-9", "T-9", holder, func(ctx context.Context, answer string) error {
+		select {
+		case resumed <- answer:
+		default:
 		}
-		ask := iterate.StrategyFunc(func(_ context.Context, sit *iterate.Situation) (iterate.Plan, error) {
-			if sit.Iteration > 2 && sit.AnsweredAt == 0 {
-				return iterate.Plan{Action: iterate.Escalate, Escalation: &iterate.Escalation{Question: "approve <" + tk.ID + ">?"}}, nil
-			}
-			return iterate.Plan{Action: iterate.Refine}, nil
-		})
-		return fleet.Loop[plan]{Worker: w, Options: []iterate.Option{iterate.WithStrategy(ask), iterate.WithMaxIterations(6)}}, nil
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	})
-	if _, err := plans.Submit(ctx, "ticket-9", ticket{ID: "T-9"}); err != nil {
-		t.Fatal(err)
-	}
-	work, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- f.Work(work) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("Work: %v", err)
-		}
-	}()
-	if _, err := plans.Wait(ctx, "ticket-9"); !errors.As(err, new(*iterate.EscalationError)) {
-		t.Fatalf("Wait: %v; want an escalation", err)
-	}
 
 	base := server(t, "--db", dbURL, "--fleet-schema", schema, "--answers", "--poll", "100ms")
 	page := startBrowser(t).newTab(ctx, t)

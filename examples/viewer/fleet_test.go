@@ -28,12 +28,16 @@ type plan struct {
 	Approved string
 }
 
-// TestFleetAnswer answers a fleet session's escalation from its page; the
-// session then resumes on a worker with the answer.
-func TestFleetAnswer(t *testing.T) {
+// escalatedPlan starts, in a schema of its own on the test's server, a
+// fleet worker (named holder) of the kind "plan", submits session for the
+// ticket id, and waits for its escalation ("approve <id>?"). The first
+// round given the answer calls answered, when set, before it approves;
+// its error fails the round. It returns the kind, the database's URL and
+// the schema.
+func escalatedPlan(ctx context.Context, t *testing.T, session, id, holder string,
+	answered func(ctx context.Context, answer string) error) (*fleet.Kind[ticket, plan], string, string) {
+	t.Helper()
 	dbURL := serverURL(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -47,14 +51,23 @@ func TestFleetAnswer(t *testing.T) {
 			t.Errorf("dropping schema %s: %v", schema, err)
 		}
 	})
-	f, err := fleet.New(ctx, pool, fleet.Schema(schema), fleet.Poll(50*time.Millisecond))
+	opts := []fleet.Option{fleet.Schema(schema), fleet.Poll(50 * time.Millisecond)}
+	if holder != "" {
+		opts = append(opts, fleet.Holder(holder))
+	}
+	f, err := fleet.New(ctx, pool, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	plans := fleet.MustRegister(f, "plan", func(_ context.Context, tk ticket) (fleet.Loop[plan], error) {
-		w := iterate.Func(func(_ context.Context, p plan, r iterate.Round) (plan, error) {
+		w := iterate.Func(func(ctx context.Context, p plan, r iterate.Round) (plan, error) {
 			p.Steps++
-			if r.Task.Answer != "" {
+			if r.Task.Answer != "" && p.Approved == "" {
+				if answered != nil {
+					if err := answered(ctx, r.Task.Answer); err != nil {
+						return p, err
+					}
+				}
 				p.Approved = r.Task.Answer
 			}
 			return p, nil
@@ -70,21 +83,30 @@ func TestFleetAnswer(t *testing.T) {
 		})
 		return fleet.Loop[plan]{Worker: w, Options: []iterate.Option{iterate.WithStrategy(ask), iterate.WithMaxIterations(6)}}, nil
 	})
-	if _, err := plans.Submit(ctx, "ticket-7", ticket{ID: "T-7"}); err != nil {
+	if _, err := plans.Submit(ctx, session, ticket{ID: id}); err != nil {
 		t.Fatal(err)
 	}
 	work, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- f.Work(work) }()
-	defer func() {
+	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("Work: %v", err)
 		}
-	}()
-	if _, err := plans.Wait(ctx, "ticket-7"); !errors.As(err, new(*iterate.EscalationError)) {
+	})
+	if _, err := plans.Wait(ctx, session); !errors.As(err, new(*iterate.EscalationError)) {
 		t.Fatalf("Wait: %v; want an escalation", err)
 	}
+	return plans, dbURL, schema
+}
+
+// TestFleetAnswer answers a fleet session's escalation from its page; the
+// session then resumes on a worker with the answer.
+func TestFleetAnswer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	plans, dbURL, schema := escalatedPlan(ctx, t, "ticket-7", "T-7", "", nil)
 
 	base := server(t, "--db", dbURL, "--fleet-schema", schema, "--answers")
 	code, body := fetch(t, base+"/?status=escalated")
