@@ -188,8 +188,20 @@ func TestRecordEncoderErrors(t *testing.T) {
 		h.Recent[0].Score = 1
 		checkEncoding(t, e, &engineData{History: h})
 	}
-	for _, tm := range []time.Time{time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(2000, 1, 1, 0, 0, 0, 0, time.FixedZone("z", 24*3600)), time.Date(2000, 1, 1, 0, 0, 0, 0, time.FixedZone("z", -100*3600))} {
+	times := []time.Time{time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2000, 1, 1, 0, 0, 0, 0, time.FixedZone("z", -100*3600))}
+	// Every zone offset of 24 hours or more is refused by json.Marshal,
+	// which the fast path of the encoder must not take: each hour of two
+	// digits (each digit in each place, and the 70s and 80s, where the
+	// byte arithmetic of issue 24's surviving mutants wraps below 24),
+	// three digits starting with 9 and four with a 0 before the last two
+	// (the digit check of the character before the hours' last two).
+	for _, h := range []int{24, 25, 29, 30, 39, 42, 59, 70, 75, 79, 80, 87, 90, 99, 900, 999, 1000} {
+		for _, sign := range []int{1, -1} {
+			times = append(times, time.Date(2000, 1, 1, 0, 0, 0, 0, time.FixedZone("z", sign*(h*3600+30*60))))
+		}
+	}
+	for _, tm := range times {
 		checkEncoding(t, e, &engineData{LastIterationAt: tm})
 		checkEncoding(t, e, &engineData{StartedAt: tm})
 		checkEncoding(t, e, &engineData{StartedAt: tm})
