@@ -274,3 +274,73 @@ func TestRecordEncoderCache(t *testing.T) {
 		checkEncoding(t, e, &engineData{Version: 2, Settings: settings, StartedAt: started})
 	})
 }
+
+// TestSameSlice: sameSlice tells the same slice from an equal one, or from
+// another view of the same array. (Mutants caught: each of its
+// comparisons negated, issue 24's survivors at its len and cap.)
+func TestSameSlice(t *testing.T) {
+	s := make([]int, 3, 4)
+	for _, tt := range []struct {
+		name string
+		a, b []int
+		want bool
+	}{
+		{"both nil", nil, nil, true},
+		{"itself", s, s, true},
+		{"empty, not nil, and nil", []int{}, nil, false},
+		{"a shorter view", s[:2], s, false},
+		{"a smaller capacity", s[:3:3], s, false},
+		{"another part of the array", s[0:2:2], s[1:3:3], false},
+		{"an equal copy", []int{0, 0, 0}, s, false},
+	} {
+		if got := sameSlice(tt.a, tt.b); got != tt.want {
+			t.Errorf("%s: sameSlice = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestEncodedWindowStartsOver: a window that does not continue the cached
+// one (it starts before it, ends elsewhere, or is shorter) is encoded
+// afresh, not from the cache; a value's key always names the same value.
+// (Mutants caught: each of the three checks of appendArray's start-over
+// negated or reversed, issue 24's survivors judged by reading before.)
+func TestEncodedWindowStartsOver(t *testing.T) {
+	var c encodedWindow
+	for _, keys := range [][]int{
+		{1, 2, 3, 4},
+		{0, 1, 2, 3}, // starts before the cached window
+		{1, 2, 3, 4},
+		{0, 2, 3, 4}, // another start, the same end
+		{1, 2, 3, 4},
+		{1, 2, 5, 6}, // the same start, another end
+		{1, 2, 3, 4},
+		{1, 2}, // fewer values than cached
+		{2, 3, 4, 5}, // a slide: from the cache
+	} {
+		var j jsonBuf
+		c.appendArray(&j, len(keys), func(i int) int { return keys[i] }, func(int) bool { return true },
+			func(j *jsonBuf, i int) { j.int(int64(100 + keys[i])) })
+		want := ""
+		for i, k := range keys {
+			if i > 0 {
+				want += ","
+			}
+			want += strconv.Itoa(100 + k)
+		}
+		if got := string(j.b); got != "["+want+"]" {
+			t.Errorf("window of keys %v: %s, want [%s]", keys, got, want)
+		}
+	}
+}
+
+// TestRecordEncoderErrorOfACachedRecord: a record that does not encode is
+// not cached, so its error is reported at every save, also once it is a
+// final record of the window that the next ones follow. (Mutant caught:
+// appendArray caching on an error instead of stopping.)
+func TestRecordEncoderErrorOfACachedRecord(t *testing.T) {
+	e := &testEncoder{}
+	h := &converge.History{Iteration: 3, Recent: []converge.Record{{Iteration: 0, Score: math.NaN()}, {Iteration: 1}, {Iteration: 2}, {Iteration: 3}}}
+	for range 3 {
+		checkEncoding(t, e, &engineData{History: h})
+	}
+}
