@@ -314,7 +314,7 @@ func TestEncodedWindowStartsOver(t *testing.T) {
 		{1, 2, 3, 4},
 		{1, 2, 5, 6}, // the same start, another end
 		{1, 2, 3, 4},
-		{1, 2}, // fewer values than cached
+		{1, 2},       // fewer values than cached
 		{2, 3, 4, 5}, // a slide: from the cache
 	} {
 		var j jsonBuf
