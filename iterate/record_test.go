@@ -262,6 +262,16 @@ func TestRecordEncoderCache(t *testing.T) {
 			if kept := len(e.recent.keys) - e.recent.first; window == 1 && kept > 1 {
 				t.Errorf("cache holds %d encodings for a window of 1", kept)
 			}
+			// The dropped encodings are let go of once they outnumber the
+			// kept ones: the cache's memory follows the window, not the
+			// run. (Mutant caught: the move to the front skipped.)
+			w := window
+			if w == 0 {
+				w = converge.DefaultWindow
+			}
+			if len(e.recent.keys) > 2*w+2 {
+				t.Errorf("cache lists %d encodings for a window of %d", len(e.recent.keys), w)
+			}
 		})
 	}
 	t.Run("settings change", func(t *testing.T) {
