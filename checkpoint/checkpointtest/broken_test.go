@@ -102,6 +102,34 @@ func (s acceptsBadNames) Save(ctx context.Context, c *checkpoint.Checkpoint) err
 	return s.Memory.Save(ctx, c)
 }
 
+// losesStatesAfterRemove keeps no state of a session saved again after it
+// was removed: its Remove leaves the session marked, and a save of a
+// marked session is kept without its State.
+type losesStatesAfterRemove struct {
+	*checkpoint.Memory
+	mu      sync.Mutex
+	removed map[string]bool
+}
+
+func (s *losesStatesAfterRemove) Remove(ctx context.Context, session string) error {
+	s.mu.Lock()
+	s.removed[session] = true
+	s.mu.Unlock()
+	return s.Memory.Remove(ctx, session)
+}
+
+func (s *losesStatesAfterRemove) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	s.mu.Lock()
+	removed := c != nil && s.removed[c.Session]
+	s.mu.Unlock()
+	if removed {
+		lost := *c
+		lost.State = nil
+		c = &lost
+	}
+	return s.Memory.Save(ctx, c)
+}
+
 // TestTestCatchesMoreBrokenStores: as TestTestCatchesBrokenStores, for the
 // promises whose checks a weakened suite stopped seeing.
 func TestTestCatchesMoreBrokenStores(t *testing.T) {
@@ -119,6 +147,9 @@ func TestTestCatchesMoreBrokenStores(t *testing.T) {
 			[]string{"concurrent_saves: concurrent Save: disk full"}},
 		{"keeps_removed_sessions", func() checkpointtest.Store { return keepsRemoved{new(checkpoint.Memory)} },
 			[]string{"remove: Load after Remove: got error <nil>, want checkpoint.ErrNotFound"}},
+		{"loses_states_after_remove", func() checkpointtest.Store {
+			return &losesStatesAfterRemove{Memory: new(checkpoint.Memory), removed: map[string]bool{}}
+		}, []string{"remove: Load of a session saved again after Remove mismatch"}},
 		{"accepts_bad_names", func() checkpointtest.Store { return acceptsBadNames{new(checkpoint.Memory)} },
 			[]string{`invalid_input: Save of session "../escape": got error <nil>`,
 				`invalid_input: Save of session "xxxxxxxxxxxxxxxxxxxx… (201 bytes)": got error <nil>`}},
