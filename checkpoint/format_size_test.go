@@ -85,3 +85,22 @@ func TestMaxBytesIsTheEncodedSize(t *testing.T) {
 		}
 	}
 }
+
+// TestMarshalAllocatesOnlyItsResult: once its pooled buffer is warm,
+// Marshal allocates the slice it returns and nothing else: the result is
+// sized for the checksum too, never grown.
+func TestMarshalAllocatesOnlyItsResult(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not checked under the race detector")
+	}
+	c := checkpointtest.Checkpoint("s", 3)
+	c.State = make([]byte, 1000)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := checkpoint.Marshal(c); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 1 {
+		t.Errorf("Marshal allocates %v times, want 1", allocs)
+	}
+}
