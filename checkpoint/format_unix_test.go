@@ -10,9 +10,10 @@ import (
 )
 
 // TestUnmarshalOfExactly1GiB: an encoding of exactly 1 GiB, the largest a
-// store writes (TestSizeLimitIsExact), is read back; one byte more is
-// damage. The state is not copied (as a Dir's load does not), and the
-// gigabyte is zeros the test never writes, so it stays cheap.
+// store writes (TestSizeLimitIsExact), is read back (a bound of `>=`
+// refused it). The state is not copied (unmarshal without copyBytes, as a
+// Dir's load), and the gigabyte is zeros the test does not write, so it
+// costs two checksums of 1 GiB and no memory.
 func TestUnmarshalOfExactly1GiB(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads 1 GiB")
