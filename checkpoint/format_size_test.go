@@ -104,3 +104,34 @@ func TestMarshalAllocatesOnlyItsResult(t *testing.T) {
 		t.Errorf("Marshal allocates %v times, want 1", allocs)
 	}
 }
+
+// TestUnmarshalWithoutStateIsNil: a checkpoint saved without an engine
+// record or a state (nil or empty: the format does not tell them apart)
+// decodes with both nil, so that it equals, field for field, what Memory
+// gives back of one saved with them nil, and `c.State == nil` tells a
+// checkpoint without a state.
+func TestUnmarshalWithoutStateIsNil(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		engine, state []byte
+	}{
+		{"nil", nil, nil},
+		{"empty", []byte{}, []byte{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := checkpointtest.Checkpoint("s", 2)
+			c.Engine, c.State = tc.engine, tc.state
+			data, err := checkpoint.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := checkpoint.Unmarshal(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Engine != nil || got.State != nil {
+				t.Errorf("Unmarshal: Engine %#v, State %#v; want both nil", got.Engine, got.State)
+			}
+		})
+	}
+}
