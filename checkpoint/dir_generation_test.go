@@ -121,7 +121,7 @@ func TestDirLoadReasonOfLargeFile(t *testing.T) {
 
 // TestDirSkippedOnlyAbove: Skipped lists quarantined generations above the
 // one loaded, not a quarantined copy of the generation loaded itself (the
-// mutation `q.gen >= gen`).
+// mutation `q.gen >= gen`), in Load and in Sessions alike.
 func TestDirSkippedOnlyAbove(t *testing.T) {
 	dir := t.TempDir()
 	d := checkpoint.NewDir(dir)
@@ -131,5 +131,12 @@ func TestDirSkippedOnlyAbove(t *testing.T) {
 	c := load(t, d, "s")
 	if c.Generation != 2 || !slices.Equal(c.Skipped, []uint64{3}) {
 		t.Errorf("Load: generation %d, skipped %v; want generation 2, skipped [3]", c.Generation, c.Skipped)
+	}
+	got := sessionsOf(t, d)
+	if len(got) != 1 || got[0].err != nil {
+		t.Fatalf("Sessions: %d sessions; want s alone, without an error", len(got))
+	}
+	if c := got[0].c; c.Generation != 2 || !slices.Equal(c.Skipped, []uint64{3}) {
+		t.Errorf("Sessions: generation %d, skipped %v; want generation 2, skipped [3]", c.Generation, c.Skipped)
 	}
 }
