@@ -389,3 +389,22 @@ func FuzzSessions(f *testing.F) {
 		}
 	})
 }
+
+// TestDirSessionsOneDamaged: a session whose only generation is damaged is
+// listed with that damage, without counting older damaged generations
+// ("; and 0 older generations damaged" was the mutation
+// `len(damaged) >= 1`), as Load reports it (TestDirLoadOneDamaged).
+func TestDirSessionsOneDamaged(t *testing.T) {
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	path := filepath.Join(dir, genFile("s", 1))
+	writeFile(t, path, []byte("not a checkpoint, but long enough for a header"))
+	got := sessionsOf(t, d)
+	if len(got) != 1 {
+		t.Fatalf("Sessions: %d sessions, want 1", len(got))
+	}
+	want := "checkpoint: corrupt generation 1 (" + path + "): bad magic number, not a checkpoint"
+	if err := got[0].err; err == nil || err.Error() != want || !errors.Is(err, checkpoint.ErrCorrupt) {
+		t.Errorf("Sessions: got %v, want %s", err, want)
+	}
+}
