@@ -408,3 +408,37 @@ func TestDirSessionsOneDamaged(t *testing.T) {
 		t.Errorf("Sessions: got %v, want %s", err, want)
 	}
 }
+
+// TestDirSessionsReasons: Sessions, which reads only a generation's
+// envelope, finds the same damage as Unmarshal in a record cut at its
+// fixed fields, on both sides of their end, in both versions (a record of
+// exactly its fixed fields was "shorter than its fixed fields" under the
+// mutation `left <= fixedLen`).
+func TestDirSessionsReasons(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"record_of_fixed_fields_only", resealed(append(header(2, 36, 0), make([]byte, 36)...))},
+		{"record_one_short_of_fixed_fields", resealed(append(header(2, 35, 0), make([]byte, 35)...))},
+		{"v3_record_of_fixed_fields_only", resealed(append(header(checkpoint.Version, 52, 0), make([]byte, 52)...))},
+		{"v3_record_one_short_of_fixed_fields", resealed(append(header(checkpoint.Version, 51, 0), make([]byte, 51)...))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want *checkpoint.CorruptError
+			if _, err := checkpoint.Unmarshal(tc.data); !errors.As(err, &want) {
+				t.Fatalf("Unmarshal: %v, want a *CorruptError", err)
+			}
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, genFile("s", 1)), tc.data)
+			got := sessionsOf(t, checkpoint.NewDir(dir))
+			var ce *checkpoint.CorruptError
+			if len(got) != 1 || !errors.As(got[0].err, &ce) {
+				t.Fatalf("Sessions: %d sessions, want 1 with a *CorruptError", len(got))
+			}
+			if ce.Err.Error() != want.Err.Error() {
+				t.Errorf("Sessions: damage %q, want Unmarshal's %q", ce.Err, want.Err)
+			}
+		})
+	}
+}
