@@ -427,3 +427,37 @@ func TestDirModes(t *testing.T) {
 		})
 	}
 }
+
+// TestDirSaveDirectorySyncError: a save whose fsync of the directory fails
+// returns that error (the new name may not survive a crash), unless the
+// file system cannot fsync a directory at all (EINVAL, or unsupported),
+// which is no failure. Under the mutation `err != nil` of syncDir the
+// error was replaced by that of the directory's Close, nil.
+func TestDirSaveDirectorySyncError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error // of the directory's fsync
+		fail bool
+	}{
+		{"eio", syscall.EIO, true},
+		{"einval", syscall.EINVAL, false},
+		{"unsupported", errors.ErrUnsupported, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := checkpoint.NewDir(t.TempDir())
+			checkpoint.SetSync(d, func(f *os.File) error {
+				if fi, err := f.Stat(); err == nil && fi.IsDir() {
+					return &fs.PathError{Op: "sync", Path: f.Name(), Err: tc.err}
+				}
+				return f.Sync()
+			})
+			err := d.Save(ctx, checkpointtest.Checkpoint("s", 1))
+			switch {
+			case tc.fail && (!errors.Is(err, tc.err) || !strings.Contains(err.Error(), "syncing directory")):
+				t.Errorf("Save: %v, want the directory's fsync error", err)
+			case !tc.fail && err != nil:
+				t.Errorf("Save: %v, want no error", err)
+			}
+		})
+	}
+}
