@@ -238,3 +238,37 @@ func TestMemoryGenerationsExhausted(t *testing.T) {
 		}
 	}
 }
+
+// TestMemorySaveFromRecycles: a streamed save over a full window streams
+// into the memory of the state it evicts, so in the steady state it
+// allocates nothing, as Save does (TestMemoryRecycles); and what was
+// loaded before stays as it was.
+func TestMemorySaveFromRecycles(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not checked under the race detector")
+	}
+	m := checkpoint.Memory{Keep: 2}
+	c := checkpointtest.Checkpoint("s", 1)
+	state := c.State
+	c.State = nil
+	r := bytes.NewReader(state)
+	save := func() {
+		r.Reset(state)
+		if err := m.SaveFrom(ctx, c, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		save()
+	}
+	first, err := m.Load(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(100, save); allocs != 0 {
+		t.Errorf("a steady-state Memory.SaveFrom allocates %v times, want 0", allocs)
+	}
+	if !bytes.Equal(first.State, state) {
+		t.Errorf("a state loaded changed after later saves")
+	}
+}
