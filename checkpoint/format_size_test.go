@@ -90,7 +90,7 @@ func TestMaxBytesIsTheEncodedSize(t *testing.T) {
 // Marshal allocates the slice it returns and nothing else: the result is
 // sized for the checksum too, never grown.
 func TestMarshalAllocatesOnlyItsResult(t *testing.T) {
-	if raceEnabled {
+	if checkpoint.RaceEnabled {
 		t.Skip("allocation counts are not checked under the race detector")
 	}
 	c := checkpointtest.Checkpoint("s", 3)

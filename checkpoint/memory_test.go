@@ -244,7 +244,7 @@ func TestMemoryGenerationsExhausted(t *testing.T) {
 // allocates nothing, as Save does (TestMemoryRecycles); and what was
 // loaded before stays as it was.
 func TestMemorySaveFromRecycles(t *testing.T) {
-	if raceEnabled {
+	if checkpoint.RaceEnabled {
 		t.Skip("allocation counts are not checked under the race detector")
 	}
 	m := checkpoint.Memory{Keep: 2}
