@@ -461,3 +461,21 @@ func TestDirSaveDirectorySyncError(t *testing.T) {
 		})
 	}
 }
+
+// TestDirLockReadsLongLockFile: of a lock file longer than what is read of
+// it (512 bytes), the token in its first part counts and what lies beyond
+// does not. (The mutation `err == nil` of readSmall dropped a read that
+// filled its buffer: the token was lost and Lock gave 1.)
+func TestDirLockReadsLongLockFile(t *testing.T) {
+	dir := t.TempDir()
+	long := "token 41\n" + strings.Repeat("x", 600) + "\ntoken 99\n"
+	writeFile(t, filepath.Join(dir, "s.lock"), []byte(long))
+	token, release, err := checkpoint.NewDir(dir).Lock(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if token != 42 {
+		t.Errorf("Lock over a long lock file with token 41 first: token %d, want 42", token)
+	}
+}
