@@ -194,3 +194,26 @@ func TestDirQuarantineNames(t *testing.T) {
 		})
 	}
 }
+
+// TestDirIgnoresShortNames: files of the session's prefix too short to be
+// "<session>.<20 digits>.ckpt" are not generations, and a Dir reading its
+// directory is not confused by them (a bound moved to 15 bytes read past
+// the end of such names).
+func TestDirIgnoresShortNames(t *testing.T) {
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	saveGens(t, d, "s", 1)
+	for _, name := range []string{"s.0000000000000001", "s.0000000000000000001", "s.00000000000000000001.ck", "s.00000000000000000001.ckp"} {
+		writeFile(t, filepath.Join(dir, name), []byte("stray"))
+	}
+	d = checkpoint.NewDir(dir) // a new Dir lists the directory again
+	if c := load(t, d, "s"); c.Generation != 1 || len(c.Skipped) != 0 {
+		t.Errorf("Load: generation %d, skipped %v; want 1, none", c.Generation, c.Skipped)
+	}
+	if err := d.Save(ctx, checkpointtest.Checkpoint("s", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if c := load(t, d, "s"); c.Generation != 2 {
+		t.Errorf("Load after a save: generation %d, want 2", c.Generation)
+	}
+}
