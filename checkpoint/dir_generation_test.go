@@ -196,14 +196,15 @@ func TestDirQuarantineNames(t *testing.T) {
 }
 
 // TestDirIgnoresShortNames: files of the session's prefix too short to be
-// "<session>.<20 digits>.ckpt" are not generations, and a Dir reading its
-// directory is not confused by them (a bound moved to 15 bytes read past
-// the end of such names).
+// "<session>.<20 digits>.ckpt" (the session's name alone among them) are
+// not generations, and a Dir reading its directory is not confused by them
+// (the mutations of the bounds `len(rest) < genDigits+len(".ckpt")` and
+// `len(name) <= len(session)` read past the end of such names).
 func TestDirIgnoresShortNames(t *testing.T) {
 	dir := t.TempDir()
 	d := checkpoint.NewDir(dir)
 	saveGens(t, d, "s", 1)
-	for _, name := range []string{"s.0000000000000001", "s.0000000000000000001", "s.00000000000000000001.ck", "s.00000000000000000001.ckp"} {
+	for _, name := range []string{"s", ".s", "s.0000000000000001", "s.0000000000000000001", "s.00000000000000000001.ck", "s.00000000000000000001.ckp"} {
 		writeFile(t, filepath.Join(dir, name), []byte("stray"))
 	}
 	d = checkpoint.NewDir(dir) // a new Dir lists the directory again
