@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -121,7 +122,7 @@ func TestDirLoadReasonOfLargeFile(t *testing.T) {
 
 // TestDirSkippedOnlyAbove: Skipped lists quarantined generations above the
 // one loaded, not a quarantined copy of the generation loaded itself (the
-// mutation `q.gen >= gen`).
+// mutation `q.gen >= gen`), in Load and in Sessions alike.
 func TestDirSkippedOnlyAbove(t *testing.T) {
 	dir := t.TempDir()
 	d := checkpoint.NewDir(dir)
@@ -131,5 +132,89 @@ func TestDirSkippedOnlyAbove(t *testing.T) {
 	c := load(t, d, "s")
 	if c.Generation != 2 || !slices.Equal(c.Skipped, []uint64{3}) {
 		t.Errorf("Load: generation %d, skipped %v; want generation 2, skipped [3]", c.Generation, c.Skipped)
+	}
+	got := sessionsOf(t, d)
+	if len(got) != 1 || got[0].err != nil {
+		t.Fatalf("Sessions: %d sessions; want s alone, without an error", len(got))
+	}
+	if c := got[0].c; c.Generation != 2 || !slices.Equal(c.Skipped, []uint64{3}) {
+		t.Errorf("Sessions: generation %d, skipped %v; want generation 2, skipped [3]", c.Generation, c.Skipped)
+	}
+}
+
+// TestDirQuarantineNames: a damaged generation is quarantined as
+// "<file>.corrupt", or, when copies are there already, as the next free
+// ".corrupt.N", N counting up from 1 to 1000 at most; beyond that the file
+// stays where it is and the damage says why. The mutations `i--` (the
+// third copy was ".corrupt.0") and `i >= 1000` (the thousandth copy was
+// refused) lived.
+func TestDirQuarantineNames(t *testing.T) {
+	for _, tc := range []struct {
+		copies int    // ".corrupt" and ".corrupt.1" to ".corrupt.<copies-1>" already there
+		want   string // the suffix of the quarantined file; "" for none
+	}{
+		{0, ".corrupt"},
+		{1, ".corrupt.1"},
+		{2, ".corrupt.2"},
+		{3, ".corrupt.3"},
+		{1000, ".corrupt.1000"},
+		{1001, ""},
+	} {
+		t.Run(strconv.Itoa(tc.copies), func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, genFile("s", 1))
+			for i := range tc.copies {
+				name := path + ".corrupt"
+				if i > 0 {
+					name += "." + strconv.Itoa(i)
+				}
+				writeFile(t, name, nil)
+			}
+			writeFile(t, path, []byte("damaged"))
+			_, err := checkpoint.NewDir(dir).Load(ctx, "s")
+			var ce *checkpoint.CorruptError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Load: %v, want a *CorruptError", err)
+			}
+			if tc.want == "" {
+				if ce.Path != path || !strings.Contains(err.Error(), "could not quarantine it: too many quarantined copies") {
+					t.Errorf("Load: %v (path %s); want the file left in place, too many copies", err, ce.Path)
+				}
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("the damaged file is gone: %v", err)
+				}
+				return
+			}
+			if ce.Path != path+tc.want {
+				t.Errorf("quarantined as %s, want %s", ce.Path, path+tc.want)
+			}
+			if _, err := os.Stat(path + tc.want); err != nil {
+				t.Errorf("the quarantined file: %v", err)
+			}
+		})
+	}
+}
+
+// TestDirIgnoresShortNames: files of the session's prefix too short to be
+// "<session>.<20 digits>.ckpt" (the session's name alone among them) are
+// not generations, and a Dir reading its directory is not confused by them
+// (the mutations of the bounds `len(rest) < genDigits+len(".ckpt")` and
+// `len(name) <= len(session)` read past the end of such names).
+func TestDirIgnoresShortNames(t *testing.T) {
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	saveGens(t, d, "s", 1)
+	for _, name := range []string{"s", ".s", "s.0000000000000001", "s.0000000000000000001", "s.00000000000000000001.ck", "s.00000000000000000001.ckp"} {
+		writeFile(t, filepath.Join(dir, name), []byte("stray"))
+	}
+	d = checkpoint.NewDir(dir) // a new Dir lists the directory again
+	if c := load(t, d, "s"); c.Generation != 1 || len(c.Skipped) != 0 {
+		t.Errorf("Load: generation %d, skipped %v; want 1, none", c.Generation, c.Skipped)
+	}
+	if err := d.Save(ctx, checkpointtest.Checkpoint("s", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if c := load(t, d, "s"); c.Generation != 2 {
+		t.Errorf("Load after a save: generation %d, want 2", c.Generation)
 	}
 }

@@ -9,3 +9,6 @@ func SetSaveHook(d *Dir, hook func(stage string) error) { d.hook = hook }
 // SetSync makes d call sync in place of f.Sync for every fsync of a file or
 // of the directory. Tests only.
 func SetSync(d *Dir, sync func(f *os.File) error) { d.sync = sync }
+
+// RaceEnabled is raceEnabled, for the tests of package checkpoint_test.
+const RaceEnabled = raceEnabled

@@ -29,6 +29,10 @@ func TestUnmarshalBoundaries(t *testing.T) {
 		{"3_bytes", []byte("RFC"), "truncated"},
 		{"4_bytes_not_magic", []byte("XXXX"), "bad magic number"},
 		{"header_without_checksum", header(checkpoint.Version, 0, 0), "truncated"},
+		// Shorter than a header and a checksum, cut to their length (no
+		// capacity beyond it): the lengths are not read.
+		{"magic_and_12_bytes", exactly(header(checkpoint.Version, 0, 0)[:16]), "truncated"},
+		{"header_and_3_bytes", exactly(append(header(checkpoint.Version, 0, 0), 0, 0, 0)), "truncated"},
 		{"header_and_checksum_only", resealed(header(checkpoint.Version, 0, 0)), "shorter than its fixed fields"},
 		{"record_of_fixed_fields_only", resealed(append(header(2, 36, 0), make([]byte, 36)...)), "a length beyond its end"},
 		{"record_one_short_of_fixed_fields", resealed(append(header(2, 35, 0), make([]byte, 35)...)), "shorter than its fixed fields"},
@@ -54,3 +58,6 @@ func TestUnmarshalBoundaries(t *testing.T) {
 		})
 	}
 }
+
+// exactly returns a copy of b with no capacity beyond its length.
+func exactly(b []byte) []byte { return append([]byte(nil), b...)[:len(b):len(b)] }

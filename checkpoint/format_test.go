@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,8 @@ func TestMarshalRoundTrip(t *testing.T) {
 		{"large_state", large, large},
 		{"zero_record", &checkpoint.Checkpoint{}, &checkpoint.Checkpoint{}},
 		{"extreme_values", tokened, tokened},
+		{"iteration_min", withIteration(checkpointtest.Checkpoint("s", 1), math.MinInt), withIteration(checkpointtest.Checkpoint("s", 1), math.MinInt)},
+		{"iteration_max", withIteration(checkpointtest.Checkpoint("s", 1), math.MaxInt), withIteration(checkpointtest.Checkpoint("s", 1), math.MaxInt)},
 		{"odd_strings_and_times", odd, odd},
 		{"skipped_not_encoded", withSkipped(checkpointtest.Checkpoint("s", 2), 5, 4), checkpointtest.Checkpoint("s", 2)},
 	}
@@ -61,6 +64,11 @@ func TestMarshalRoundTrip(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withIteration(c *checkpoint.Checkpoint, it int) *checkpoint.Checkpoint {
+	c.Iteration = it
+	return c
 }
 
 func withSkipped(c *checkpoint.Checkpoint, gens ...uint64) *checkpoint.Checkpoint {

@@ -427,3 +427,123 @@ func TestDirModes(t *testing.T) {
 		})
 	}
 }
+
+// TestDirSaveDirectorySyncError: a save whose fsync of the directory fails
+// returns that error (the new name may not survive a crash), unless the
+// file system cannot fsync a directory at all (EINVAL, or unsupported),
+// which is no failure. Under the mutation `err != nil` of syncDir the
+// error was replaced by that of the directory's Close, nil.
+func TestDirSaveDirectorySyncError(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error // of the directory's fsync
+		fail bool
+	}{
+		{"eio", syscall.EIO, true},
+		{"einval", syscall.EINVAL, false},
+		{"unsupported", errors.ErrUnsupported, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := checkpoint.NewDir(t.TempDir())
+			checkpoint.SetSync(d, func(f *os.File) error {
+				if fi, err := f.Stat(); err == nil && fi.IsDir() {
+					return &fs.PathError{Op: "sync", Path: f.Name(), Err: tc.err}
+				}
+				return f.Sync()
+			})
+			err := d.Save(ctx, checkpointtest.Checkpoint("s", 1))
+			switch {
+			case tc.fail && (!errors.Is(err, tc.err) || !strings.Contains(err.Error(), "syncing directory")):
+				t.Errorf("Save: %v, want the directory's fsync error", err)
+			case !tc.fail && err != nil:
+				t.Errorf("Save: %v, want no error", err)
+			}
+		})
+	}
+}
+
+// TestDirLockReadsLongLockFile: of a lock file longer than what is read of
+// it (512 bytes), the token in its first part counts and what lies beyond
+// does not. (The mutation `err == nil` of readSmall dropped a read that
+// filled its buffer: the token was lost and Lock gave 1.)
+func TestDirLockReadsLongLockFile(t *testing.T) {
+	dir := t.TempDir()
+	long := "token 41\n" + strings.Repeat("x", 600) + "\ntoken 99\n"
+	writeFile(t, filepath.Join(dir, "s.lock"), []byte(long))
+	token, release, err := checkpoint.NewDir(dir).Lock(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if token != 42 {
+		t.Errorf("Lock over a long lock file with token 41 first: token %d, want 42", token)
+	}
+}
+
+// TestDirRemoveReportsFailures: Remove returns the failure to delete a file
+// of the session (the mutations `err == nil` of its two checks dropped
+// them): a generation's name taken by a directory with a file in it, and,
+// in a directory nobody may write to, the lock file. Root deletes whatever
+// the directory's mode: as root, that case runs in a child process as
+// nobody.
+func TestDirRemoveReportsFailures(t *testing.T) {
+	t.Run("generation_not_removable", func(t *testing.T) {
+		dir := t.TempDir()
+		d := checkpoint.NewDir(dir)
+		saveGens(t, d, "s", 1)
+		blocker := filepath.Join(dir, genFile("s", 2))
+		if err := os.Mkdir(blocker, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(blocker, "inside"), nil)
+		err := d.Remove(ctx, "s")
+		if err == nil || !strings.Contains(err.Error(), genFile("s", 2)) {
+			t.Errorf("Remove: %v, want the failure to delete %s", err, genFile("s", 2))
+		}
+		if _, err := os.Stat(filepath.Join(dir, genFile("s", 1))); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("generation 1 was not removed: %v", err)
+		}
+	})
+	t.Run("lock_file_not_removable", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			runAsNobody(t, "TestDirRemoveReportsFailuresAsNobody")
+			return
+		}
+		removeLockFileReadOnly(t, t.TempDir())
+	})
+}
+
+// TestDirRemoveReportsFailuresAsNobody is not a test: it is the child
+// process, run as nobody, of TestDirRemoveReportsFailures.
+func TestDirRemoveReportsFailuresAsNobody(t *testing.T) {
+	dir := os.Getenv(envNobodyDir)
+	if dir == "" {
+		t.Skip("helper process of TestDirRemoveReportsFailures")
+	}
+	if os.Geteuid() == 0 {
+		t.Fatal("running as root")
+	}
+	removeLockFileReadOnly(t, dir)
+}
+
+// removeLockFileReadOnly leaves the lock file of session s in dir, makes
+// dir read-only, and expects Remove to fail to delete it, and say so.
+func removeLockFileReadOnly(t *testing.T, dir string) {
+	d := checkpoint.NewDir(dir)
+	_, release, err := d.Lock(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if err := os.Chmod(dir, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(dir, 0o700)
+	err = d.Remove(ctx, "s")
+	if err == nil || !errors.Is(err, fs.ErrPermission) {
+		t.Errorf("Remove with the lock file in a read-only directory: %v, want a permission error", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "s.lock")); err != nil {
+		t.Errorf("the lock file: %v, want it still there", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 )
 
@@ -21,7 +22,8 @@ const DefaultKeep = 3
 // name, a checkpoint above the size limit, a stale fencing token). Like Dir,
 // it gives each save the generation max(c.Generation, newest+1), so the
 // latest save of a session is always the one loaded and a generation is
-// never reused. Nothing in Memory is ever damaged, so Skipped is always
+// never reused; a save that would be generation 2^64-1 is refused, as a
+// Dir refuses it. Nothing in Memory is ever damaged, so Skipped is always
 // empty.
 type Memory struct {
 	// Keep is the number of generations kept per session; 0 means 3.
@@ -150,9 +152,14 @@ func (m *Memory) store(c *Checkpoint, streamed []byte, fromStream bool) error {
 	if err := s.fence(c); err != nil {
 		return err
 	}
+	// As in a Dir, no save follows generation 2^64-1: newest+1 would wrap.
+	gen := max(c.Generation, s.newest+1)
+	if gen == math.MaxUint64 {
+		return fmt.Errorf("checkpoint: saving session %s (in memory): %w", quoteSession(c.Session), errGenerationsExhausted)
+	}
 	ret := m.retention()
 	if !ret.plain() {
-		m.storeRetained(s, c, streamed, fromStream, ret)
+		m.storeRetained(s, c, gen, streamed, fromStream, ret)
 		return nil
 	}
 	// Recycle the generation about to be evicted: it was never handed out
@@ -178,8 +185,8 @@ func (m *Memory) store(c *Checkpoint, streamed []byte, fromStream bool) error {
 		dst.State = copyInto(state, c.State)
 	}
 	dst.Skipped = nil
-	dst.Generation = max(c.Generation, s.newest+1)
-	s.newest = dst.Generation
+	dst.Generation = gen
+	s.newest = gen
 	s.gens = append(s.gens, dst)
 	return nil
 }
@@ -274,16 +281,16 @@ func (m *Memory) retention() retention {
 }
 
 // storeRetained is store under a retention other than the newest Keep:
-// it keeps c, with a copy of its state or streamed, then prunes as ret
-// says. m.mu must be held and c fenced.
-func (m *Memory) storeRetained(s *memSession, c *Checkpoint, streamed []byte, fromStream bool, ret retention) {
+// it keeps c as generation gen, with a copy of its state or streamed, then
+// prunes as ret says. m.mu must be held and c fenced.
+func (m *Memory) storeRetained(s *memSession, c *Checkpoint, gen uint64, streamed []byte, fromStream bool, ret retention) {
 	dst := c.Clone()
 	if fromStream {
 		dst.State = streamed
 	}
 	dst.Skipped = nil
-	dst.Generation = max(c.Generation, s.newest+1)
-	s.newest = dst.Generation
+	dst.Generation = gen
+	s.newest = gen
 	s.gens = append(s.gens, dst)
 	gens := make([]uint64, len(s.gens))
 	for i, g := range s.gens {

@@ -1,7 +1,10 @@
 package checkpoint_test
 
 import (
+	"bytes"
 	"errors"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -167,5 +170,105 @@ func TestMemoryFenced(t *testing.T) {
 	}
 	if _, err := m.Load(ctx, "s"); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("Load after a fenced save: got %v, want ErrNotFound", err)
+	}
+}
+
+// TestMemoryGenerationsExhausted: as a Dir does, Memory refuses a save that
+// would be generation 2^64-1, and so never wraps newest+1 to a generation
+// below the newest (before, a save given 2^64-1 was kept, and every later
+// save of the session took the generation it was given, the latest save no
+// longer the one loaded). The refused save changes nothing.
+func TestMemoryGenerationsExhausted(t *testing.T) {
+	const max = math.MaxUint64
+	for _, m := range []struct {
+		name string
+		new  func() *checkpoint.Memory
+	}{
+		{"keep", func() *checkpoint.Memory { return new(checkpoint.Memory) }},
+		{"keep_all", func() *checkpoint.Memory { return &checkpoint.Memory{KeepAll: true} }},
+	} {
+		for _, tc := range []struct {
+			name    string
+			saves   []uint64 // each must succeed
+			refused uint64   // the generation of the refused save
+			wantGen uint64   // loaded after it; 0 for ErrNotFound
+		}{
+			{"first_save_at_max", nil, max, 0},
+			{"save_at_max_after_another", []uint64{1}, max, 1},
+			{"save_after_max_minus_1", []uint64{max - 1}, 1, max - 1},
+			{"save_at_max_after_max_minus_1", []uint64{max - 1}, max, max - 1},
+		} {
+			for _, stream := range []bool{false, true} {
+				name := m.name + "/" + tc.name
+				if stream {
+					name += "/stream"
+				}
+				t.Run(name, func(t *testing.T) {
+					mem := m.new()
+					save := func(c *checkpoint.Checkpoint) error {
+						if !stream {
+							return mem.Save(ctx, c)
+						}
+						state := c.State
+						c.State = nil
+						return mem.SaveFrom(ctx, c, bytes.NewReader(state))
+					}
+					for _, g := range tc.saves {
+						if err := save(checkpointtest.Checkpoint("s", g)); err != nil {
+							t.Fatalf("Save of generation %d: %v", g, err)
+						}
+					}
+					err := save(checkpointtest.Checkpoint("s", tc.refused))
+					if err == nil || !strings.Contains(err.Error(), "generation numbers exhausted") {
+						t.Errorf("Save of generation %d: got %v, want generation numbers exhausted", tc.refused, err)
+					}
+					got, err := mem.Load(ctx, "s")
+					switch {
+					case tc.wantGen == 0:
+						if !errors.Is(err, checkpoint.ErrNotFound) {
+							t.Errorf("Load: %v, want ErrNotFound", err)
+						}
+					case err != nil:
+						t.Errorf("Load: %v", err)
+					case got.Generation != tc.wantGen:
+						t.Errorf("Load: generation %d, want %d", got.Generation, tc.wantGen)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestMemorySaveFromRecycles: a streamed save over a full window streams
+// into the memory of the state it evicts, so in the steady state it
+// allocates nothing, as Save does (TestMemoryRecycles); and what was
+// loaded before stays as it was.
+func TestMemorySaveFromRecycles(t *testing.T) {
+	if checkpoint.RaceEnabled {
+		t.Skip("allocation counts are not checked under the race detector")
+	}
+	m := checkpoint.Memory{Keep: 2}
+	c := checkpointtest.Checkpoint("s", 1)
+	state := c.State
+	c.State = nil
+	r := bytes.NewReader(state)
+	save := func() {
+		r.Reset(state)
+		if err := m.SaveFrom(ctx, c, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		save()
+	}
+	first, err := m.Load(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(100, save); allocs != 0 {
+		t.Errorf("a steady-state Memory.SaveFrom allocates %v times, want 0", allocs)
+	}
+	if !bytes.Equal(first.State, state) {
+		t.Errorf("a state loaded changed after later saves")
 	}
 }

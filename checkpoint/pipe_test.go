@@ -3,8 +3,12 @@ package checkpoint
 import (
 	"bytes"
 	"errors"
+	"io"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
+	"time"
 )
 
 // slowFile records what is written to it, one write at a time, and fails
@@ -86,4 +90,103 @@ func TestPipeWriterFileError(t *testing.T) {
 	p.Write(make([]byte, 3*pipeChunk))
 	p.Close() // no Flush: the stream failed
 	p.Close()
+}
+
+// blockedFile is a file whose writes wait until release is closed.
+type blockedFile struct {
+	release chan struct{}
+	bytes.Buffer
+}
+
+func (f *blockedFile) Write(p []byte) (int, error) {
+	<-f.release
+	return f.Buffer.Write(p)
+}
+
+// TestPipeWriterRunsAhead: while the file is busy with the first chunk,
+// the stream goes on filling the other chunks, up to pipeChunks (the
+// overlap of encoding and writing); it does not wait for each chunk to be
+// written (the mutation `p.chunks >= pipeChunks` made a single chunk).
+// Nothing here depends on timing: with the file held, writing three chunks
+// must return; the time-out only turns a hang into a failure.
+func TestPipeWriterRunsAhead(t *testing.T) {
+	f := &blockedFile{release: make(chan struct{})}
+	p := newPipeWriter(f)
+	data := make([]byte, 3*pipeChunk)
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		p.Write(data)
+	}()
+	select {
+	case <-wrote:
+	case <-time.After(10 * time.Second):
+		t.Error("writing 3 chunks waited for the file: the stream does not run ahead")
+	}
+	close(f.release)
+	<-wrote
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if f.Len() != len(data) {
+		t.Errorf("%d bytes written, want %d", f.Len(), len(data))
+	}
+}
+
+// TestPipeWriterWholeChunks: the file gets one write per chunk, each of
+// pipeChunk bytes but the last, and no empty write, whether the data ends
+// on a chunk's boundary or not, with or without the writer goroutine.
+func TestPipeWriterWholeChunks(t *testing.T) {
+	for _, size := range []int{1, pipeChunk - 1, pipeChunk, pipeChunk + 1, 2 * pipeChunk, 5*pipeChunk + 3} {
+		var f chunkLog
+		p := newPipeWriter(&f)
+		p.Write(make([]byte, size))
+		if err := p.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		p.Close()
+		var want []int
+		for rest := size; rest > 0; rest -= pipeChunk {
+			want = append(want, min(rest, pipeChunk))
+		}
+		if !slices.Equal(f.sizes, want) {
+			t.Errorf("%d bytes: writes of %v, want %v", size, f.sizes, want)
+		}
+	}
+}
+
+// chunkLog records the size of each write.
+type chunkLog struct{ sizes []int }
+
+func (f *chunkLog) Write(p []byte) (int, error) {
+	f.sizes = append(f.sizes, len(p))
+	return len(p), nil
+}
+
+// TestPipeWriterReusesFirstChunk: a small state's pipeWriter takes its one
+// chunk from those of earlier writers, so that a small streamed save does
+// not allocate a chunk (256 KiB) each time.
+func TestPipeWriterReusesFirstChunk(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
+	small := make([]byte, 100)
+	write := func() {
+		p := newPipeWriter(io.Discard)
+		p.Write(small)
+		p.Flush()
+		p.Close()
+	}
+	write()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 100 {
+		write()
+	}
+	runtime.ReadMemStats(&after)
+	// A chunk put back on one P is not found from another, and a GC
+	// empties the pool: a few chunks may still be made, not one a save.
+	if n := after.TotalAlloc - before.TotalAlloc; n >= 10*pipeChunk {
+		t.Errorf("100 small pipeWriters allocated %d bytes, want less than 10 chunks (%d)", n, 10*pipeChunk)
+	}
 }

@@ -78,7 +78,11 @@ func TestDirSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	release()
-	for _, name := range []string{"notes.txt", ".b.123.tmp", "x.1.ckpt", ".hidden.00000000000000000001.ckpt", "c.00000000000000000001.ckpt.bak"} {
+	// Among the stray files, names with 19 and 20 characters before
+	// ".ckpt", too short for ".<20 digits>.ckpt" (a bound moved by two
+	// read before the name's start).
+	for _, name := range []string{"notes.txt", ".b.123.tmp", "x.1.ckpt", ".hidden.00000000000000000001.ckpt", "c.00000000000000000001.ckpt.bak",
+		"0123456789012345678.ckpt", "01234567890123456789.ckpt"} {
 		writeFile(t, filepath.Join(dir, name), []byte("stray"))
 	}
 	before := snapshot(t, dir)
@@ -384,4 +388,57 @@ func FuzzSessions(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDirSessionsOneDamaged: a session whose only generation is damaged is
+// listed with that damage, without counting older damaged generations
+// ("; and 0 older generations damaged" was the mutation
+// `len(damaged) >= 1`), as Load reports it (TestDirLoadOneDamaged).
+func TestDirSessionsOneDamaged(t *testing.T) {
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	path := filepath.Join(dir, genFile("s", 1))
+	writeFile(t, path, []byte("not a checkpoint, but long enough for a header"))
+	got := sessionsOf(t, d)
+	if len(got) != 1 {
+		t.Fatalf("Sessions: %d sessions, want 1", len(got))
+	}
+	want := "checkpoint: corrupt generation 1 (" + path + "): bad magic number, not a checkpoint"
+	if err := got[0].err; err == nil || err.Error() != want || !errors.Is(err, checkpoint.ErrCorrupt) {
+		t.Errorf("Sessions: got %v, want %s", err, want)
+	}
+}
+
+// TestDirSessionsReasons: Sessions, which reads only a generation's
+// envelope, finds the same damage as Unmarshal in a record cut at its
+// fixed fields, on both sides of their end, in both versions (a record of
+// exactly its fixed fields was "shorter than its fixed fields" under the
+// mutation `left <= fixedLen`).
+func TestDirSessionsReasons(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"record_of_fixed_fields_only", resealed(append(header(2, 36, 0), make([]byte, 36)...))},
+		{"record_one_short_of_fixed_fields", resealed(append(header(2, 35, 0), make([]byte, 35)...))},
+		{"v3_record_of_fixed_fields_only", resealed(append(header(checkpoint.Version, 52, 0), make([]byte, 52)...))},
+		{"v3_record_one_short_of_fixed_fields", resealed(append(header(checkpoint.Version, 51, 0), make([]byte, 51)...))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want *checkpoint.CorruptError
+			if _, err := checkpoint.Unmarshal(tc.data); !errors.As(err, &want) {
+				t.Fatalf("Unmarshal: %v, want a *CorruptError", err)
+			}
+			dir := t.TempDir()
+			writeFile(t, filepath.Join(dir, genFile("s", 1)), tc.data)
+			got := sessionsOf(t, checkpoint.NewDir(dir))
+			var ce *checkpoint.CorruptError
+			if len(got) != 1 || !errors.As(got[0].err, &ce) {
+				t.Fatalf("Sessions: %d sessions, want 1 with a *CorruptError", len(got))
+			}
+			if ce.Err.Error() != want.Err.Error() {
+				t.Errorf("Sessions: damage %q, want Unmarshal's %q", ce.Err, want.Err)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package checkpointtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"slices"
 	"strings"
@@ -102,6 +103,139 @@ func (s acceptsBadNames) Save(ctx context.Context, c *checkpoint.Checkpoint) err
 	return s.Memory.Save(ctx, c)
 }
 
+// losesStatesAfterRemove keeps no state of a session saved again after it
+// was removed: its Remove leaves the session marked, and a save of a
+// marked session is kept without its State.
+type losesStatesAfterRemove struct {
+	*checkpoint.Memory
+	mu      sync.Mutex
+	removed map[string]bool
+}
+
+func (s *losesStatesAfterRemove) Remove(ctx context.Context, session string) error {
+	s.mu.Lock()
+	s.removed[session] = true
+	s.mu.Unlock()
+	return s.Memory.Remove(ctx, session)
+}
+
+func (s *losesStatesAfterRemove) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	s.mu.Lock()
+	removed := c != nil && s.removed[c.Session]
+	s.mu.Unlock()
+	if removed {
+		lost := *c
+		lost.State = nil
+		c = &lost
+	}
+	return s.Memory.Save(ctx, c)
+}
+
+// omitsNewestGeneration lists every kept generation but the newest.
+type omitsNewestGeneration struct{ *checkpoint.Memory }
+
+func (s omitsNewestGeneration) Generations(ctx context.Context, session string) ([]*checkpoint.Checkpoint, error) {
+	list, err := s.Memory.Generations(ctx, session)
+	if len(list) > 0 {
+		list = list[:len(list)-1]
+	}
+	return list, err
+}
+
+// listsNewestTwice lists the newest generation twice.
+type listsNewestTwice struct{ *checkpoint.Memory }
+
+func (s listsNewestTwice) Generations(ctx context.Context, session string) ([]*checkpoint.Checkpoint, error) {
+	list, err := s.Memory.Generations(ctx, session)
+	if len(list) > 0 {
+		c := *list[len(list)-1]
+		list = append(list, &c)
+	}
+	return list, err
+}
+
+// sharesLoadedGenerations keeps what LoadGeneration returned and returns
+// it again, so that a caller changing it changes what later calls return.
+type sharesLoadedGenerations struct {
+	*checkpoint.Memory
+	mu     sync.Mutex
+	loaded map[string]*checkpoint.Checkpoint
+}
+
+func (s *sharesLoadedGenerations) LoadGeneration(ctx context.Context, session string, gen uint64) (*checkpoint.Checkpoint, error) {
+	key := fmt.Sprint(session, "/", gen)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.loaded[key]; c != nil {
+		return c, nil
+	}
+	c, err := s.Memory.LoadGeneration(ctx, session, gen)
+	if err == nil {
+		s.loaded[key] = c
+	}
+	return c, err
+}
+
+// misreadsVersion2Listings keeps every generation, and lists those
+// without the fields of format version 3 with their Status lost (as a
+// listing that reads the version-3 layout only would).
+type misreadsVersion2Listings struct{ *checkpoint.Memory }
+
+func (s misreadsVersion2Listings) Generations(ctx context.Context, session string) ([]*checkpoint.Checkpoint, error) {
+	list, err := s.Memory.Generations(ctx, session)
+	for _, c := range list {
+		if c.BestGeneration == 0 && c.Origin == (checkpoint.Origin{}) {
+			c.Status = ""
+		}
+	}
+	return list, err
+}
+
+// sharesListedGenerations returns the same envelope of a generation from
+// every Generations call, so that a caller changing it changes what later
+// calls list.
+type sharesListedGenerations struct {
+	*checkpoint.Memory
+	mu     sync.Mutex
+	listed map[string]*checkpoint.Checkpoint
+}
+
+func (s *sharesListedGenerations) Generations(ctx context.Context, session string) ([]*checkpoint.Checkpoint, error) {
+	list, err := s.Memory.Generations(ctx, session)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, c := range list {
+		key := fmt.Sprint(session, "/", c.Generation)
+		if old := s.listed[key]; old != nil {
+			list[i] = old
+		} else {
+			s.listed[key] = c
+		}
+	}
+	return list, err
+}
+
+// listsOnce lists a session's generations once; later listings of it are
+// empty.
+type listsOnce struct {
+	*checkpoint.Memory
+	mu     sync.Mutex
+	listed map[string]bool
+}
+
+func (s *listsOnce) Generations(ctx context.Context, session string) ([]*checkpoint.Checkpoint, error) {
+	list, err := s.Memory.Generations(ctx, session)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listed[session] {
+		return nil, err
+	}
+	if len(list) > 0 {
+		s.listed[session] = true
+	}
+	return list, err
+}
+
 // TestTestCatchesMoreBrokenStores: as TestTestCatchesBrokenStores, for the
 // promises whose checks a weakened suite stopped seeing.
 func TestTestCatchesMoreBrokenStores(t *testing.T) {
@@ -119,6 +253,22 @@ func TestTestCatchesMoreBrokenStores(t *testing.T) {
 			[]string{"concurrent_saves: concurrent Save: disk full"}},
 		{"keeps_removed_sessions", func() checkpointtest.Store { return keepsRemoved{new(checkpoint.Memory)} },
 			[]string{"remove: Load after Remove: got error <nil>, want checkpoint.ErrNotFound"}},
+		{"loses_states_after_remove", func() checkpointtest.Store {
+			return &losesStatesAfterRemove{Memory: new(checkpoint.Memory), removed: map[string]bool{}}
+		}, []string{"remove: Load of a session saved again after Remove mismatch"}},
+		{"omits_newest_generation", func() checkpointtest.Store { return omitsNewestGeneration{new(checkpoint.Memory)} },
+			[]string{"generations: Generations(history) lists 2 generations, not the newest, generation 4"}},
+		{"lists_newest_twice", func() checkpointtest.Store { return listsNewestTwice{new(checkpoint.Memory)} },
+			[]string{"generations: Generations(history): generation 4 after 4, want ascending"}},
+		{"shares_loaded_generations", func() checkpointtest.Store {
+			return &sharesLoadedGenerations{Memory: new(checkpoint.Memory), loaded: map[string]*checkpoint.Checkpoint{}}
+		}, []string{"generations: changing what LoadGeneration or Generations returned changed the store"}},
+		{"shares_listed_generations", func() checkpointtest.Store {
+			return &sharesListedGenerations{Memory: new(checkpoint.Memory), listed: map[string]*checkpoint.Checkpoint{}}
+		}, []string{"generations: changing what Generations returned changed the store"}},
+		{"misreads_version_2_listings", func() checkpointtest.Store {
+			return misreadsVersion2Listings{&checkpoint.Memory{KeepAll: true}}
+		}, []string{"generations: Generations(history): generation 1 mismatch"}},
 		{"accepts_bad_names", func() checkpointtest.Store { return acceptsBadNames{new(checkpoint.Memory)} },
 			[]string{`invalid_input: Save of session "../escape": got error <nil>`,
 				`invalid_input: Save of session "xxxxxxxxxxxxxxxxxxxx… (201 bytes)": got error <nil>`}},
@@ -165,5 +315,17 @@ func TestFaultyCounts(t *testing.T) {
 	}
 	if s, l := f.Calls(); s != 3 || l != 2 {
 		t.Errorf("Calls() = %d, %d; want 3, 2", s, l)
+	}
+}
+
+// TestTestDoesNotPanicOnEmptyListing: a store whose second listing of a
+// session is empty gets reports, not a panic of the suite's own (indexing
+// the last of an empty listing: the mutation `len(again) >= 0`).
+func TestTestDoesNotPanicOnEmptyListing(t *testing.T) {
+	err := checkpointtest.Test(func() (checkpointtest.Store, error) {
+		return &listsOnce{Memory: new(checkpoint.Memory), listed: map[string]bool{}}, nil
+	})
+	if err != nil && strings.Contains(err.Error(), "panic") {
+		t.Errorf("Test panicked on a store whose second listing is empty:\n%v", err)
 	}
 }
