@@ -639,18 +639,35 @@ func (r *run[S]) analyze(ctx context.Context, a *gap.Assessment) (gaps []gap.Gap
 	return r.cfg.analyzer.Analyze(ctx, *a, r.cfg.thresholds)
 }
 
-// decide asks the convergence policy, and enforces the failure threshold
-// whatever the policy (see [WithFailureThreshold]): a policy without a
-// [converge.Failures] rule that continues past it is overruled.
+// decide asks the convergence policy, and enforces the engine's own limits
+// whatever the policy, in the order of [converge.Default]: a success (work
+// complete, converged, early exit) stands; then the failure threshold of
+// [WithFailureThreshold] aborts a loop the policy would continue, or stop
+// short of success (at the iteration limit, stuck, on a plateau); then the
+// iteration limit of [WithMaxIterations] stops a loop the policy would
+// continue. An escalation stands: it stops the loop too.
 func (r *run[S]) decide() (d converge.Decision, err error) {
 	defer recoverInto(&err, "decide")
-	d = r.cfg.policy.Decide(&r.hist)
-	if !d.Stop() && r.hist.ConsecutiveFailures >= r.cfg.failureThreshold {
-		crit := d.Criteria
-		d = (converge.Failures{}).Decide(&r.hist)
-		d.Criteria = crit
+	h := &r.hist
+	d = r.cfg.policy.Decide(h)
+	switch {
+	case d.Verdict.Success() || d.Verdict == converge.Aborted || d.Verdict == converge.Escalate:
+	case h.ConsecutiveFailures >= r.cfg.failureThreshold:
+		d = overrule(d, converge.Failures{}, h)
+	case d.Verdict == converge.Continue && h.MaxIterations > 0 && h.Iteration >= h.MaxIterations:
+		d = overrule(d, converge.IterationLimit{}, h)
 	}
 	return d, nil
+}
+
+// overrule returns the decision of rule, which stops, in place of the
+// policy's decision d: as [converge.Any] would, the stop carries d's
+// criteria ahead of its own and names the unmet ones in its reason.
+func overrule(d converge.Decision, rule converge.Policy, h *converge.History) converge.Decision {
+	if d.Stop() {
+		d.Verdict, d.Reason = converge.Continue, "" // what the rule stops in place of
+	}
+	return converge.Any(converge.PolicyFunc(func(*converge.History) converge.Decision { return d }), rule).Decide(h)
 }
 
 // recordDecision keeps d's verdict and unmet criteria in the record of the
@@ -690,6 +707,10 @@ func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision, p *Plan) 
 	if len(p.Tasks) == 0 && p.Action != Escalate && p.Action != Stop {
 		p.Tasks = append(p.Tasks, Task{Action: p.Action, Role: broadRole.Name, Feedback: p.Feedback, Guidance: p.Guidance})
 	}
+	if len(p.Tasks) > 1 && r.e.funcWorker != nil {
+		// A Func is one call per iteration, whatever the plan.
+		p.Tasks = oneTask(p.Tasks)
+	}
 	for i := range p.Tasks {
 		t := &p.Tasks[i]
 		t.Iteration, t.Index, t.MaxIterations = n, i, r.hist.MaxIterations
@@ -713,6 +734,49 @@ func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision, p *Plan) 
 			zap.Int("tasks", len(p.Tasks)), zap.Int("deferred", len(p.Deferred)), zap.String("reason", p.Reason))
 	}
 	return nil
+}
+
+// oneTask merges the tasks of a plan into its first, for a [FuncWorker]:
+// the task addresses every gap of the plan, once each, in priority order (P1
+// first; within a priority, in task order), and runs with no stage and the
+// longest timeout of the tasks (0, the loop's default, when one has 0).
+func oneTask(tasks []Task) []Task {
+	n := 0
+	for i := range tasks {
+		n += len(tasks[i].Gaps)
+	}
+	gaps := make([]gap.Gap, 0, n) // the tasks' gaps may be the analyzer's: not theirs to append to
+	seen := make(map[string]bool, n)
+	for i := range tasks {
+		for _, g := range tasks[i].Gaps {
+			if k := g.Key(); !seen[k] {
+				seen[k] = true
+				gaps = append(gaps, g)
+			}
+		}
+	}
+	slices.SortStableFunc(gaps, func(a, b gap.Gap) int { return priorityRank(a.Priority) - priorityRank(b.Priority) })
+	t := tasks[0]
+	for i := range tasks[1:] {
+		if d := tasks[i+1].Timeout; t.Timeout > 0 && (d == 0 || d > t.Timeout) {
+			t.Timeout = d
+		}
+	}
+	t.Gaps, t.Stage = gaps, 0
+	if len(gaps) == 0 {
+		t.Gaps = nil
+	}
+	clear(tasks[1:])
+	tasks[0] = t
+	return tasks[:1]
+}
+
+// priorityRank orders priorities P1, P2, P3, then unprioritised gaps.
+func priorityRank(p gap.Priority) int {
+	if p >= gap.P1 && p <= gap.P3 {
+		return int(p - gap.P1)
+	}
+	return int(gap.P3-gap.P1) + 1
 }
 
 func (r *run[S]) fillSituation(n int, d converge.Decision) {

@@ -123,7 +123,7 @@ func TestIterationRecords(t *testing.T) {
 		w.AssessFunc = func(_ context.Context, n int) (gap.Assessment, error) {
 			return gap.Assessment{Coverage: 0.1 * float64(n+1)}, nil
 		}
-		res, err := iterate.New(w, iterate.WithAnalyzer(analyzer), iterate.WithStrategy(strategy), iterate.WithMaxIterations(2),
+		res, err := iterate.New(perTask(w), iterate.WithAnalyzer(analyzer), iterate.WithStrategy(strategy), iterate.WithMaxIterations(2),
 			iterate.WithThresholds(gap.Thresholds{MinCoverage: 0.5, MinConfidence: -1})).
 			Run(context.Background(), 0)
 		if err != nil {
@@ -218,8 +218,8 @@ func TestTaskRunsReplayed(t *testing.T) {
 		})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		worker := func(interrupt bool) *iterate.FuncWorker[int] {
-			return iterate.Func(func(ctx context.Context, n int, r iterate.Round) (int, error) {
+		worker := func(interrupt bool) iterate.Worker[int] {
+			return perTask(iterate.Func(func(ctx context.Context, n int, r iterate.Round) (int, error) {
 				i := r.Task.Index
 				time.Sleep(time.Duration(i+1) * time.Second)
 				r.Output("task " + string(r.Task.Role))
@@ -231,7 +231,7 @@ func TestTaskRunsReplayed(t *testing.T) {
 					return n, errors.New("b failed")
 				}
 				return n + 1, nil
-			})
+			}))
 		}
 		store := &checkpoint.Memory{}
 		opts := []iterate.Option{iterate.WithStrategy(strategy), iterate.WithMaxIterations(1),

@@ -237,8 +237,11 @@ type Round struct {
 	// Iteration is the 1-indexed iteration number; MaxIterations is 0 when
 	// unlimited.
 	Iteration, MaxIterations int
-	// Task is the iteration's task (the broad task when nothing more
-	// specific was planned).
+	// Task is the iteration's one task: the broad task when nothing more
+	// specific was planned, else the plan's tasks merged into one, whose
+	// Gaps list every gap the iteration should address, once each, in
+	// priority order (P1 first), and whose Role and Prompt are those of
+	// the plan's first task.
 	Task Task
 
 	// usage, done and output are where Charge, Done and Output report: the
@@ -307,6 +310,12 @@ func Warn(ctx context.Context, msg string) bool {
 // iteration that returns the next state. Do is required; AssessFunc is
 // optional and, when nil, every assessment is empty (the loop then stops on
 // the iteration limit, the budget, failures or cancellation).
+//
+// Do is called exactly once per iteration, whatever the assessment: when
+// the strategy plans several tasks (an assessment with several gaps), the
+// engine runs them as one, and the [Round]'s Task lists every gap they
+// address. (Called through Work by other code, a FuncWorker is one call
+// per task.)
 //
 // An error from Do fails the iteration (counted towards the consecutive
 // failure threshold) and leaves the state unchanged.
