@@ -145,6 +145,11 @@ type TaskEnded struct {
 	// its outcome from the journal ([Journal]), and Usage and Duration are
 	// those recorded when it ran, already reported then.
 	Replayed bool
+	// Interrupted says the task was cut short by the end of the loop's
+	// context (Err is whatever Work returned then, often not the
+	// context's error): it is not a failure, is not journaled, and runs
+	// again when the session resumes.
+	Interrupted bool
 }
 
 // IterationEnded is sent after an iteration's results are integrated.

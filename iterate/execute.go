@@ -169,7 +169,8 @@ func (r *run[S]) endTask(ctx context.Context, t *Task, out *Outcome[S], replayed
 		}
 	}
 	if r.observing {
-		r.emit(TaskEnded{it: r.at(t.Iteration), Task: *t, Err: out.Err, Usage: out.Usage, Duration: out.Duration, Replayed: replayed})
+		r.emit(TaskEnded{it: r.at(t.Iteration), Task: *t, Err: out.Err, Usage: out.Usage, Duration: out.Duration, Replayed: replayed,
+			Interrupted: !replayed && interruptedBy(ctx, out.Err)})
 	}
 }
 

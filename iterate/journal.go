@@ -112,7 +112,7 @@ func (r *run[S]) replay(t *Task, out *Outcome[S]) bool {
 // that a resumed iteration does not run and pay for it again; but not one
 // interrupted by the end of the run's context, which must run again.
 func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
-	if r.cfg.checkpointer == nil || out.Err != nil && interruptedBy(ctx, out.Err) {
+	if r.cfg.checkpointer == nil || interruptedBy(ctx, out.Err) {
 		return
 	}
 	part, err := marshal(r.cfg.codec, out.Part)
@@ -158,14 +158,12 @@ func (j *journal) forget() {
 	j.mu.Unlock()
 }
 
-// interruptedBy reports whether a task's error err is the end of the run's
-// context ctx: ctx has ended and err matches its error, its cause or
-// ErrAbandoned. Any other failure is the task's own, even when ctx ended
-// meanwhile.
+// interruptedBy reports whether a task that failed with err was cut short
+// by the end of the run's context ctx (the caller's cancellation, the
+// wall-time limit): then the task is interrupted, not failed, whatever err
+// is — an exec.CommandContext killed with its context returns "signal:
+// killed", not the context's error. A task that ran past its own timeout,
+// under a run whose context has not ended, failed.
 func interruptedBy(ctx context.Context, err error) bool {
-	if ctx.Err() == nil {
-		return false
-	}
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, context.Cause(ctx)) || errors.Is(err, ErrAbandoned)
+	return err != nil && ctx.Err() != nil
 }
