@@ -164,7 +164,7 @@ func (r *run[S]) observeBest(a *gap.Assessment) {
 	if b := r.data.Best; b != nil && !(score > b.Score) {
 		return
 	}
-	data, err := r.cfg.codec.Marshal(r.state)
+	data, err := marshal(r.cfg.codec, r.state)
 	if err != nil {
 		r.warn(r.hist.Iteration, fmt.Sprintf("keep best: encoding the state: %v", err))
 		return
@@ -189,7 +189,7 @@ func (r *run[S]) syncGeneration(ctx context.Context, c *checkpoint.Checkpoint) {
 	if !ok {
 		return
 	}
-	gens, err := gl.Generations(ctx, c.Session)
+	gens, err := storeGenerations(ctx, gl, c.Session)
 	if err != nil || len(gens) == 0 {
 		return
 	}
@@ -206,7 +206,7 @@ func (r *run[S]) bestResult() *Best[S] {
 		return nil
 	}
 	var s S
-	if err := r.cfg.codec.Unmarshal(b.State, &s); err != nil {
+	if err := unmarshal(r.cfg.codec, b.State, &s); err != nil {
 		r.warn(r.hist.Iteration, fmt.Sprintf("keep best: decoding the best state: %v", err))
 		return nil
 	}

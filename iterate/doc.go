@@ -66,9 +66,19 @@
 // An iteration whose tasks all failed, or whose integration failed, counts
 // as a failure; consecutive failures abort the loop (default 3, reset by a
 // success). An error marked with [Permanent] ends the run at once. Panics in
-// host code are recovered and reported as a *PanicError: in Work as a
-// failed task, elsewhere as the end of the run. A task that ignores its
-// cancelled context is abandoned after a grace period ([WithGrace]).
+// host code are recovered and reported as a *PanicError, on whichever
+// goroutine they happen: in Work as a failed task; in a checkpointer or a
+// codec as the error of that call (a save that fails: a warning, unless
+// [Strict]); in an observer, or any other callback, as the end of the run,
+// status Failed. (A panic in an observer of LoopStopped, the last event, is
+// recovered and ignored.) A task that ignores its cancelled context is
+// abandoned after a grace period ([WithGrace]).
+//
+// A task cut short by the end of the loop's context (Ctrl+C, the wall-time
+// limit) is interrupted, not failed, whatever error Work returns — an
+// exec.CommandContext killed with its context returns "signal: killed":
+// it is neither counted as a failure nor journaled, and runs again when
+// the session resumes. A task that runs past its own timeout fails.
 //
 // # Checkpoints and resume
 //

@@ -106,10 +106,11 @@ type run[S any] struct {
 	taskBufs  [2][]Task
 	lastErr   error
 	observing bool
-	limited   bool         // the budget has limits (else Remaining is constant)
-	spent     budget.Usage // what an unlimited budget has spent: no lock needed
-	current   atomic.Int64 // the iteration under way, for warnings from host code
-	token     uint64       // the fencing token of the session lock (0: none)
+	limited   bool                       // the budget has limits (else Remaining is constant)
+	spent     budget.Usage               // what an unlimited budget has spent: no lock needed
+	current   atomic.Int64               // the iteration under way, for warnings from host code
+	hostPanic atomic.Pointer[PanicError] // the first panic of an observer
+	token     uint64                     // the fencing token of the session lock (0: none)
 	// savedGen is the generation of the session whose state is r.state
 	// after savedIter iterations: the latest saved (0: none yet).
 	savedGen  uint64
@@ -236,7 +237,7 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 		return nil, err
 	}
 	defer release()
-	c, err := e.cfg.checkpointer.Load(ctx, e.cfg.session)
+	c, err := storeLoad(ctx, e.cfg.checkpointer, e.cfg.session)
 	if err != nil {
 		if ctx.Err() != nil {
 			return e.resumeNotStarted(ctx)
@@ -301,7 +302,7 @@ func (e *engine[S]) resumeNotStarted(ctx context.Context) (*Result[S], error) {
 	}
 	loadCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.grace)
 	defer cancel()
-	c, err := e.cfg.checkpointer.Load(loadCtx, e.cfg.session)
+	c, err := storeLoad(loadCtx, e.cfg.checkpointer, e.cfg.session)
 	if err != nil || r.restore(c) != nil {
 		return notStarted(zero, ctx)
 	}
@@ -336,6 +337,9 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 	for {
 		if ctx.Err() != nil {
 			return r.interrupt(ctx)
+		}
+		if err := r.hostPanicked(); err != nil {
+			return r.fail(ctx, "an observer panicked", err)
 		}
 		n := r.hist.Iteration + 1
 		r.current.Store(int64(n))
@@ -410,6 +414,9 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 
 		if err := r.iterate(ctx, n, plan, reservation); err != nil {
 			return r.fail(ctx, "iteration failed", err)
+		}
+		if err := r.hostPanicked(); err != nil {
+			return r.fail(ctx, "an observer panicked", err)
 		}
 		if r.cfg.persist&Journal != 0 {
 			if err := r.journal.failure(); err != nil {
@@ -889,7 +896,7 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 		saveErr = r.save(saveCtx, status, reason)
 		if saveErr == nil && r.cfg.persist&Cleanup != 0 && (status.Success() || status == MaxIterations) {
 			if rm, ok := r.cfg.checkpointer.(Remover); ok {
-				if err := rm.Remove(saveCtx, r.cfg.session); err != nil {
+				if err := storeRemove(saveCtx, rm, r.cfg.session); err != nil {
 					r.warn(r.hist.Iteration, fmt.Sprintf("removing the checkpoints of session %q failed: %v", r.cfg.session, err))
 				}
 			}
@@ -1029,8 +1036,16 @@ func (r *run[S]) at(n int) it { return it{N: n, session: r.cfg.session} }
 
 func (r *run[S]) emit(e Event) {
 	for _, fn := range r.cfg.observers {
-		fn(e)
+		r.observe(fn, e)
 	}
+}
+
+// hostPanicked returns the first panic of an observer, if any (see observe).
+func (r *run[S]) hostPanicked() error {
+	if p := r.hostPanic.Load(); p != nil {
+		return p
+	}
+	return nil
 }
 
 func stack() []byte { return debug.Stack() }

@@ -121,7 +121,7 @@ func (r *run[S]) fork(ctx context.Context, rc *resumeConfig) (*Result[S], error)
 	}
 	defer release()
 	gl := e.cfg.checkpointer.(GenerationLoader) // checked by checkFork
-	src, err := gl.LoadGeneration(ctx, f.session, f.generation)
+	src, err := storeLoadGeneration(ctx, gl, f.session, f.generation)
 	if err != nil {
 		if ctx.Err() != nil {
 			return notStarted(zero, ctx)

@@ -91,7 +91,7 @@ func (r *run[S]) replay(t *Task, out *Outcome[S]) bool {
 		return false
 	}
 	var part S
-	if err := r.cfg.codec.Unmarshal(e.Part, &part); err != nil {
+	if err := unmarshal(r.cfg.codec, e.Part, &part); err != nil {
 		r.hostWarn(fmt.Sprintf("journaled task %s unreadable, running it again: %v", t.ID(), err))
 		return false
 	}

@@ -442,7 +442,9 @@ func WithLogger(l *zap.Logger) Option {
 // goroutine, Warned events of host code ([Warn], Round.Warn), which arrive
 // from the goroutine that raised them, and the task journal's Warned and
 // CheckpointSaved events, which arrive from the task's goroutine. Observers
-// must be quick and safe for concurrent use.
+// must be quick and safe for concurrent use. An observer that panics ends
+// the run at its next step with a *PanicError (Where "observer"), whichever
+// goroutine the event came from.
 func WithObserver(fn func(Event)) Option {
 	return optionFunc(func(c *config) {
 		if fn == nil {

@@ -60,13 +60,13 @@ func (r *run[S]) lock(ctx context.Context) (func(), error) {
 	if !ok {
 		return noRelease, nil
 	}
-	token, release, err := l.Lock(ctx, r.cfg.session)
+	token, release, err := storeLock(ctx, l, r.cfg.session)
 	if err != nil {
 		return nil, fmt.Errorf("iterate: session %q: %w", r.cfg.session, err)
 	}
 	r.token = token
 	return func() {
-		if err := release(); err != nil {
+		if err := storeRelease(release); err != nil {
 			r.log.Warn("releasing the session lock failed", zap.String("session", r.cfg.session), zap.Error(err))
 		}
 	}, nil
@@ -83,7 +83,7 @@ func (r *run[S]) latest(ctx context.Context) (*checkpoint.Checkpoint, error) {
 	if r.cfg.checkpointer == nil {
 		return nil, nil
 	}
-	c, err := r.cfg.checkpointer.Load(ctx, r.cfg.session)
+	c, err := storeLoad(ctx, r.cfg.checkpointer, r.cfg.session)
 	switch {
 	case err == nil:
 		r.recovered(c)
@@ -113,7 +113,7 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 			&checkpoint.CorruptError{Generation: c.Generation, Err: err})
 	}
 	var s S
-	if err := r.cfg.codec.Unmarshal(c.State, &s); err != nil {
+	if err := unmarshal(r.cfg.codec, c.State, &s); err != nil {
 		return corrupt("state", err)
 	}
 	r.state = s
@@ -309,7 +309,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 	if streams && encodes {
 		enc := &r.saver.state
 		*enc = stateEncoder{codec: codec, v: r.state}
-		err = store.SaveFrom(ctx, c, enc)
+		err = storeSaveFrom(ctx, store, c, enc)
 		r.saver.bytes = int64(len(data)) + enc.cw.n
 		if enc.err != nil {
 			err = fmt.Errorf("encoding state: %w", enc.err)
@@ -317,7 +317,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 		*enc = stateEncoder{} // keeps neither the state nor the store's writer
 	} else {
 		r.saver.bytes = int64(len(data) + len(state))
-		err = r.cfg.checkpointer.Save(ctx, c)
+		err = storeSave(ctx, r.cfg.checkpointer, c)
 		c.State = nil // the saver keeps no state until the next save
 	}
 	if err != nil {

@@ -257,7 +257,9 @@ var ErrPanic = errors.New("iterate: panic")
 // PanicError carries a recovered panic from host code.
 type PanicError struct {
 	// Where is "work", "assess", "integrate", "analyze", "plan", "decide",
-	// or "encode" (the codec, saving a checkpoint).
+	// "end stage", "conclude", "observer", "encode" or "decode" (the
+	// codec), or "checkpointer " and the store's method ("checkpointer
+	// Save", "checkpointer Lock", ...).
 	Where string
 	Value any
 	Stack []byte
