@@ -256,6 +256,9 @@ type Warning struct {
 	// bound. Both are in the resource's unit: count (iterations or calls),
 	// tokens, cost, or nanoseconds for Wall.
 	Used, Limit float64
+	// Estimate is the part of Used that is the estimate being reserved:
+	// Used - Estimate is what is spent and reserved before it.
+	Estimate float64
 	// Exceeded is true when Used is over Limit (only for warn-only
 	// resources; for others the resource is a blocker).
 	Exceeded bool
@@ -263,17 +266,27 @@ type Warning struct {
 
 // String returns e.g. "tokens at 85% of limit (85000/100000)", or for an
 // exceeded warn-only limit "tokens over limit at 120% (120000/100000)". Wall
-// amounts are shown as durations.
+// amounts are shown as durations. A warning with an Estimate of a resource
+// other than iterations tells it apart from what is spent: "tokens at 87% of
+// limit with the next estimate (65 spent + 65 estimated / 150)". (An
+// iteration's estimate is the iteration about to run: "iterations at 100%
+// of limit (3/3)" warns that the third of three starts.)
 func (w Warning) String() string {
 	pct := "?"
 	if w.Limit > 0 {
 		pct = strconv.FormatFloat(math.Round(w.Used/w.Limit*100), 'f', 0, 64)
 	}
 	amounts := formatAmount(w.Resource, w.Used) + "/" + formatAmount(w.Resource, w.Limit)
-	if w.Exceeded {
-		return w.Resource.String() + " over limit at " + pct + "% (" + amounts + ")"
+	with := ""
+	if w.Estimate > 0 && w.Resource != Iterations {
+		with = " with the next estimate"
+		amounts = formatAmount(w.Resource, w.Used-w.Estimate) + " spent + " + formatAmount(w.Resource, w.Estimate) +
+			" estimated / " + formatAmount(w.Resource, w.Limit)
 	}
-	return w.Resource.String() + " at " + pct + "% of limit (" + amounts + ")"
+	if w.Exceeded {
+		return w.Resource.String() + " over limit at " + pct + "%" + with + " (" + amounts + ")"
+	}
+	return w.Resource.String() + " at " + pct + "% of limit" + with + " (" + amounts + ")"
 }
 
 // formatAmount formats an amount of r in its unit.
@@ -407,7 +420,7 @@ func (b *Budget) check(est Usage, blockers *[len(resources)]Resource, warnings *
 	}
 	warnAt := l.warnAt()
 	for _, r := range resources {
-		var used, limit float64
+		var used, limit, estimate float64
 		var over bool
 		switch r {
 		case Iterations:
@@ -417,19 +430,19 @@ func (b *Budget) check(est Usage, blockers *[len(resources)]Resource, warnings *
 			u := satAdd(int64(b.spent.Iterations), int64(b.reserved.Iterations), math.MaxInt64)
 			u = satAdd(u, int64(est.Iterations), math.MaxInt64)
 			over = u > int64(l.Iterations)
-			used, limit = float64(u), float64(l.Iterations)
+			used, limit, estimate = float64(u), float64(l.Iterations), float64(est.Iterations)
 		case Tokens:
 			if l.Tokens == 0 {
 				continue
 			}
 			u := satAdd(satAdd(b.spent.Tokens, b.reserved.Tokens, math.MaxInt64), est.Tokens, math.MaxInt64)
 			over = u > l.Tokens
-			used, limit = float64(u), float64(l.Tokens)
+			used, limit, estimate = float64(u), float64(l.Tokens), float64(est.Tokens)
 		case Cost:
 			if l.Cost == 0 {
 				continue
 			}
-			used, limit = b.spent.Cost+b.reserved.Cost+est.Cost, l.Cost
+			used, limit, estimate = b.spent.Cost+b.reserved.Cost+est.Cost, l.Cost, est.Cost
 			over = used-limit > limit*costTolerance
 		case Wall:
 			if l.Wall == 0 {
@@ -437,14 +450,14 @@ func (b *Budget) check(est Usage, blockers *[len(resources)]Resource, warnings *
 			}
 			u := satAdd(satAdd(int64(b.spent.Wall), int64(b.reserved.Wall), math.MaxInt64), int64(est.Wall), math.MaxInt64)
 			over = u > int64(l.Wall)
-			used, limit = float64(u), float64(l.Wall)
+			used, limit, estimate = float64(u), float64(l.Wall), float64(est.Wall)
 		case Calls:
 			if l.Calls == 0 {
 				continue
 			}
 			u := satAdd(satAdd(b.spent.Calls, b.reserved.Calls, math.MaxInt64), est.Calls, math.MaxInt64)
 			over = u > l.Calls
-			used, limit = float64(u), float64(l.Calls)
+			used, limit, estimate = float64(u), float64(l.Calls), float64(est.Calls)
 		}
 		warnOnly := l.WarnOnly&r != 0
 		switch {
@@ -452,7 +465,7 @@ func (b *Budget) check(est Usage, blockers *[len(resources)]Resource, warnings *
 			blockers[nb] = r
 			nb++
 		case over || used/limit >= warnAt:
-			warnings[nw] = Warning{Resource: r, Used: used, Limit: limit, Exceeded: over}
+			warnings[nw] = Warning{Resource: r, Used: used, Limit: limit, Estimate: estimate, Exceeded: over}
 			nw++
 		}
 	}

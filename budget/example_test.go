@@ -79,7 +79,7 @@ func ExampleBudget_Check() {
 	}
 	// Output:
 	// ok: true
-	// warning: tokens over limit at 106% (4230/4000)
+	// warning: tokens over limit at 106% with the next estimate (0 spent + 4230 estimated / 4000)
 }
 
 func ExampleEstimateTokens() {

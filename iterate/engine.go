@@ -821,8 +821,9 @@ func (r *run[S]) wallLeft() (time.Duration, bool) {
 }
 
 // estimate returns what the next iteration is expected to spend: the
-// host's estimate, or the mean of the completed iterations' tokens, cost
-// and calls (what an interrupted attempt spent is not theirs).
+// host's estimate, or the mean of the completed iterations' tokens, cost,
+// calls and wall time (what an interrupted attempt spent is not theirs),
+// so that an iteration the budget cannot afford is not started.
 func (r *run[S]) estimate() budget.Usage {
 	if r.cfg.estimated {
 		return r.cfg.estimate
@@ -833,6 +834,7 @@ func (r *run[S]) estimate() budget.Usage {
 		est.Tokens = (spent.Tokens + n - 1) / n
 		est.Cost = spent.Cost / float64(n)
 		est.Calls = (spent.Calls + n - 1) / n
+		est.Wall = spent.Wall / time.Duration(n)
 	}
 	return est
 }

@@ -403,12 +403,14 @@ func TestCancelBetweenIterations(t *testing.T) {
 }
 
 // TestWallBudgetBoundsTasks: a hard wall-time limit cancels the tasks in
-// flight when it runs out, and the loop stops with the budget exhausted.
+// flight when it runs out, and the loop stops with the budget exhausted:
+// the second iteration, estimated at the first's 3s, starts at 3s and
+// would take 9s.
 func TestWallBudgetBoundsTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := iterate.Func(func(ctx context.Context, n int, r iterate.Round) (int, error) {
 			select {
-			case <-time.After(6 * time.Second):
+			case <-time.After(time.Duration(3+6*n) * time.Second):
 				return n + 1, nil
 			case <-ctx.Done():
 				return n, context.Cause(ctx)

@@ -8,7 +8,12 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
@@ -151,3 +156,48 @@ func TestPolicySuccessAndEscalationStandAtLimits(t *testing.T) {
 func perTask[S any](w *iterate.FuncWorker[S]) iterate.Worker[S] { return perTaskWorker[S]{w} }
 
 type perTaskWorker[S any] struct{ *iterate.FuncWorker[S] }
+
+// TestWallTimeLimitCountsNextIteration guards "the wall-time limit is
+// checked on what is spent plus the next iteration's estimate", as tokens
+// are: a 1s limit with 0.4s iterations stops after two, not starting a
+// third that the limit would cut short (or that would run to 1.2s when its
+// task ignores cancellation). Mutation caught: an estimate without Wall.
+func TestWallTimeLimitCountsNextIteration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		res, err := iterate.New(iterate.Func(func(_ context.Context, s int, _ iterate.Round) (int, error) {
+			calls++
+			time.Sleep(400 * time.Millisecond) // ignores cancellation
+			return s + 1, nil
+		}), iterate.WithBudget(budget.Limits{Wall: time.Second}), iterate.WithMaxIterations(10)).Run(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != iterate.BudgetExhausted || res.Iterations != 2 || calls != 2 || res.Usage.Wall != 800*time.Millisecond {
+			t.Fatalf("status %s after %d iterations (%d calls, %v): want budget_exhausted after 2, 800ms",
+				res.Status, res.Iterations, calls, res.Usage.Wall)
+		}
+	})
+}
+
+// TestBudgetWarningSaysWhatIsSpent: the loop's budget warning tells what
+// is spent from the next iteration's estimate. (Mutation caught: the
+// warning of issue 28, "tokens at 87% of limit (130/150)" after 65 spent.)
+func TestBudgetWarningSaysWhatIsSpent(t *testing.T) {
+	var warnings []string
+	_, err := iterate.New(iterate.Func(func(_ context.Context, s int, r iterate.Round) (int, error) {
+		r.Charge(budget.Usage{Tokens: 65})
+		return s + 1, nil
+	}), iterate.WithBudget(budget.Limits{Tokens: 150}), iterate.WithMaxIterations(2), iterate.WithObserver(func(e iterate.Event) {
+		if w, ok := e.(iterate.Warned); ok {
+			warnings = append(warnings, w.Message)
+		}
+	})).Run(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"budget: tokens at 87% of limit with the next estimate (65 spent + 65 estimated / 150)"}
+	if diff := cmp.Diff(want, warnings); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}

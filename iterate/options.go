@@ -372,12 +372,13 @@ func WithBudget(l budget.Limits) Option {
 // iteration is always one iteration: a zero u.Iterations counts as 1.
 //
 // By default the engine estimates each iteration from the ones before: the
-// mean tokens, cost and calls a completed iteration spent (nothing before
-// the first; an attempt interrupted after spending counts in the usage,
-// not in the mean), so that a token limit of 1,000 at 400 tokens an iteration
-// stops after two iterations rather than after spending 1,200. Wall time is
-// not estimated: a hard wall-time limit bounds the iteration in flight
-// instead.
+// mean tokens, cost, calls and wall time a completed iteration spent
+// (nothing before the first; an attempt interrupted after spending counts
+// in the usage, not in the mean), so that a token limit of 1,000 at 400
+// tokens an iteration stops after two iterations rather than after
+// spending 1,200, and a wall-time limit of 1s at 0.4s an iteration after
+// two rather than cutting a third short. A hard wall-time limit also bounds
+// the iteration in flight, when the estimate was short.
 func WithEstimate(u budget.Usage) Option {
 	return optionFunc(func(c *config) {
 		if err := u.Validate(); err != nil {
