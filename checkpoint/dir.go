@@ -54,10 +54,12 @@ import (
 // is the highest generation of the session this Dir has seen on disk
 // (quarantined ones included): the latest save always wins, and no save
 // overwrites another. The record written, and hence the checkpoint loaded,
-// carries that generation; c itself is never modified. Generations run up
-// to 2^64-2: a file named as generation 2^64-1 is not one of the session's
-// (neither loaded nor quarantined), and a save that would need that
-// generation fails.
+// carries that generation; c itself is never modified. Generations run from
+// 1 to 2^64-2, in a Dir as in [Memory]: a file named as generation 0 or
+// 2^64-1, which no save writes, is not one of the session's (neither
+// loaded, listed, quarantined, pruned nor removed), [Dir.LoadGeneration]
+// of either gives an error matching ErrNotFound, and a save that would
+// need generation 2^64-1 fails.
 //
 // A checkpoint with a non-zero Token is saved only if this Dir holds the
 // session's lock with that token and the lock file at its path is still the
@@ -366,15 +368,38 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 // need generation 2^64-1 (see Dir).
 var errGenerationsExhausted = errors.New("generation numbers exhausted: remove the session, or its newest files")
 
-// nextGen returns the generation a save of c is written as: max(c.Generation,
-// newest+1), which must be below 2^64-1. (newest is below it: parseName
-// reads no file as generation 2^64-1.)
-func nextGen(c *Checkpoint, s *dirSession) (uint64, error) {
-	gen := max(c.Generation, s.newest+1)
-	if gen == math.MaxUint64 {
+// validGeneration reports whether gen is a generation number: generations
+// run from 1 to 2^64-2. A save is numbered above the newest generation,
+// from 1, so none is numbered 0; and none 2^64-1, which no save could
+// follow (newest+1 would wrap to 0). This one rule decides which files are
+// generations (parseName, hence Load, saves, Lock, Remove, Sessions and
+// Generations), which generations LoadGeneration loads, and which
+// generation a save may be given (nextGeneration), in a Dir and in Memory.
+func validGeneration(gen uint64) bool { return gen != 0 && gen != math.MaxUint64 }
+
+// nextGeneration returns the generation a save asking for asked is written
+// as, in a session whose newest generation is newest: max(asked,
+// newest+1), which must be a generation (validGeneration).
+func nextGeneration(asked, newest uint64) (uint64, error) {
+	gen := max(asked, newest+1)
+	if !validGeneration(gen) {
 		return 0, errGenerationsExhausted
 	}
 	return gen, nil
+}
+
+// nextGen returns the generation a save of c is written as (see
+// nextGeneration). s.newest is a generation or 0: parseName reads no file
+// as generation 2^64-1.
+func nextGen(c *Checkpoint, s *dirSession) (uint64, error) {
+	return nextGeneration(c.Generation, s.newest)
+}
+
+// notAGeneration is the error of a request for generation gen of session,
+// in where, when gen is not a generation number (validGeneration): no
+// generation has that number, so it is not found.
+func notAGeneration(gen uint64, session, where string) error {
+	return fmt.Errorf("%w: generation %d of session %s %s: not a generation number (generations run from 1 to 2^64-2)", ErrNotFound, gen, quoteSession(session), where)
 }
 
 // createTemp creates the temporary file of a save (mode 0600), and the
@@ -1019,8 +1044,8 @@ func parseName(name, session string) (uint64, int) {
 		return 0, kindOther
 	}
 	gen, err := strconv.ParseUint(rest[:genDigits], 10, 64)
-	if err != nil || gen == math.MaxUint64 {
-		return 0, kindOther // no save can follow 2^64-1: not a generation
+	if err != nil || !validGeneration(gen) {
+		return 0, kindOther // 0 and 2^64-1 are never saved: not a generation
 	}
 	switch tail := rest[genDigits+len(".ckpt"):]; {
 	case tail == "":
