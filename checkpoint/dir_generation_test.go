@@ -235,7 +235,9 @@ func TestDirIgnoresShortNames(t *testing.T) {
 // Mutations caught: validGeneration accepting 0 (Generations lists 0,
 // Load returns the crafted generation 0 of session "zero", Sessions lists
 // it); accepting 2^64-1 in LoadGeneration (the crafted file loads);
-// LoadGeneration not checking the rule (loads both).
+// LoadGeneration not checking the rule (loads both). Memory's check in
+// LoadGeneration is an equivalent mutant: Memory never keeps 0 or 2^64-1
+// (nextGeneration refuses the one, never gives the other).
 func TestGenerationNumbersOneRule(t *testing.T) {
 	invalid := []uint64{0, math.MaxUint64}
 	t.Run("dir", func(t *testing.T) {

@@ -133,8 +133,9 @@ func TestDirLockPrunesLeftovers(t *testing.T) {
 // TestDirSaveWithoutLockPrunesLeftovers guards the choice, documented on
 // Dir, that needs no prune of its own for saves without a lock: every save
 // prunes the whole session, so the first save of a session after a killed
-// one prunes what the kill left. Mutation caught: a prune limited to the
-// generations this Dir saved itself.
+// one prunes what the kill left. Mutation caught: a save that skips its
+// prune when it is its Dir's first of the session (the one that lists the
+// directory).
 func TestDirSaveWithoutLockPrunesLeftovers(t *testing.T) {
 	dir := t.TempDir()
 	writeLeftovers(t, dir, 0, 1, 2, 3, 4)
