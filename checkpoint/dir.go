@@ -47,17 +47,24 @@ import (
 // deletes those whose header it can read as a checkpoint of this format. A file it cannot read (a newer format version,
 // a permission error, a directory in its place) is left where it is, and so
 // is every quarantined file. On any error the temporary file is removed and
-// the earlier generations are untouched. [Dir.SaveFrom] saves the same way,
+// the earlier generations are untouched. A prune considers every
+// generation of the session on disk, not only those this Dir wrote, so the
+// first save after one killed between its rename and its prune removes what
+// that save left, with or without the session's lock; so does taking the
+// lock (see [Dir.Lock]), for a session that is not saved again. A session
+// that is neither saved nor locked again keeps them. [Dir.SaveFrom] saves the same way,
 // writing the same file, with the state streamed into it.
 //
 // A save is written as generation max(c.Generation, newest+1), where newest
 // is the highest generation of the session this Dir has seen on disk
 // (quarantined ones included): the latest save always wins, and no save
 // overwrites another. The record written, and hence the checkpoint loaded,
-// carries that generation; c itself is never modified. Generations run up
-// to 2^64-2: a file named as generation 2^64-1 is not one of the session's
-// (neither loaded nor quarantined), and a save that would need that
-// generation fails.
+// carries that generation; c itself is never modified. Generations run from
+// 1 to 2^64-2, in a Dir as in [Memory]: a file named as generation 0 or
+// 2^64-1, which no save writes, is not one of the session's (neither
+// loaded, listed, quarantined, pruned nor removed), [Dir.LoadGeneration]
+// of either gives an error matching ErrNotFound, and a save that would
+// need generation 2^64-1 fails.
 //
 // A checkpoint with a non-zero Token is saved only if this Dir holds the
 // session's lock with that token and the lock file at its path is still the
@@ -366,15 +373,38 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 // need generation 2^64-1 (see Dir).
 var errGenerationsExhausted = errors.New("generation numbers exhausted: remove the session, or its newest files")
 
-// nextGen returns the generation a save of c is written as: max(c.Generation,
-// newest+1), which must be below 2^64-1. (newest is below it: parseName
-// reads no file as generation 2^64-1.)
-func nextGen(c *Checkpoint, s *dirSession) (uint64, error) {
-	gen := max(c.Generation, s.newest+1)
-	if gen == math.MaxUint64 {
+// validGeneration reports whether gen is a generation number: generations
+// run from 1 to 2^64-2. A save is numbered above the newest generation,
+// from 1, so none is numbered 0; and none 2^64-1, which no save could
+// follow (newest+1 would wrap to 0). This one rule decides which files are
+// generations (parseName, hence Load, saves, Lock, Remove, Sessions and
+// Generations), which generations LoadGeneration loads, and which
+// generation a save may be given (nextGeneration), in a Dir and in Memory.
+func validGeneration(gen uint64) bool { return gen != 0 && gen != math.MaxUint64 }
+
+// nextGeneration returns the generation a save asking for asked is written
+// as, in a session whose newest generation is newest: max(asked,
+// newest+1), which must be a generation (validGeneration).
+func nextGeneration(asked, newest uint64) (uint64, error) {
+	gen := max(asked, newest+1)
+	if !validGeneration(gen) {
 		return 0, errGenerationsExhausted
 	}
 	return gen, nil
+}
+
+// nextGen returns the generation a save of c is written as (see
+// nextGeneration). s.newest is a generation or 0: parseName reads no file
+// as generation 2^64-1.
+func nextGen(c *Checkpoint, s *dirSession) (uint64, error) {
+	return nextGeneration(c.Generation, s.newest)
+}
+
+// notAGeneration is the error of a request for generation gen of session,
+// in where, when gen is not a generation number (validGeneration): no
+// generation has that number, so it is not found.
+func notAGeneration(gen uint64, session, where string) error {
+	return fmt.Errorf("%w: generation %d of session %s %s: not a generation number (generations run from 1 to 2^64-2)", ErrNotFound, gen, quoteSession(session), where)
 }
 
 // createTemp creates the temporary file of a save (mode 0600), and the
@@ -411,28 +441,63 @@ func publish(tmp, final string) error {
 // this format; the others stay (and stay listed). Failures are left for a
 // later prune: the save they follow has succeeded.
 func (d *Dir) prune(session string, s *dirSession, best uint64) {
-	n := len(s.gens) - d.keepN()
-	if d.retain.plain() && n <= 0 {
-		return
+	s.gens = d.pruneGens(session, s.gens, d.pruning(session, s.gens, best))
+}
+
+// pruning is which generations of a list a prune removes: those at an
+// index below n, or, when drop is not nil, those it marks.
+type pruning struct {
+	n    int
+	drop []bool
+}
+
+// at reports whether the generation at index i is removed.
+func (p pruning) at(i int) bool {
+	if p.drop != nil {
+		return p.drop[i]
 	}
-	dropAt := func(i int) bool { return i < n }
-	if !d.retain.plain() {
-		var size func(int) int64
-		if d.retain.maxBytes > 0 {
-			size = func(i int) int64 {
-				fi, err := os.Lstat(filepath.Join(d.dir(), genName(session, s.gens[i])))
-				if err != nil {
-					return 0
-				}
-				return fi.Size()
+	return i < p.n
+}
+
+// none reports whether no generation is removed.
+func (p pruning) none() bool {
+	if p.drop != nil {
+		return !slices.Contains(p.drop, true)
+	}
+	return p.n <= 0
+}
+
+// pruning returns which of gens (ascending, the newest last) a prune
+// removes under the Dir's retention, given best, the newest's best
+// generation. The newest is never removed.
+func (d *Dir) pruning(session string, gens []uint64, best uint64) pruning {
+	n := len(gens) - d.keepN()
+	if d.retain.plain() {
+		return pruning{n: n}
+	}
+	var size func(int) int64
+	if d.retain.maxBytes > 0 {
+		size = func(i int) int64 {
+			fi, err := os.Lstat(filepath.Join(d.dir(), genName(session, gens[i])))
+			if err != nil {
+				return 0
 			}
+			return fi.Size()
 		}
-		drop := d.retain.drop(s.gens, d.keepN(), best, size)
-		dropAt = func(i int) bool { return drop[i] }
 	}
-	kept := s.gens[:0]
-	for i, g := range s.gens {
-		if dropAt(i) {
+	return pruning{drop: d.retain.drop(gens, d.keepN(), best, size)}
+}
+
+// pruneGens deletes the generations of gens that p removes, those whose
+// header reads as a checkpoint of this format, and returns those left, in
+// gens' storage.
+func (d *Dir) pruneGens(session string, gens []uint64, p pruning) []uint64 {
+	if p.none() {
+		return gens
+	}
+	kept := gens[:0]
+	for i, g := range gens {
+		if p.at(i) {
 			path := filepath.Join(d.dir(), genName(session, g))
 			if intact(path) {
 				err := os.Remove(path)
@@ -443,7 +508,55 @@ func (d *Dir) prune(session string, s *dirSession, best uint64) {
 		}
 		kept = append(kept, g)
 	}
-	s.gens = kept
+	return kept
+}
+
+// pruneAtLock prunes the session when its lock is taken, as the save of
+// its newest generation would have had it not been killed between its
+// rename and its prune (see Dir.Lock). It prunes relative to the
+// generation a Load would return: going down from the newest, the first
+// that reads whole (its checksum verified) and records its own
+// generation; the damaged ones above it, which Load quarantines, stay and
+// are not counted. Should a generation Load would stop at come first
+// (another format version, a permission error, a file that is not a
+// regular one, a record of another generation), nothing is pruned. So that
+// a lock does not read the newest generation whole for nothing, its
+// envelope is read first, and the file whole only if a prune relative to
+// it removes something (a prune relative to an older one removes no more).
+// s.mu and the session's lock must be held.
+func (d *Dir) pruneAtLock(session string, s *dirSession) {
+	if d.retain.all && d.retain.maxBytes == 0 {
+		return // KeepAll alone prunes nothing
+	}
+	if err := d.scan(session, s); err != nil {
+		return
+	}
+	for k := len(s.gens) - 1; k > 0; k-- {
+		gen := s.gens[k]
+		path := filepath.Join(d.dir(), genName(session, gen))
+		env, err := readEnvelope(path, session)
+		var ce *CorruptError
+		switch {
+		case errors.As(err, &ce):
+			continue // damaged: Load quarantines it and falls back
+		case err != nil, env.Generation != gen:
+			return
+		}
+		if d.pruning(session, s.gens[:k+1], env.BestGeneration).none() {
+			return
+		}
+		c, err := readGen(path, session)
+		switch {
+		case errors.As(err, &ce):
+			continue
+		case err != nil, c.Generation != gen:
+			return
+		}
+		newer := slices.Clone(s.gens[k+1:])
+		kept := d.pruneGens(session, s.gens[:k+1], d.pruning(session, s.gens[:k+1], c.BestGeneration))
+		s.gens = append(kept, newer...)
+		return
+	}
 }
 
 // intact reports whether the file at path is a regular file whose header is
@@ -729,7 +842,15 @@ func quarantine(path string) (string, error) {
 // The token is one above the highest of: the token in the lock file, the
 // tokens recorded in the session's generations, and the last token this Dir
 // issued. Taking the lock also deletes the temporary files that crashed
-// saves of the session left behind.
+// saves of the session left behind, and prunes the session as a save does
+// (see Saving), so that the generations a save killed between its rename
+// and its prune left behind go even if the session is never saved again.
+// That prune is relative to the generation Load would return, read whole
+// first: the newest generation whose checksum holds, newer damaged ones
+// staying for Load to quarantine. The newest intact generation, and the
+// best under [KeepBest], are never pruned; nothing is pruned while the
+// newest generation cannot be read for another reason than damage (a
+// newer format version, a permission error).
 //
 // release gives the lock back; calling it twice is harmless. Saves with the
 // token fail with a *FencedError once it is released, or once the lock file
@@ -768,6 +889,7 @@ func (d *Dir) Lock(ctx context.Context, session string) (token uint64, release f
 	h := &heldLock{f: f, token: token}
 	s.lock = h
 	d.removeTemps(session)
+	d.pruneAtLock(session, s)
 	var once sync.Once
 	var rerr error
 	return token, func() error {
@@ -1019,8 +1141,8 @@ func parseName(name, session string) (uint64, int) {
 		return 0, kindOther
 	}
 	gen, err := strconv.ParseUint(rest[:genDigits], 10, 64)
-	if err != nil || gen == math.MaxUint64 {
-		return 0, kindOther // no save can follow 2^64-1: not a generation
+	if err != nil || !validGeneration(gen) {
+		return 0, kindOther // 0 and 2^64-1 are never saved: not a generation
 	}
 	switch tail := rest[genDigits+len(".ckpt"):]; {
 	case tail == "":

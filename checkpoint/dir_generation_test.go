@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/checkpoint/checkpointtest"
 )
@@ -217,4 +219,105 @@ func TestDirIgnoresShortNames(t *testing.T) {
 	if c := load(t, d, "s"); c.Generation != 2 {
 		t.Errorf("Load after a save: generation %d, want 2", c.Generation)
 	}
+}
+
+// TestGenerationNumbersOneRule guards the rule "generations run from 1 to
+// 2^64-2" (issue 28, item 9): no save is numbered 0 (a save is numbered
+// above the newest, from 1) or 2^64-1 (no save could follow it), so a file
+// named as either is no generation of the session, and a request for
+// either is for no generation. Generations does not list it, LoadGeneration
+// gives an error matching ErrNotFound (which iterate.ForkFrom returns),
+// Load and Sessions ignore it, and no file is touched; Memory answers as a
+// Dir does. Before, LoadGeneration loaded a crafted file named as 2^64-1
+// and ForkFrom forked from it, and Generations listed a crafted generation
+// 0 that ForkFrom refuses.
+//
+// Mutations caught: validGeneration accepting 0 (Generations lists 0,
+// Load returns the crafted generation 0 of session "zero", Sessions lists
+// it); accepting 2^64-1 in LoadGeneration (the crafted file loads);
+// LoadGeneration not checking the rule (loads both). Memory's check in
+// LoadGeneration is an equivalent mutant: Memory never keeps 0 or 2^64-1
+// (nextGeneration refuses the one, never gives the other).
+func TestGenerationNumbersOneRule(t *testing.T) {
+	invalid := []uint64{0, math.MaxUint64}
+	t.Run("dir", func(t *testing.T) {
+		dir := t.TempDir()
+		d := checkpoint.NewDir(dir, checkpoint.KeepAll())
+		saveGens(t, d, "s", 1, 2)
+		for _, gen := range invalid {
+			for _, session := range []string{"s", "zero"} {
+				writeFile(t, filepath.Join(dir, genFile(session, gen)), mustMarshal(t, checkpointtest.Checkpoint(session, gen)))
+			}
+		}
+		before := snapshot(t, dir)
+
+		list, err := d.Generations(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gens []uint64
+		for _, c := range list {
+			gens = append(gens, c.Generation)
+		}
+		if !slices.Equal(gens, []uint64{1, 2}) {
+			t.Errorf("Generations: %v, want [1 2]", gens)
+		}
+		if list, err := d.Generations(ctx, "zero"); err != nil || len(list) != 0 {
+			t.Errorf("Generations(zero): %d generations, %v; want none", len(list), err)
+		}
+		for _, gen := range invalid {
+			for _, session := range []string{"s", "zero"} {
+				c, err := d.LoadGeneration(ctx, session, gen)
+				if !errors.Is(err, checkpoint.ErrNotFound) {
+					t.Errorf("LoadGeneration(%s, %d): %v, %v; want an error matching ErrNotFound", session, gen, c, err)
+				}
+			}
+		}
+		if c := load(t, d, "s"); c.Generation != 2 || len(c.Skipped) != 0 {
+			t.Errorf("Load(s): generation %d, skipped %v; want 2, nothing skipped", c.Generation, c.Skipped)
+		}
+		if c, err := d.Load(ctx, "zero"); !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Errorf("Load(zero): %v, %v; want an error matching ErrNotFound", c, err)
+		}
+		var sessions []string
+		for c, err := range d.Sessions(ctx) {
+			if err != nil {
+				t.Fatalf("Sessions: %v", err)
+			}
+			sessions = append(sessions, c.Session)
+		}
+		if !slices.Equal(sessions, []string{"s"}) {
+			t.Errorf("Sessions: %v, want [s]", sessions)
+		}
+		if diff := cmp.Diff(before, snapshot(t, dir)); diff != "" {
+			t.Errorf("the files changed (-before +after):\n%s", diff)
+		}
+	})
+	t.Run("memory", func(t *testing.T) {
+		m := &checkpoint.Memory{KeepAll: true}
+		for _, gen := range []uint64{0, 1} {
+			if err := m.Save(ctx, checkpointtest.Checkpoint("s", gen)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.Save(ctx, checkpointtest.Checkpoint("s", math.MaxUint64)); err == nil {
+			t.Error("Memory saved generation 2^64-1")
+		}
+		list, err := m.Generations(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gens []uint64
+		for _, c := range list {
+			gens = append(gens, c.Generation)
+		}
+		if !slices.Equal(gens, []uint64{1, 2}) {
+			t.Errorf("Generations: %v, want [1 2]", gens)
+		}
+		for _, gen := range invalid {
+			if c, err := m.LoadGeneration(ctx, "s", gen); !errors.Is(err, checkpoint.ErrNotFound) {
+				t.Errorf("LoadGeneration(%d): %v, %v; want an error matching ErrNotFound", gen, c, err)
+			}
+		}
+	})
 }

@@ -55,13 +55,18 @@ func (d *Dir) Generations(ctx context.Context, session string) ([]*Checkpoint, e
 // return it were it the newest (Skipped empty). It is read-only: a damaged
 // generation gives a *CorruptError and stays where it is (only Load
 // quarantines). A generation that is not kept gives an error matching
-// ErrNotFound.
+// ErrNotFound, and so does a number that is no generation's, 0 or 2^64-1
+// (generations run from 1 to 2^64-2: see [Dir]), whatever file has its
+// name: Generations never lists such a file either.
 func (d *Dir) LoadGeneration(ctx context.Context, session string, gen uint64) (*Checkpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := ValidateSession(session); err != nil {
 		return nil, err
+	}
+	if !validGeneration(gen) {
+		return nil, notAGeneration(gen, session, "in "+d.dir())
 	}
 	path := filepath.Join(d.dir(), genName(session, gen))
 	c, err := readGen(path, session)
@@ -108,13 +113,17 @@ func (m *Memory) Generations(ctx context.Context, session string) ([]*Checkpoint
 }
 
 // LoadGeneration returns a copy of generation gen of session, or an error
-// matching ErrNotFound when it is not kept.
+// matching ErrNotFound when it is not kept or gen is no generation's
+// number (0 or 2^64-1), as [Dir.LoadGeneration] does.
 func (m *Memory) LoadGeneration(ctx context.Context, session string, gen uint64) (*Checkpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := ValidateSession(session); err != nil {
 		return nil, err
+	}
+	if !validGeneration(gen) {
+		return nil, notAGeneration(gen, session, "(in memory)")
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

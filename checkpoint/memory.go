@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"sync"
 )
 
@@ -152,10 +151,10 @@ func (m *Memory) store(c *Checkpoint, streamed []byte, fromStream bool) error {
 	if err := s.fence(c); err != nil {
 		return err
 	}
-	// As in a Dir, no save follows generation 2^64-1: newest+1 would wrap.
-	gen := max(c.Generation, s.newest+1)
-	if gen == math.MaxUint64 {
-		return fmt.Errorf("checkpoint: saving session %s (in memory): %w", quoteSession(c.Session), errGenerationsExhausted)
+	// As in a Dir, no save is generation 2^64-1: newest+1 would wrap.
+	gen, err := nextGeneration(c.Generation, s.newest)
+	if err != nil {
+		return fmt.Errorf("checkpoint: saving session %s (in memory): %w", quoteSession(c.Session), err)
 	}
 	ret := m.retention()
 	if !ret.plain() {
