@@ -27,6 +27,20 @@
 // [ThresholdsMet], [HighConfidence] and [Evaluate] judge by the same values
 // as the loop's gap analysis.
 //
+// # Scores that are not finite
+//
+// A host may report a NaN or an infinite score, coverage or confidence (a
+// division by zero, a failed parse). The policies treat them as follows,
+// each documented on the policy: a NaN never meets a threshold and +Inf
+// meets any ([ThresholdsMet], [HighConfidence]); [EarlyStopping] counts a
+// NaN as no improvement, as Keras does, and compares the infinities as
+// numbers; [Forecast] and [Diminishing] leave non-finite scores out of the
+// trend and the variance. The engine's keep-best (iterate.WithKeepBest)
+// never keeps a state scored NaN. A [History] with such values is saved and
+// resumed exactly: the engine saves them as the JSON strings "NaN", "+Inf"
+// and "-Inf", which the UnmarshalJSON methods of [Record], [History] and
+// [Criterion] read back.
+//
 // Policies are plain values; a zero field selects its documented default.
 // Configurable policies have a Validate method returning an error that
 // matches [ErrInvalidPolicy] and names the policy and the field; [Validate] checks any policy, through
@@ -281,7 +295,8 @@ type History struct {
 	Unchanged int `json:"unchanged,omitempty"`
 	// WorkRemaining is the work remaining of the latest assessment.
 	WorkRemaining []string `json:"work_remaining,omitempty"`
-	// BestScore is the best Score seen and BestIteration where.
+	// BestScore is the best Score seen and BestIteration where; a NaN is
+	// the best only until another score is seen.
 	BestScore     float64 `json:"best_score,omitempty"`
 	BestIteration int     `json:"best_iteration,omitempty"`
 
@@ -459,7 +474,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 			h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
 		}
 		last.set(h.Iteration, &a, gaps, last.Attempt)
-		if a.Score > h.BestScore {
+		if a.Score > h.BestScore || h.BestScore != h.BestScore { // a NaN is never the best
 			h.BestScore, h.BestIteration = a.Score, h.Iteration
 		}
 		return
@@ -472,7 +487,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	}
 	h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
 
-	if len(h.Recent) == 0 || a.Score > h.BestScore {
+	if len(h.Recent) == 0 || a.Score > h.BestScore || h.BestScore != h.BestScore { // a NaN is never the best
 		h.BestScore, h.BestIteration = a.Score, h.Iteration
 	}
 

@@ -86,8 +86,11 @@ type Outlook struct {
 // iterate.
 //
 // Hosts that do not report [gap.Assessment.Score] have flat scores of 0,
-// which plateau from the third record on. A nil h is an empty history of an
-// unlimited loop. Forecast does not allocate.
+// which plateau from the third record on. A score that is not finite (NaN,
+// ±Inf) is no measurement of a trend: the records that have one are left
+// out of the trend and the variance, which are those of the other scores
+// (the last 3 finite ones for the variance). A nil h is an empty history
+// of an unlimited loop. Forecast does not allocate.
 func Forecast(h *History, gaps []gap.Gap) Outlook {
 	o := Outlook{remaining: -1, gaps: len(gaps)}
 	scores := 0
@@ -182,23 +185,32 @@ func compare(v, limit float64) string { return string(appendComparison(nil, v, l
 
 func percent(r float64) string { return strconv.FormatFloat(r*100, 'f', 0, 64) + "%" }
 
-// trend returns the least-squares slope of Score against Iteration.
+// finite reports whether f is neither NaN nor infinite.
+func finite(f float64) bool { return f-f == 0 }
+
+// trend returns the least-squares slope of Score against Iteration, over
+// the records whose Score is finite.
 func trend(recs []Record) float64 {
-	if len(recs) < 2 {
+	var mx, my float64
+	n := 0
+	for i := range recs {
+		if finite(recs[i].Score) {
+			mx += float64(recs[i].Iteration)
+			my += recs[i].Score
+			n++
+		}
+	}
+	if n < 2 {
 		return 0
 	}
-	var mx, my float64
-	for i := range recs {
-		mx += float64(recs[i].Iteration)
-		my += recs[i].Score
-	}
-	n := float64(len(recs))
-	mx, my = mx/n, my/n
+	mx, my = mx/float64(n), my/float64(n)
 	var sxy, sxx float64
 	for i := range recs {
-		dx := float64(recs[i].Iteration) - mx
-		sxy += dx * (recs[i].Score - my)
-		sxx += dx * dx
+		if finite(recs[i].Score) {
+			dx := float64(recs[i].Iteration) - mx
+			sxy += dx * (recs[i].Score - my)
+			sxx += dx * dx
+		}
 	}
 	if sxx == 0 {
 		return 0
@@ -206,26 +218,35 @@ func trend(recs []Record) float64 {
 	return sxy / sxx
 }
 
-// recentVariance returns the population variance of the scores of the last
-// n records and how many scores that was.
+// recentVariance returns the population variance of the last n finite
+// scores of the records and how many scores that was.
 func recentVariance(recs []Record, n int) (float64, int) {
-	if len(recs) > n {
-		recs = recs[len(recs)-n:]
+	start, k := len(recs), 0
+	for start > 0 && k < n {
+		start--
+		if finite(recs[start].Score) {
+			k++
+		}
 	}
-	if len(recs) == 0 {
+	if k == 0 {
 		return 0, 0
 	}
+	recs = recs[start:]
 	var mean float64
 	for i := range recs {
-		mean += recs[i].Score
+		if finite(recs[i].Score) {
+			mean += recs[i].Score
+		}
 	}
-	mean /= float64(len(recs))
+	mean /= float64(k)
 	var v float64
 	for i := range recs {
-		d := recs[i].Score - mean
-		v += d * d
+		if finite(recs[i].Score) {
+			d := recs[i].Score - mean
+			v += d * d
+		}
 	}
-	return v / float64(len(recs)), len(recs)
+	return v / float64(k), k
 }
 
 // Diminishing stops a loop when [Forecast] (over h and its open gaps h.Gaps)

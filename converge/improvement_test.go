@@ -1,6 +1,7 @@
 package converge
 
 import (
+	"math"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -152,6 +153,33 @@ func TestDiminishingDoesNotAllocateWhenContinuing(t *testing.T) {
 	h := loop(0, gaps(2, 2, 0.8), 0.2, 0.5, 0.6)
 	if got := testing.AllocsPerRun(100, func() { (Diminishing{}).Decide(h) }); got != 0 {
 		t.Errorf("allocs per Decide = %v, want 0", got)
+	}
+}
+
+// TestForecastLeavesNonFiniteScoresOut (issue 28, item 5): the trend and
+// the variance of Forecast are those of the finite scores; a NaN or an
+// infinity neither hides a plateau nor makes the trend NaN. (Mutants
+// caught: either of the finite checks of trend or recentVariance
+// dropped, which made the trend or the variance NaN.)
+func TestForecastLeavesNonFiniteScoresOut(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	h := run(0, 0, scored(0.2, nan, 0.4, inf, 0.6, math.Inf(-1))...)
+	if tr := trend(h.Recent); math.Abs(tr-0.1) > 1e-9 {
+		t.Errorf("trend %v, want 0.1 (scores 0.2, 0.4, 0.6 at iterations 0, 2, 4)", tr)
+	}
+	if v, n := recentVariance(h.Recent, 3); n != 3 || math.Abs(v-0.08/3) > 1e-9 {
+		t.Errorf("variance %v of %d scores, want %v of 3", v, n, 0.08/3)
+	}
+	flat := run(0, 0, scored(0.5, 0.5, nan, 0.5, inf)...)
+	o := Forecast(flat, []gap.Gap{{Fixable: true, Severity: 1}})
+	if !o.DiminishingReturns || o.Recommendation != RecommendEscalate {
+		t.Errorf("flat finite scores among NaN and +Inf: %+v, want a plateau, escalate", o)
+	}
+	if tr, _ := recentVariance(run(0, 0, scored(nan, inf)...).Recent, 3); tr != 0 {
+		t.Errorf("no finite score: variance %v, want 0", tr)
+	}
+	if tr := trend(run(0, 0, scored(0.5, nan, inf)...).Recent); tr != 0 {
+		t.Errorf("one finite score: trend %v, want 0", tr)
 	}
 }
 

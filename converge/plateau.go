@@ -18,8 +18,7 @@ var defaultPlateauMetrics = []string{metricScore}
 // Keras' EarlyStopping callback (verdict Plateau), over the bounded window of records of the
 // [History] (h.Recent).
 //
-// The rule, for each metric, over the records of the window that have it
-// (a non-NaN value):
+// The rule, for each metric, over the records of the window that have it:
 //
 //   - Warm-up: the first WarmUp iterations are not monitored, as Keras'
 //     start_from_epoch: their records neither count towards the patience
@@ -36,18 +35,44 @@ var defaultPlateauMetrics = []string{metricScore}
 //     than MinDelta (v − MinDelta > reference, or v + MinDelta < reference
 //     with Minimize).
 //
+// Values that are not finite: a NaN counts as no improvement, as in Keras
+// (which compares it and finds it no better): it fills the block like any
+// value but never improves and is never the reference. While every value
+// before the block is NaN and there is no Baseline, the reference has no
+// value and any value of the block that is not NaN improves (as Keras'
+// best starts at ∓Inf). The infinities compare as numbers: +Inf improves on
+// any finite reference (with Minimize, −Inf does) and, once the reference,
+// is never improved on.
+//
 // Decide returns verdict Plateau when every metric has a full block and a
 // reference and none of them improved; otherwise it returns Continue. So a
 // metric that stays flat stops the loop after exactly WarmUp + Patience
 // iterations, with or without a Baseline, and never before. A metric
 // missing from the records (an unknown name) never lets the loop plateau.
 //
-// Unlike Keras, the reference is the best value seen before the block, not
-// the running best that only moves by more than MinDelta; the verdicts
-// differ only when several small steps add up to more than MinDelta. And
-// Keras, with no assessment before the first epoch, takes the first
-// monitored epoch as the reference when there is no baseline, stopping one
-// epoch later than the rule above.
+// Where it differs from Keras' EarlyStopping (version 3):
+//
+//   - Baseline: the block must beat the better of the Baseline and the
+//     values before it, so the loop stops once no value beats the Baseline
+//     for Patience iterations, also while the metric improves below it.
+//     Keras stops only on an epoch that does not improve on its running
+//     best: an epoch that improves below the baseline does not reset its
+//     wait but does not stop training either, so a metric improving below
+//     the baseline at every epoch never stops it.
+//   - Warm-up: the state the warm-up ends with (Record.Iteration =
+//     WarmUp, the result of its last iteration) is monitored, as the
+//     reference; Keras' start_from_epoch = WarmUp ignores that epoch (its
+//     epoch WarmUp−1) altogether, and its first monitored epoch, compared
+//     with a best of ∓Inf, is always an improvement. So without a Baseline
+//     Keras stops one epoch later than the rule above (after WarmUp +
+//     Patience + 1 epochs of a flat metric), and a high value at the end
+//     of the warm-up can stop this loop where Keras, never having seen it,
+//     goes on.
+//   - Patience 0 means 3 here; in Keras, patience 0 stops at the first
+//     epoch without improvement, as patience 1 does.
+//   - The reference is the best value seen before the block, not the
+//     running best that only moves by more than MinDelta; the verdicts
+//     differ only when several small steps add up to more than MinDelta.
 //
 // Patience must be less than the window of the History (see
 // [EarlyStopping.Validate] and [ValidateWindow]); a block larger than the
@@ -127,13 +152,13 @@ func (p EarlyStopping) Decide(h *History) Decision {
 	return Decision{Verdict: Plateau, Reason: p.reason(metrics, patience)}
 }
 
-// monitored returns the value of metric in r and whether r is monitored.
+// monitored returns the value of metric in r and whether r is monitored
+// (a NaN is: it counts as no improvement).
 func (p *EarlyStopping) monitored(r *Record, metric string) (float64, bool) {
 	if r.Iteration < p.WarmUp {
 		return 0, false
 	}
-	v, ok := r.Metric(metric)
-	return v, ok && !math.IsNaN(v)
+	return r.Metric(metric)
 }
 
 // stalled reports whether metric has a full patience block and a reference
@@ -151,6 +176,9 @@ func (p *EarlyStopping) stalled(h *History, metric string, patience int) bool {
 	if after < patience || (p.Baseline == nil && n < patience+1) {
 		return false
 	}
+	// The reference has no value while every value before the block is
+	// NaN (and there is no baseline): then any value that is not NaN
+	// improves, as on Keras' first epoch.
 	var ref float64
 	haveRef := false
 	if p.Baseline != nil {
@@ -162,11 +190,14 @@ func (p *EarlyStopping) stalled(h *History, metric string, patience int) bool {
 		if !ok {
 			continue
 		}
-		if k < n-patience {
+		switch {
+		case math.IsNaN(v):
+			// Never the reference, never an improvement.
+		case k < n-patience:
 			if !haveRef || p.better(v, ref, 0) {
 				ref, haveRef = v, true
 			}
-		} else if p.better(v, ref, p.MinDelta) {
+		case !haveRef || p.better(v, ref, p.MinDelta):
 			return false
 		}
 		k++

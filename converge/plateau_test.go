@@ -89,8 +89,31 @@ func TestEarlyStopping(t *testing.T) {
 			want: Decision{}},
 		{name: "reference_from_whole_default_window", p: EarlyStopping{Patience: 2}, steps: scored(0.9, 0.3, 0.4, 0.5),
 			want: plateau("plateau: score did not improve for 2 iterations")},
-		{name: "nan_values_are_skipped", p: EarlyStopping{Patience: 2}, steps: scored(0.5, math.NaN(), 0.5, 0.5),
+		// Issue 28, item 5: a NaN counts as no improvement, as in Keras.
+		// (Mutant caught: NaN records skipped, as before, which let a loop
+		// of NaN scores run forever and stopped these one step late.)
+		{name: "nan/counts_as_no_improvement", p: EarlyStopping{Patience: 2}, steps: scored(0.5, math.NaN(), 0.5),
 			want: plateau("plateau: score did not improve for 2 iterations")},
+		{name: "nan/every_score_nan_plateaus", p: EarlyStopping{Patience: 2}, steps: scored(math.NaN(), math.NaN(), math.NaN()),
+			want: plateau("plateau: score did not improve for 2 iterations")},
+		{name: "nan/is_never_the_reference", p: EarlyStopping{Patience: 2}, steps: scored(math.NaN(), math.NaN(), 0.1),
+			want: Decision{}},
+		{name: "nan/is_never_the_reference_minimize", p: EarlyStopping{Patience: 2, Minimize: true}, steps: scored(math.NaN(), 0.9, math.NaN()),
+			want: Decision{}},
+		{name: "nan/never_beats_a_baseline", p: EarlyStopping{Patience: 1, Baseline: ptr(-1.0)}, steps: scored(math.NaN(), math.NaN()),
+			want: plateau("plateau: score did not improve for 1 iteration (baseline -1)")},
+		{name: "inf/plus_inf_improves_on_any_value", p: EarlyStopping{Patience: 2}, steps: scored(0.5, 0.5, math.Inf(1)),
+			want: Decision{}},
+		{name: "inf/plus_inf_reference_is_never_beaten", p: EarlyStopping{Patience: 2}, steps: scored(math.Inf(1), 0.9, math.Inf(1)),
+			want: plateau("plateau: score did not improve for 2 iterations")},
+		{name: "inf/minus_inf_improves_when_minimizing", p: EarlyStopping{Patience: 2, Minimize: true}, steps: scored(0.5, 0.5, math.Inf(-1)),
+			want: Decision{}},
+		{name: "inf/minus_inf_is_a_reference_to_beat", p: EarlyStopping{Patience: 1}, steps: scored(math.Inf(-1), math.Inf(-1)),
+			want: plateau("plateau: score did not improve for 1 iteration")},
+		// Issue 28, docs: the baseline rule Keras lacks. A metric improving
+		// below the baseline stops the loop after Patience iterations.
+		{name: "baseline/improving_below_the_baseline_stops", p: EarlyStopping{Patience: 2, Baseline: ptr(0.9)}, steps: scored(0.1, 0.2, 0.3),
+			want: plateau("plateau: score did not improve for 2 iterations (baseline 0.9)")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

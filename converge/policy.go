@@ -60,7 +60,9 @@ func countOr(n, def int) int {
 // judged: Decide returns Continue with no criteria, so that the reason of a
 // later stop does not list thresholds the loop never measured.
 //
-// Ratios are compared with a tolerance of [gap.Tolerance].
+// Ratios are compared with a tolerance of [gap.Tolerance]. A coverage or
+// confidence that is NaN never meets its threshold (and counts as measured);
+// +Inf meets any.
 type ThresholdsMet struct{}
 
 // researchMeasured reports whether a measured anything the thresholds judge.
@@ -259,7 +261,8 @@ func joinCriteria(prefix string, crit []Criterion) string {
 // 0.92 ≥ 0.90 (skipped 2 potential iterations)"; the skipped iterations are
 // mentioned when the loop has a limit and some remain. Otherwise it returns
 // Continue with no criteria (those of [ThresholdsMet] say what is missing).
-// A negative level disables the early exit.
+// A negative level disables the early exit. A NaN never reaches a level;
+// +Inf reaches any.
 type HighConfidence struct{}
 
 // Decide returns EarlyExit when both levels are reached, Continue otherwise.

@@ -1,6 +1,7 @@
 package converge
 
 import (
+	"math"
 	"strconv"
 	"testing"
 
@@ -182,6 +183,31 @@ func TestThresholdsMet(t *testing.T) {
 				t.Errorf("Evaluate (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestThresholdsNeverMetByNaN (issue 28, item 5): a NaN coverage or
+// confidence never meets its threshold nor the early-exit level; +Inf
+// meets both. (Mutant caught: atLeast written as !(v < min-tolerance).)
+func TestThresholdsNeverMetByNaN(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, tt := range []struct {
+		name      string
+		cov, conf float64
+		want      Verdict
+	}{
+		{"nan_coverage", nan, 0.95, Continue},
+		{"nan_confidence", 0.95, nan, Continue},
+		{"inf_coverage", inf, 0.95, EarlyExit},
+	} {
+		h := run(0, 0, step{a: research(tt.cov, tt.conf)})
+		got := Any(ThresholdsMet{}, HighConfidence{}).Decide(h)
+		if tt.want == EarlyExit && got.Verdict != Converged && got.Verdict != EarlyExit || tt.want == Continue && got.Verdict != Continue {
+			t.Errorf("%s: %v (%s), want %v", tt.name, got.Verdict, got.Reason, tt.want)
+		}
+		if got := (HighConfidence{}).Decide(h); (got.Verdict == EarlyExit) != (tt.want == EarlyExit) {
+			t.Errorf("%s: HighConfidence %v, want %v", tt.name, got.Verdict, tt.want)
+		}
 	}
 }
 

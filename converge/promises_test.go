@@ -65,11 +65,14 @@ func plateauAt(p converge.EarlyStopping, window int, scores []float64) int {
 // referencePlateauAt is the rule EarlyStopping documents, written from its
 // doc comment and nothing else: after k iterations, the window holds the
 // scores of states max(0, k−window+1)..k; the monitored ones are those of
-// states ≥ WarmUp; the block is the last Patience monitored, each of a
-// state > WarmUp; the reference is the best of the baseline and the
-// monitored states before the block; the loop plateaus when the block is
-// full, a reference exists, and no value of the block beats the reference
-// by more than MinDelta.
+// states ≥ WarmUp, NaN included; the block is the last Patience monitored,
+// each of a state > WarmUp; the reference is the best of the baseline and
+// the values before the block that are not NaN, and exists when there is a
+// baseline or a monitored state before the block; the loop plateaus when
+// the block is full, a reference exists, and no value of the block beats
+// the reference by more than MinDelta (a NaN beats nothing; anything else
+// beats a reference without a value: every value before the block NaN, no
+// baseline).
 func referencePlateauAt(p converge.EarlyStopping, window int, scores []float64) int {
 	patience := p.Patience
 	if patience == 0 {
@@ -81,7 +84,7 @@ func referencePlateauAt(p converge.EarlyStopping, window int, scores []float64) 
 	for k := range scores {
 		var monitored []int // states
 		for i := max(0, k-window+1); i <= k; i++ {
-			if i >= p.WarmUp && !math.IsNaN(scores[i]) {
+			if i >= p.WarmUp {
 				monitored = append(monitored, i)
 			}
 		}
@@ -92,21 +95,21 @@ func referencePlateauAt(p converge.EarlyStopping, window int, scores []float64) 
 		if block[0] <= p.WarmUp {
 			continue // the block must be iterations after the warm-up
 		}
-		ref, haveRef := 0.0, false
+		if p.Baseline == nil && len(before) == 0 {
+			continue // no reference
+		}
+		ref, valued := math.Inf(-1), false
 		if p.Baseline != nil {
-			ref, haveRef = *p.Baseline, true
+			ref, valued = *p.Baseline, true
 		}
 		for _, i := range before {
-			if !haveRef || scores[i] > ref {
-				ref, haveRef = scores[i], true
+			if !math.IsNaN(scores[i]) && (!valued || scores[i] > ref) {
+				ref, valued = scores[i], true
 			}
-		}
-		if !haveRef {
-			continue
 		}
 		improved := false
 		for _, i := range block {
-			if scores[i]-p.MinDelta > ref {
+			if !math.IsNaN(scores[i]) && (!valued || scores[i]-p.MinDelta > ref) {
 				improved = true
 			}
 		}
@@ -174,6 +177,10 @@ func TestEarlyStoppingMatchesReference(t *testing.T) {
 		{0.5, 0.52, 0.54, 0.56, 0.58, 0.6, 0.6, 0.6, 0.6, 0.6},
 		{0.5, math.NaN(), 0.5, 0.7, math.NaN(), 0.7, 0.7, 0.7, 0.7, 0.7},
 		{0.9, 0.95, 0.5, 0.55, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6},
+		{math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()},
+		{math.NaN(), math.NaN(), 0.5, math.NaN(), math.NaN(), math.NaN(), 0.4, 0.5, math.NaN(), math.NaN()},
+		{0.5, math.Inf(1), 0.9, 0.9, 0.9, math.Inf(1), math.Inf(-1), 0.7, 0.7, 0.7},
+		{math.Inf(-1), 0.1, math.Inf(-1), math.Inf(-1), math.Inf(-1), math.NaN(), 0.2, 0.2, 0.2, 0.2},
 	}
 	n := 0
 	for _, warmUp := range []int{0, 1, 2, 3} {

@@ -13,7 +13,10 @@ import (
 )
 
 // Scorer scores an assessment for [WithKeepBest]: the higher, the better.
-// A score that is not a finite number (NaN, ±Inf) is never the best.
+// A NaN score is never the best. The infinities compare as numbers, as
+// History.BestScore compares them: a state scored +Inf is the best until
+// the end (nothing scores higher, and of equal scores the earliest is
+// kept), one scored −Inf only while no other state has a score.
 //
 // The engine records a scorer's settings in the loop's fingerprint as it
 // does a policy's: its Settings() string method when it has one, else its
@@ -52,7 +55,8 @@ func (m metricScorer) Settings() string { return "metric " + string(m) }
 // [Result.Best], with the iteration that produced it and its score. The
 // score is by's, or, without one, the assessment's Score, the score
 // History.BestScore and BestIteration track (so Result.Best.Iteration is
-// History.BestIteration). More than one scorer is an invalid option.
+// History.BestIteration once a score is not NaN). More than one scorer is
+// an invalid option.
 //
 // # What is best
 //
@@ -158,7 +162,7 @@ func (r *run[S]) observeBest(a *gap.Assessment) {
 		r.warn(r.hist.Iteration, fmt.Sprintf("keep best: scoring: %v", err))
 		return
 	}
-	if math.IsNaN(score) || math.IsInf(score, 0) {
+	if math.IsNaN(score) {
 		return
 	}
 	if b := r.data.Best; b != nil && !(score > b.Score) {

@@ -25,6 +25,7 @@ import (
 	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
+	"github.com/refine-go/refine/internal/jsonfloat"
 )
 
 // recordEncoder encodes engineData, reusing its buffer from save to save
@@ -346,9 +347,9 @@ func (c *encodedWindow) appendArray(j *jsonBuf, n int, key func(int) int, final 
 }
 
 // jsonBuf appends JSON as encoding/json writes it (HTML-escaped strings,
-// floats in ES6 form, times in RFC 3339) to b. The first error (a float
-// that is not finite, a time out of RFC 3339's range) is kept in err, as
-// json.Marshal reports it.
+// floats in ES6 form, times in RFC 3339) to b, but for the floats that are
+// not finite (see float). The first error (a time out of RFC 3339's range)
+// is kept in err, as json.Marshal reports it.
 //
 // Objects and arrays are written with a comma before every member; closing
 // them overwrites the first member's comma with the opening bracket, so
@@ -418,13 +419,13 @@ func (j *jsonBuf) strs(ss []string) {
 	j.closeArray(start)
 }
 
-// float appends f as encoding/json does (its floatEncoder, for 64 bits).
+// float appends f as encoding/json does (its floatEncoder, for 64 bits),
+// and a value that is not finite, which encoding/json refuses, as the
+// string "NaN", "+Inf" or "-Inf" (see package jsonfloat, which decodes
+// them): a host's NaN or infinite score is saved and resumed as it is.
 func (j *jsonBuf) float(f float64) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
-		if j.err == nil {
-			_, j.err = json.Marshal(f) // json's own error for it
-		}
-		j.b = append(j.b, '0')
+		j.b = jsonfloat.Append(j.b, f)
 		return
 	}
 	format := byte('f')
@@ -813,4 +814,54 @@ func (j *jsonBuf) escalation(e *Escalation) {
 		j.str(e.Feedback)
 	}
 	j.b = append(j.b, '}')
+}
+
+// The record's decoding: encoding/json's, but for the floats that are not
+// finite, which the encoder writes as strings (see jsonBuf.float) and
+// these methods read back (those of converge.Record, converge.History,
+// converge.Criterion and gap.Gap read theirs).
+
+// UnmarshalJSON decodes the record, with its usages' costs.
+func (d *engineData) UnmarshalJSON(data []byte) error {
+	type fields engineData // engineData's fields, without this method
+	v := struct {
+		*fields
+		Usage     usageRef `json:"usage"`
+		Completed usageRef `json:"completed"`
+	}{(*fields)(d), usageRef{&d.Usage}, usageRef{&d.Completed}}
+	return json.Unmarshal(data, &v)
+}
+
+// UnmarshalJSON decodes a journal entry, with its usage's cost.
+func (e *entry) UnmarshalJSON(data []byte) error {
+	type fields entry // entry's fields, without this method
+	v := struct {
+		*fields
+		Usage usageRef `json:"usage"`
+	}{(*fields)(e), usageRef{&e.Usage}}
+	return json.Unmarshal(data, &v)
+}
+
+// UnmarshalJSON decodes the best state's record, with its score.
+func (b *bestRecord) UnmarshalJSON(data []byte) error {
+	type fields bestRecord // bestRecord's fields, without this method
+	v := struct {
+		*fields
+		Score jsonfloat.Ref `json:"score"`
+	}{(*fields)(b), jsonfloat.Ref{F: &b.Score}}
+	return json.Unmarshal(data, &v)
+}
+
+// usageRef decodes a budget.Usage into *u, with its cost.
+type usageRef struct{ u *budget.Usage }
+
+func (r usageRef) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil
+	}
+	v := struct {
+		*budget.Usage
+		Cost jsonfloat.Ref `json:"cost"`
+	}{r.u, jsonfloat.Ref{F: &r.u.Cost}}
+	return json.Unmarshal(data, &v)
 }
