@@ -176,14 +176,21 @@ type IterationEnded struct {
 // CheckpointSaved is sent after every save attempt, Err set when it failed:
 // the loop's save after each iteration and at its stop, and, under
 // [Journal], the save of each finished task (from the task's goroutine,
-// with Status Running and the task's iteration). A save retried under
-// [Strict] is one attempt.
+// with Status Running). A save retried under [Strict] is one attempt.
+//
+// Iteration() is the iteration the save belongs to: for the loop's saves,
+// the one the checkpoint completes (its Completed); for a journal's save,
+// the iteration in flight whose finished task it records, one more than
+// Completed.
 type CheckpointSaved struct {
 	it
 	Session    string
 	Generation uint64
 	Status     Status
-	Err        error
+	// Completed is the number of completed iterations the checkpoint
+	// holds (checkpoint.Checkpoint.Iteration).
+	Completed int
+	Err       error
 	// Duration is how long the save took, its retries included; Bytes, how
 	// many bytes of engine record and state the last attempt gave the
 	// store.

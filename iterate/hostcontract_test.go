@@ -6,6 +6,7 @@ package iterate_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
@@ -199,5 +201,55 @@ func TestBudgetWarningSaysWhatIsSpent(t *testing.T) {
 	want := []string{"budget: tokens at 87% of limit with the next estimate (65 spent + 65 estimated / 150)"}
 	if diff := cmp.Diff(want, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+}
+
+// TestEscalationErrorMessage: the message names the reason, else the
+// question, and never ends in ": ". (Mutation caught: appending the
+// reason unconditionally — "after 2 iterations: ".)
+func TestEscalationErrorMessage(t *testing.T) {
+	for _, tc := range []struct {
+		esc  iterate.Escalation
+		want string
+	}{
+		{iterate.Escalation{Iteration: 2, Reason: "stuck", Question: "Which API?"}, "iterate: escalated to a human after 2 iterations: stuck"},
+		{iterate.Escalation{Iteration: 2, Question: "Which API?"}, "iterate: escalated to a human after 2 iterations: Which API?"},
+		{iterate.Escalation{Iteration: 2}, "iterate: escalated to a human after 2 iterations"},
+	} {
+		if got := (&iterate.EscalationError{Escalation: &tc.esc}).Error(); got != tc.want {
+			t.Errorf("%q, want %q", got, tc.want)
+		}
+	}
+}
+
+// TestCheckpointSavedCompleted: a journal's save names the iteration in
+// flight and carries the completed iterations its checkpoint holds; the
+// loop's saves, the iteration they complete. (Mutation caught: Completed
+// set from the event's iteration.)
+func TestCheckpointSavedCompleted(t *testing.T) {
+	var saved []iterate.CheckpointSaved
+	var mu sync.Mutex
+	_, err := iterate.New(perTask(iterate.Func(func(_ context.Context, s int, _ iterate.Round) (int, error) { return s + 1, nil })),
+		iterate.WithStrategy(nTasks(2)), iterate.WithParallelism(1), iterate.WithMaxIterations(2),
+		iterate.WithCheckpointer(&checkpoint.Memory{}, iterate.Journal), iterate.WithObserver(func(e iterate.Event) {
+			if cs, ok := e.(iterate.CheckpointSaved); ok {
+				mu.Lock()
+				saved = append(saved, cs)
+				mu.Unlock()
+			}
+		})).Run(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type pair struct{ Iteration, Completed int }
+	var got []pair
+	for _, cs := range saved {
+		got = append(got, pair{cs.Iteration(), cs.Completed})
+	}
+	// Iteration 1: two journal saves, then the loop's; iteration 2 the
+	// same, then the final save.
+	want := []pair{{1, 0}, {1, 0}, {1, 1}, {2, 1}, {2, 1}, {2, 2}, {2, 2}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("saves (-want +got):\n%s", diff)
 	}
 }

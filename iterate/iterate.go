@@ -17,8 +17,31 @@ import (
 type Engine[S any] interface {
 	// Run starts a new session from initial and iterates until a policy
 	// stops it, the budget runs out, a human is needed or ctx is done.
+	//
+	// Run returns a nil error for every stop the loop decides on its own
+	// (converged, early exit, iteration limit, stuck, plateau, budget
+	// exhausted); Result.Status tells them apart. It returns an
+	// *EscalationError when a human is needed, an *InterruptedError when
+	// ctx ends the loop (the state is saved as interrupted), a *StopError
+	// when the loop aborts after failures or fails, and a *ConfigError for
+	// invalid options.
 	Run(ctx context.Context, initial S) (*Result[S], error)
-	// Resume continues the session from its latest checkpoint.
+
+	// Resume continues the session from its latest checkpoint: the
+	// iteration count, convergence history, budget usage and the state are
+	// restored, and the next iteration is the one after the last
+	// completed. A session that ended for good returns its saved result
+	// without iterating; an escalated session needs [WithAnswer] (without
+	// it, the escalation is returned again).
+	//
+	// Resume needs a checkpointer. A session without a checkpoint gives an
+	// error matching checkpoint.ErrNotFound; a damaged one,
+	// checkpoint.ErrCorrupt; a checkpoint written under other settings, a
+	// *SettingsChangedError unless [AllowSettingsChange] was given. Under a
+	// context that has already ended it runs nothing and returns an
+	// *InterruptedError (BeforeStart) with the session's saved state and
+	// counters in the Result. With [ForkFrom], Resume starts the engine's
+	// session afresh as a fork of a kept generation of another session.
 	Resume(ctx context.Context, opts ...ResumeOption) (*Result[S], error)
 }
 
@@ -78,8 +101,10 @@ type Outcome[S any] struct {
 	Done bool
 	// Output is what the task printed, as the worker wants it kept: an AI
 	// CLI's last message, a test run's summary. The iteration's record
-	// keeps its last 1 KiB (converge.TaskRun.Output), for viewers and
-	// inspectors; the engine does not read it otherwise.
+	// keeps it whole up to 1,024 bytes and otherwise its tail: "…" and at
+	// most its last 1,021 bytes, cut at a character boundary
+	// (converge.TaskRun.Output), for viewers and inspectors; the engine
+	// does not read it otherwise.
 	Output string
 	// Duration is how long the task ran (set by the engine; for a task
 	// replayed from the journal, how long it ran before).

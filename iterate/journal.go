@@ -146,7 +146,8 @@ func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
 		}
 	}
 	if r.observing { // a journal save is a save attempt too (see CheckpointSaved)
-		r.emit(CheckpointSaved{it: r.at(t.Iteration), Session: r.cfg.session, Generation: r.generation, Status: Running, Err: err,
+		r.emit(CheckpointSaved{it: r.at(t.Iteration), Session: r.cfg.session, Generation: r.generation, Status: Running,
+			Completed: r.hist.Iteration, Err: err,
 			Duration: time.Since(start), Bytes: r.savedBytes()})
 	}
 }

@@ -195,7 +195,12 @@ func (e *ConfigError) Unwrap() error { return e.Err }
 
 // WithMaxIterations sets the iteration limit: the loop stops with partial
 // convergence (status MaxIterations) after n iterations. 0 means unlimited.
-// The default is [DefaultMaxIterations].
+// The default is [DefaultMaxIterations]. The limit holds whatever the
+// convergence policy: the engine hands it to the policy as
+// History.MaxIterations, which [converge.IterationLimit] reads, and stops
+// the loop itself when a policy of [WithConvergence] without that rule
+// decides to continue at it (a success or an escalation the policy decides
+// on the last allowed iteration stands).
 func WithMaxIterations(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 0 {

@@ -200,7 +200,8 @@ func (r *run[S]) save(ctx context.Context, status Status, reason string) error {
 		r.warn(r.hist.Iteration, fmt.Sprintf("checkpoint of session %q not saved: %v", r.cfg.session, err))
 	}
 	if r.observing {
-		r.emit(CheckpointSaved{it: r.at(r.hist.Iteration), Session: r.cfg.session, Generation: r.generation, Status: status, Err: err,
+		r.emit(CheckpointSaved{it: r.at(r.hist.Iteration), Session: r.cfg.session, Generation: r.generation, Status: status,
+			Completed: r.hist.Iteration, Err: err,
 			Duration: time.Since(start), Bytes: r.savedBytes()})
 	}
 	return err

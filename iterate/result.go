@@ -136,7 +136,14 @@ type EscalationError struct {
 }
 
 func (e *EscalationError) Error() string {
-	return "iterate: escalated to a human after " + strconv.Itoa(e.Escalation.Iteration) + " iterations: " + e.Escalation.Reason
+	msg := "iterate: escalated to a human after " + strconv.Itoa(e.Escalation.Iteration) + " iterations"
+	switch {
+	case e.Escalation.Reason != "":
+		msg += ": " + e.Escalation.Reason
+	case e.Escalation.Question != "":
+		msg += ": " + e.Escalation.Question
+	}
+	return msg
 }
 
 // Is reports whether target is ErrEscalated.
