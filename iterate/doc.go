@@ -18,9 +18,12 @@
 // [gap.Thresholds]): the engine hands the same values to the gap analyzer
 // and, as History.Thresholds, to the convergence policy, so whatever keeps
 // the loop from converging is a gap its strategy targets. The failure
-// threshold ([WithFailureThreshold]) reaches the policy the same way, and
-// the engine enforces it whatever the policy. The persistence settings go
-// with their store ([WithCheckpointer] and [Persist]). Every setting that changes a decision is part of the resume
+// threshold ([WithFailureThreshold]) and the iteration limit
+// ([WithMaxIterations]) reach the policy the same way, and the engine
+// enforces both whatever the policy, in the order of [converge.Default]:
+// a success stands, then the failure threshold, then the iteration limit.
+// The persistence settings go with their store ([WithCheckpointer] and
+// [Persist]). Every setting that changes a decision is part of the resume
 // fingerprint, by value: a resume under a changed threshold, limit, window
 // or strategy or policy parameter is refused with a *SettingsChangedError
 // naming what changed, with exact values ("coverage threshold 0.3 → 0.9"),
