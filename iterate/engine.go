@@ -52,10 +52,29 @@ func New[S any](w Worker[S], opts ...Option) Engine[S] {
 	if cfg.checkpointer != nil {
 		// Only checkpoints record the settings: without a checkpointer a
 		// loop (often one run per request) need not describe them.
-		e.settings = settingsOf(&e.cfg)
-		e.fingerprint = fingerprintOf(e.settings)
+		if err := e.describeSettings(); err != nil && e.err == nil {
+			e.err = err
+		} else if err != nil {
+			e.err = errors.Join(e.err, err)
+		}
 	}
 	return e
+}
+
+// describeSettings records the settings and their fingerprint. Describing
+// them calls host code (a policy's Settings or String method): a panic
+// there is a *ConfigError wrapping the *PanicError, as Run and Resume
+// report invalid options.
+func (e *engine[S]) describeSettings() (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &ConfigError{Option: "New", Reason: "describing the settings panicked",
+				Err: &PanicError{Where: "settings", Value: v, Stack: stack()}}
+		}
+	}()
+	e.settings = settingsOf(&e.cfg)
+	e.fingerprint = fingerprintOf(e.settings)
+	return nil
 }
 
 type engine[S any] struct {

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/converge"
+	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -176,5 +178,54 @@ func TestCheckpointerPanicIsAnError(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// panickySettingsPolicy is a host's policy whose Settings method panics.
+type panickySettingsPolicy struct{}
+
+func (panickySettingsPolicy) Decide(*converge.History) converge.Decision { return converge.Decision{} }
+func (panickySettingsPolicy) Settings() string                           { panic("settings bug") }
+
+// panickyScorer is a keep-best scorer that panics.
+type panickyScorer struct{}
+
+func (panickyScorer) Score(*gap.Assessment) float64 { panic("scorer bug") }
+
+// TestSettingsPanicIsAConfigError: a host policy whose Settings method
+// panics (called by New, to fingerprint the settings of a loop with
+// checkpoints) makes Run return a *ConfigError wrapping a *PanicError,
+// not panic in New. Mutation caught: describing the settings without a
+// recover.
+func TestSettingsPanicIsAConfigError(t *testing.T) {
+	var eng iterate.Engine[int]
+	func() {
+		defer func() {
+			if v := recover(); v != nil {
+				t.Fatalf("New panicked: %v", v)
+			}
+		}()
+		eng = iterate.New(iterate.Func(func(_ context.Context, s int, _ iterate.Round) (int, error) { return s, nil }),
+			iterate.WithConvergence(panickySettingsPolicy{}), iterate.WithCheckpointer(&checkpoint.Memory{}))
+	}()
+	_, err := eng.Run(context.Background(), 0)
+	var ce *iterate.ConfigError
+	if !errors.As(err, &ce) || !errors.Is(err, iterate.ErrPanic) || !errors.Is(err, iterate.ErrInvalidOption) {
+		t.Fatalf("err %v, want a *ConfigError wrapping a *PanicError", err)
+	}
+}
+
+// TestScorerPanicIsAWarning: a keep-best scorer that panics is warned
+// about and the run goes on without a best (the documented policy).
+func TestScorerPanicIsAWarning(t *testing.T) {
+	warned := 0
+	res, err := iterate.New(iterate.Func(func(_ context.Context, s int, _ iterate.Round) (int, error) { return s + 1, nil }),
+		iterate.WithKeepBest(panickyScorer{}), iterate.WithMaxIterations(2), iterate.WithObserver(func(e iterate.Event) {
+			if _, ok := e.(iterate.Warned); ok {
+				warned++
+			}
+		})).Run(context.Background(), 0)
+	if err != nil || res.Iterations != 2 || warned == 0 || res.Best != nil {
+		t.Fatalf("err %v, %d iterations, %d warnings, best %v", err, res.Iterations, warned, res.Best)
 	}
 }

@@ -264,9 +264,10 @@ var ErrPanic = errors.New("iterate: panic")
 // PanicError carries a recovered panic from host code.
 type PanicError struct {
 	// Where is "work", "assess", "integrate", "analyze", "plan", "decide",
-	// "end stage", "conclude", "observer", "encode" or "decode" (the
-	// codec), or "checkpointer " and the store's method ("checkpointer
-	// Save", "checkpointer Lock", ...).
+	// "end stage", "conclude", "score" (a keep-best scorer), "observer",
+	// "settings" (a Settings or String method describing the settings),
+	// "encode" or "decode" (the codec), or "checkpointer " and the store's
+	// method ("checkpointer Save", "checkpointer Lock", ...).
 	Where string
 	Value any
 	Stack []byte
