@@ -1,6 +1,8 @@
 // Package iteratetest provides helpers for table-driven tests of refinement
 // loops: [Script], a worker whose assessments and task outcomes follow a
-// table, and [Recorder], which records the events of a loop.
+// table, [Recorder], which records the events of a loop, and [Table],
+// which runs a host's policy and strategy over a decision table of
+// assessments and returns each row's gaps, decision and plan.
 //
 //	script := &iteratetest.Script{Steps: []iteratetest.Step{
 //		{Assessment: gap.Assessment{Coverage: 0.6, Confidence: 0.85}},
