@@ -125,11 +125,17 @@ type run[S any] struct {
 	taskBufs  [2][]Task
 	lastErr   error
 	observing bool
-	limited   bool                       // the budget has limits (else Remaining is constant)
-	spent     budget.Usage               // what an unlimited budget has spent: no lock needed
-	current   atomic.Int64               // the iteration under way, for warnings from host code
-	hostPanic atomic.Pointer[PanicError] // the first panic of an observer
-	token     uint64                     // the fencing token of the session lock (0: none)
+	limited   bool // the budget has limits (else Remaining is constant)
+	// limits are the run's budget limits, and settings and fingerprint
+	// its settings: the engine's, but for a session whose budget was
+	// raised in place (see ExtendBudget).
+	limits      budget.Limits
+	settings    []setting
+	fingerprint string
+	spent       budget.Usage               // what an unlimited budget has spent: no lock needed
+	current     atomic.Int64               // the iteration under way, for warnings from host code
+	hostPanic   atomic.Pointer[PanicError] // the first panic of an observer
+	token       uint64                     // the fencing token of the session lock (0: none)
 	// savedGen is the generation of the session whose state is r.state
 	// after savedIter iterations: the latest saved (0: none yet).
 	savedGen  uint64
@@ -151,7 +157,7 @@ type run[S any] struct {
 func (e *engine[S]) newRun() (*run[S], error) {
 	r := &run[S]{e: e, cfg: &e.cfg, log: e.cfg.logger, quiet: e.cfg.logger == nopLogger, observing: len(e.cfg.observers) > 0,
 		durations: newWindow[time.Duration](durationsWindow),
-		limited:   e.cfg.limits != (budget.Limits{})}
+		limited:   e.cfg.limits != (budget.Limits{}), limits: e.cfg.limits, settings: e.settings, fingerprint: e.fingerprint}
 	if r.limited { // without limits, what is spent is a plain sum (r.spent)
 		b, err := budget.New(e.cfg.limits)
 		if err != nil {
@@ -267,11 +273,12 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	if err := r.restore(c); err != nil {
 		return nil, err
 	}
-	if c.Fingerprint != e.fingerprint && !rc.allowChange {
-		return nil, &SettingsChangedError{Session: e.cfg.session, Changes: changes(r.data.Settings, e.settings)}
+	extended, err := r.checkSettings(r.data.Settings, c.Fingerprint, &rc)
+	if err != nil {
+		return nil, err
 	}
 	status := Status(c.Status)
-	if status.Final() {
+	if status.Final() && !(extended && status == BudgetExhausted) {
 		return r.result(status, c.Reason, r.finalErr(status, c.Reason)), r.finalErr(status, c.Reason)
 	}
 	if status == Escalated {
@@ -832,7 +839,7 @@ func (r *run[S]) wallLeft() (time.Duration, bool) {
 	if !r.limited {
 		return 0, false
 	}
-	l := &r.cfg.limits
+	l := &r.limits
 	if l.Wall <= 0 || l.WarnOnly&budget.Wall != 0 {
 		return 0, false
 	}
@@ -1002,6 +1009,7 @@ func (r *run[S]) result(status Status, reason string, err error) *Result[S] {
 		Err:        err,
 	}
 	res.Totals = r.data.Totals
+	res.Extensions = r.data.Extensions
 	if r.cfg.keepBest != nil {
 		res.Best = r.bestResult()
 	}

@@ -504,6 +504,9 @@ type resumeConfig struct {
 	fork        *forkConfig // ForkFrom
 	state       any         // WithState, when hasState
 	hasState    bool
+	extend      budget.Limits // ExtendBudget's, when hasExtend
+	extendBy    string
+	hasExtend   bool
 }
 
 type resumeFunc func(*resumeConfig)

@@ -46,6 +46,7 @@ type engineData struct {
 	Totals          Totals            `json:"totals"`
 	Decision        converge.Decision `json:"decision"`
 	Best            *bestRecord       `json:"best,omitempty"` // WithKeepBest's
+	Extensions      []Extension       `json:"extensions,omitempty"`
 }
 
 // recordVersion is the version of engineData that this engine writes.
@@ -272,7 +273,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 	}
 	d := r.data // a shallow copy: the saved-only fields are set on it
 	d.Version = recordVersion
-	d.Settings = r.e.settings
+	d.Settings = r.settings
 	d.Durations = r.durations.values()
 	d.Usage = r.usage()
 	d.History = &r.hist
@@ -298,7 +299,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 		Status:      string(status),
 		Reason:      reason,
 		Time:        time.Now(),
-		Fingerprint: r.e.fingerprint,
+		Fingerprint: r.fingerprint,
 		Engine:      data,
 		State:       state,
 	}

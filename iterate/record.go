@@ -149,6 +149,15 @@ func (e *recordEncoder) encode(d *engineData, durationsPushed int) ([]byte, erro
 		j.key("best")
 		e.best(d.Best)
 	}
+	if len(d.Extensions) > 0 {
+		// Rare and small: encoding/json's own encoding.
+		j.key("extensions")
+		if b, err := json.Marshal(d.Extensions); err != nil {
+			j.err = err
+		} else {
+			j.b = append(j.b, b...)
+		}
+	}
 	j.b = append(j.b, '}')
 	// The record opened with the head's brace; every field above wrote its
 	// own leading comma.

@@ -112,6 +112,9 @@ type Result[S any] struct {
 	Best *Best[S]
 	// Escalation is set when Status is Escalated.
 	Escalation *Escalation
+	// Extensions are the raises of the session's budget in place, oldest
+	// first (see [ExtendBudget]).
+	Extensions []Extension
 	// Err is the error that ended the loop, if any (also returned by Run).
 	Err error
 }
