@@ -74,7 +74,11 @@ func (r Resource) String() string {
 // InputTokens and OutputTokens split Tokens when the caller knows how many
 // were read and how many written (a model's report of a call): they are
 // parts of Tokens and counted in it, never in addition to it, and no limit
-// applies to them on their own.
+// applies to them on their own. CacheReadTokens and CacheWriteTokens are in
+// turn the parts of InputTokens read from and written to the provider's
+// prompt cache (Anthropic's cache_read_input_tokens and
+// cache_creation_input_tokens, OpenAI's cached_tokens), which providers
+// price apart: [Prices] turns a usage into its cost.
 //
 // An amount given to a [Budget] (an estimate, an actual usage, a restored
 // spending) is valid when no field is negative and Cost is finite; see
@@ -89,6 +93,10 @@ type Usage struct {
 	InputTokens int64 `json:"input_tokens,omitempty"`
 	// OutputTokens are the tokens of Tokens that were output (the reply).
 	OutputTokens int64 `json:"output_tokens,omitempty"`
+	// CacheReadTokens and CacheWriteTokens are the tokens of InputTokens
+	// read from and written to a prompt cache.
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
 }
 
 // Add returns u + v. It is plain arithmetic: it does not check for overflow.
@@ -102,6 +110,9 @@ func (u Usage) Add(v Usage) Usage {
 
 		InputTokens:  u.InputTokens + v.InputTokens,
 		OutputTokens: u.OutputTokens + v.OutputTokens,
+
+		CacheReadTokens:  u.CacheReadTokens + v.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
 	}
 }
 
@@ -116,13 +127,16 @@ func (u Usage) Sub(v Usage) Usage {
 
 		InputTokens:  u.InputTokens - v.InputTokens,
 		OutputTokens: u.OutputTokens - v.OutputTokens,
+
+		CacheReadTokens:  u.CacheReadTokens - v.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens - v.CacheWriteTokens,
 	}
 }
 
 // IsZero reports whether u is all zero.
 func (u Usage) IsZero() bool {
 	return u.Iterations == 0 && u.Tokens == 0 && u.Cost == 0 && u.Wall == 0 && u.Calls == 0 &&
-		u.InputTokens == 0 && u.OutputTokens == 0
+		u.InputTokens == 0 && u.OutputTokens == 0 && u.CacheReadTokens == 0 && u.CacheWriteTokens == 0
 }
 
 // Validate returns an error matching [ErrInvalidUsage], naming the field,
@@ -146,6 +160,10 @@ func (u Usage) Validate() error {
 		return invalidUsage("InputTokens", "negative ("+strconv.FormatInt(u.InputTokens, 10)+")")
 	case u.OutputTokens < 0:
 		return invalidUsage("OutputTokens", "negative ("+strconv.FormatInt(u.OutputTokens, 10)+")")
+	case u.CacheReadTokens < 0:
+		return invalidUsage("CacheReadTokens", "negative ("+strconv.FormatInt(u.CacheReadTokens, 10)+")")
+	case u.CacheWriteTokens < 0:
+		return invalidUsage("CacheWriteTokens", "negative ("+strconv.FormatInt(u.CacheWriteTokens, 10)+")")
 	}
 	return nil
 }
@@ -165,6 +183,8 @@ func (u Usage) clamp() Usage {
 	u.Calls = max(u.Calls, 0)
 	u.InputTokens = max(u.InputTokens, 0)
 	u.OutputTokens = max(u.OutputTokens, 0)
+	u.CacheReadTokens = max(u.CacheReadTokens, 0)
+	u.CacheWriteTokens = max(u.CacheWriteTokens, 0)
 	return u
 }
 
@@ -180,6 +200,9 @@ func (u Usage) addSat(v Usage) Usage {
 
 		InputTokens:  satAdd(u.InputTokens, v.InputTokens, math.MaxInt64),
 		OutputTokens: satAdd(u.OutputTokens, v.OutputTokens, math.MaxInt64),
+
+		CacheReadTokens:  satAdd(u.CacheReadTokens, v.CacheReadTokens, math.MaxInt64),
+		CacheWriteTokens: satAdd(u.CacheWriteTokens, v.CacheWriteTokens, math.MaxInt64),
 	}
 }
 

@@ -512,6 +512,14 @@ func (j *jsonBuf) usage(u budget.Usage) {
 		j.key("output_tokens")
 		j.int(u.OutputTokens)
 	}
+	if u.CacheReadTokens != 0 {
+		j.key("cache_read_tokens")
+		j.int(u.CacheReadTokens)
+	}
+	if u.CacheWriteTokens != 0 {
+		j.key("cache_write_tokens")
+		j.int(u.CacheWriteTokens)
+	}
 	j.closeObject(start)
 }
 

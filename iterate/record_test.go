@@ -84,7 +84,7 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 	}
 	usage := func() budget.Usage {
 		return budget.Usage{Iterations: num(), Tokens: int64(num()), Cost: flt(), Wall: time.Duration(num()), Calls: int64(num()),
-			InputTokens: int64(num()), OutputTokens: int64(num())}
+			InputTokens: int64(num()), OutputTokens: int64(num()), CacheReadTokens: int64(num()), CacheWriteTokens: int64(num())}
 	}
 	outcome := func() converge.Attempt {
 		if pick(2) == 0 {

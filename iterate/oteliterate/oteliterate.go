@@ -155,9 +155,13 @@ const (
 	// The OpenTelemetry GenAI conventions' names.
 	keyInputTokens  = attribute.Key("gen_ai.usage.input_tokens")
 	keyOutputTokens = attribute.Key("gen_ai.usage.output_tokens")
-	keyOperation    = attribute.Key("gen_ai.operation.name")
-	keyAgentName    = attribute.Key("gen_ai.agent.name")
-	keyTokenType    = attribute.Key("gen_ai.token.type")
+	// The parts of the input tokens read from and written to a prompt
+	// cache, under the GenAI conventions' names.
+	keyCacheReadTokens  = attribute.Key("gen_ai.usage.cache_read.input_tokens")
+	keyCacheWriteTokens = attribute.Key("gen_ai.usage.cache_creation.input_tokens")
+	keyOperation        = attribute.Key("gen_ai.operation.name")
+	keyAgentName        = attribute.Key("gen_ai.agent.name")
+	keyTokenType        = attribute.Key("gen_ai.token.type")
 )
 
 // run is the state of the run in progress.
@@ -429,6 +433,9 @@ func usageAttrs(u budget.Usage) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{keyTokens.Int64(u.Tokens), keyCost.Float64(u.Cost), keyCalls.Int64(u.Calls)}
 	if u.InputTokens != 0 || u.OutputTokens != 0 {
 		attrs = append(attrs, keyInputTokens.Int64(u.InputTokens), keyOutputTokens.Int64(u.OutputTokens))
+	}
+	if u.CacheReadTokens != 0 || u.CacheWriteTokens != 0 {
+		attrs = append(attrs, keyCacheReadTokens.Int64(u.CacheReadTokens), keyCacheWriteTokens.Int64(u.CacheWriteTokens))
 	}
 	return attrs
 }

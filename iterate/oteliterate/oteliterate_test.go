@@ -749,12 +749,14 @@ func TestOneObserverManyLoops(t *testing.T) {
 	}
 }
 
-// Input and output tokens are recorded as the GenAI conventions name them,
-// on the task's span and in the token counter by type.
+// Input and output tokens, and the input's cached parts, are recorded as
+// the GenAI conventions name them, on the task's span and in the token
+// counter by type.
 func TestInputOutputTokens(t *testing.T) {
 	tel := newTelemetry(t)
 	script := &iteratetest.Script{Steps: []iteratetest.Step{
-		{Assessment: gap.Assessment{Coverage: 0.2}, Usage: budget.Usage{Tokens: 100, InputTokens: 70, OutputTokens: 25}},
+		{Assessment: gap.Assessment{Coverage: 0.2}, Usage: budget.Usage{Tokens: 100, InputTokens: 70, OutputTokens: 25,
+			CacheReadTokens: 40, CacheWriteTokens: 10}},
 		{Assessment: gap.Assessment{Coverage: 0.9, Confidence: 0.9}},
 	}}
 	eng := iterate.New(script, iterate.WithSession("tok"), iterate.WithObserver(tel.observer().Observe))
@@ -768,7 +770,9 @@ func TestInputOutputTokens(t *testing.T) {
 		}
 	}
 	if task == nil || attr(task.Attributes(), "gen_ai.usage.input_tokens").AsInt64() != 70 ||
-		attr(task.Attributes(), "gen_ai.usage.output_tokens").AsInt64() != 25 {
+		attr(task.Attributes(), "gen_ai.usage.output_tokens").AsInt64() != 25 ||
+		attr(task.Attributes(), "gen_ai.usage.cache_read.input_tokens").AsInt64() != 40 ||
+		attr(task.Attributes(), "gen_ai.usage.cache_creation.input_tokens").AsInt64() != 10 {
 		t.Fatalf("task span %v", task)
 	}
 	got := collect(t, tel.reader)["refine.tokens {token}"]
