@@ -14,6 +14,8 @@
 //   - [IterationLimit]: the iteration limit → MaxIterations (partial
 //     convergence) or Escalate.
 //   - [NoProgress]: work remaining unchanged → Stuck.
+//   - [Repeating]: the same actions (Attempt.Actions) repeated without
+//     improvement, the thrashing of agent loops → Stuck.
 //   - [EarlyStopping]: metrics stopped improving (Keras style) → Plateau.
 //   - [Diminishing]: the improvement outlook of [Forecast] → Plateau,
 //     Escalate, ...
@@ -338,12 +340,17 @@ type Attempt struct {
 	// role and main gap, how long it ran, what it spent, why it failed and
 	// the tail of its output (nil for an iteration without tasks).
 	TaskRuns []TaskRun `json:"task_runs,omitempty"`
+	// Actions are what the iteration's tasks did, as fingerprints the host
+	// reported (iterate.Outcome.Actions: a tool call with its arguments, a
+	// command, a file changed), sorted and once each; nil when none was
+	// reported. [Repeating] reads them.
+	Actions []string `json:"actions,omitempty"`
 }
 
 // IsZero reports whether a is the zero Attempt (TaskRuns nil).
 func (a *Attempt) IsZero() bool {
 	return !a.Failed && a.Action == "" && a.Duration == 0 && a.Tasks == 0 && a.FailedTasks == 0 &&
-		a.Tokens == 0 && a.Cost == 0 && a.Calls == 0 && a.TaskRuns == nil
+		a.Tokens == 0 && a.Cost == 0 && a.Calls == 0 && a.TaskRuns == nil && a.Actions == nil
 }
 
 // TaskRun is one task of an iteration as the history keeps it: its role,
@@ -561,7 +568,7 @@ func (r *Record) set(iteration int, a *gap.Assessment, gaps []gap.Gap, o Attempt
 // Unmet, Action and TaskRuns), so that a record that left the window keeps
 // nothing alive.
 func (r *Record) release() {
-	r.Scores, r.Summary, r.Kinds, r.Unmet, r.Action, r.TaskRuns = nil, "", nil, nil, "", nil
+	r.Scores, r.Summary, r.Kinds, r.Unmet, r.Action, r.TaskRuns, r.Actions = nil, "", nil, nil, "", nil, nil
 }
 
 // next appends a slot to the window of w records and returns it; the

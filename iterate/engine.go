@@ -558,7 +558,7 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	r.data.Completed = r.data.Completed.Add(usage)
 	r.hist.Complete(converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
 		Tasks: len(outs), FailedTasks: failedTasks, Tokens: usage.Tokens, Cost: usage.Cost, Calls: usage.Calls,
-		TaskRuns: taskRuns(outs)})
+		TaskRuns: taskRuns(outs), Actions: actionsOf(outs)})
 	if r.cfg.persist&Journal != 0 {
 		r.journal.forget()
 	}
@@ -1099,6 +1099,20 @@ func taskRuns[S any](outs []Outcome[S]) []converge.TaskRun {
 		}
 	}
 	return runs
+}
+
+// actionsOf returns the actions the tasks of outs reported, sorted and
+// once each (nil when none did).
+func actionsOf[S any](outs []Outcome[S]) []string {
+	var all []string
+	for i := range outs {
+		all = append(all, outs[i].Actions...)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	slices.Sort(all)
+	return slices.Compact(all)
 }
 
 // outputKept is how much of a task's output its record keeps: the tail.

@@ -6,6 +6,7 @@ package iterate_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -251,5 +252,37 @@ func TestCheckpointSavedCompleted(t *testing.T) {
 	want := []pair{{1, 0}, {1, 0}, {1, 1}, {2, 1}, {2, 1}, {2, 2}, {2, 2}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("saves (-want +got):\n%s", diff)
+	}
+}
+
+// TestRepeatedActionsStopAsStuck: a Func reporting what it did (Round.Did)
+// under converge.Repeating stops as stuck once it did the same thing three
+// iterations running without improving, naming the actions; the actions
+// are saved and restored with the history. (Mutation caught: the engine
+// dropping Outcome.Actions from the iteration's record: the loop runs to
+// its limit.)
+func TestRepeatedActionsStopAsStuck(t *testing.T) {
+	store := &checkpoint.Memory{}
+	step := func(_ context.Context, s int, r iterate.Round) (int, error) {
+		r.Did("run go test ./...", "edit main.go")
+		return s, nil // changes nothing
+	}
+	policy := iterate.WithConvergence(converge.Any(converge.Repeating{}, converge.IterationLimit{}))
+	res, err := iterate.New(iterate.Func(step), policy, iterate.WithMaxIterations(10), iterate.WithCheckpointer(store)).
+		Run(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "stuck: the same actions for 3 iterations without improvement: edit main.go, run go test ./..."
+	if res.Status != iterate.Stuck || res.Iterations != 3 || res.Reason != want {
+		t.Fatalf("%s after %d iterations (%q), want stuck after 3 (%q)", res.Status, res.Iterations, res.Reason, want)
+	}
+	saved, err := iterate.New(iterate.Func(step), policy, iterate.WithMaxIterations(10), iterate.WithCheckpointer(store)).
+		Resume(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := saved.History.Last().Actions; !slices.Equal(got, []string{"edit main.go", "run go test ./..."}) {
+		t.Errorf("restored actions %q", got)
 	}
 }

@@ -109,6 +109,12 @@ type Outcome[S any] struct {
 	// Duration is how long the task ran (set by the engine; for a task
 	// replayed from the journal, how long it ran before).
 	Duration time.Duration
+	// Actions are what the task did, as fingerprints the host chooses: a
+	// tool call with its arguments, a command, a file changed ("edit
+	// main.go", "run go test ./..."). The iteration's record keeps them
+	// (converge.Attempt.Actions), and [converge.Repeating] stops a loop
+	// that repeats the same actions without improving.
+	Actions []string
 }
 
 // Failed reports whether the task failed.
@@ -272,15 +278,17 @@ type Round struct {
 	// usage, done and output are where Charge, Done and Output report: the
 	// fields of the outcome the engine is filling, or of a pooled
 	// roundReport.
-	usage  *budget.Usage
-	done   *bool
-	output *string
+	usage   *budget.Usage
+	done    *bool
+	output  *string
+	actions *[]string
 }
 
 type roundReport struct {
-	usage  budget.Usage
-	done   bool
-	output string
+	usage   budget.Usage
+	done    bool
+	output  string
+	actions []string
 }
 
 // reports recycles the reports of rounds called through Work, so that a
@@ -300,6 +308,14 @@ func (r Round) Done() {
 func (r Round) Output(s string) {
 	if r.output != nil {
 		*r.output = s
+	}
+}
+
+// Did records what the round did, as fingerprints (see Outcome.Actions):
+// a tool call with its arguments, a command, a file changed. Calls add up.
+func (r Round) Did(actions ...string) {
+	if r.actions != nil {
+		*r.actions = append(*r.actions, actions...)
 	}
 }
 
@@ -369,8 +385,8 @@ func (w *FuncWorker[S]) Assess(ctx context.Context, s S) (gap.Assessment, error)
 func (w *FuncWorker[S]) Work(ctx context.Context, s S, t Task) (Outcome[S], error) {
 	rep := reports.Get().(*roundReport)
 	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: t,
-		usage: &rep.usage, done: &rep.done, output: &rep.output})
-	out := Outcome[S]{Part: next, Usage: rep.usage, Done: rep.done, Output: rep.output}
+		usage: &rep.usage, done: &rep.done, output: &rep.output, actions: &rep.actions})
+	out := Outcome[S]{Part: next, Usage: rep.usage, Done: rep.done, Output: rep.output, Actions: rep.actions}
 	*rep = roundReport{}
 	reports.Put(rep)
 	return out, err
@@ -382,9 +398,9 @@ func (w *FuncWorker[S]) Work(ctx context.Context, s S, t Task) (Outcome[S], erro
 func (w *FuncWorker[S]) workInto(ctx context.Context, s S, t *Task, out *Outcome[S]) error {
 	// Every field but Task, which the engine sets: zeroing the whole
 	// outcome would clear the task twice.
-	out.Usage, out.Done, out.Warnings, out.Err, out.Output, out.Duration = budget.Usage{}, false, nil, nil, "", 0
+	out.Usage, out.Done, out.Warnings, out.Err, out.Output, out.Duration, out.Actions = budget.Usage{}, false, nil, nil, "", 0, nil
 	next, err := w.Do(ctx, s, Round{Iteration: t.Iteration, MaxIterations: t.MaxIterations, Task: *t,
-		usage: &out.Usage, done: &out.Done, output: &out.Output})
+		usage: &out.Usage, done: &out.Done, output: &out.Output, actions: &out.Actions})
 	out.Part = next
 	return err
 }

@@ -52,6 +52,8 @@ type entry struct {
 	// went when it ran.
 	Duration time.Duration `json:"duration,omitempty"`
 	Output   string        `json:"output,omitempty"`
+	// Actions are the outcome's.
+	Actions []string `json:"actions,omitempty"`
 }
 
 // entryFor returns the journaled entry of t, if any.
@@ -95,7 +97,7 @@ func (r *run[S]) replay(t *Task, out *Outcome[S]) bool {
 		r.hostWarn(fmt.Sprintf("journaled task %s unreadable, running it again: %v", t.ID(), err))
 		return false
 	}
-	*out = Outcome[S]{Part: part, Usage: e.Usage, Done: e.Done, Duration: e.Duration, Output: e.Output}
+	*out = Outcome[S]{Part: part, Usage: e.Usage, Done: e.Done, Duration: e.Duration, Output: e.Output, Actions: e.Actions}
 	if e.Err != "" {
 		out.Err = errors.New(e.Err)
 		if e.Permanent {
@@ -121,7 +123,7 @@ func (r *run[S]) record(ctx context.Context, t *Task, out *Outcome[S]) {
 		return
 	}
 	e := entry{Iteration: t.Iteration, Index: t.Index, Role: string(t.Role), Part: part, Usage: out.Usage, Done: out.Done,
-		Duration: out.Duration, Output: outputTail(out.Output)}
+		Duration: out.Duration, Output: outputTail(out.Output), Actions: out.Actions}
 	if out.Err != nil {
 		e.Err, e.Permanent = out.Err.Error(), IsPermanent(out.Err)
 	}

@@ -726,6 +726,10 @@ func (j *jsonBuf) outcome(o *converge.Attempt) {
 		}
 		j.closeArray(start)
 	}
+	if len(o.Actions) > 0 {
+		j.key("actions")
+		j.strs(o.Actions)
+	}
 }
 
 func (j *jsonBuf) gaps(gs []gap.Gap) {
@@ -807,6 +811,10 @@ func (j *jsonBuf) entry(e *entry) {
 	if e.Output != "" {
 		j.key("output")
 		j.str(e.Output)
+	}
+	if len(e.Actions) > 0 {
+		j.key("actions")
+		j.strs(e.Actions)
 	}
 	j.b = append(j.b, '}')
 }

@@ -101,6 +101,7 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 					Duration: time.Duration(num()), Tokens: int64(num()), Err: str(), Output: str()})
 			}
 		}
+		a.Actions = list()
 		return a
 	}
 	e := &testEncoder{}
@@ -123,7 +124,7 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 			d.Decision.Criteria = append(d.Decision.Criteria, converge.Criterion{Name: str(), Value: flt(), Threshold: flt(), Met: pick(2) == 0, Detail: str()})
 			d.Journal = append(d.Journal, entry{Iteration: num(), Index: num(), Role: str(), Key: str(),
 				Part: []byte(str()), Usage: usage(), Done: pick(2) == 0, Err: str(), Permanent: pick(2) == 0,
-				Duration: time.Duration(num()), Output: str()})
+				Duration: time.Duration(num()), Output: str(), Actions: list()})
 		}
 		switch pick(4) {
 		case 0:
