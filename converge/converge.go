@@ -471,16 +471,15 @@ func mix(x uint64) uint64 {
 func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	h.Current = a
 	h.Gaps = gaps
-	pending := h.Pending
-	h.Pending = Attempt{}
 
 	if last := h.Last(); last != nil && last.Iteration == h.Iteration {
 		// Re-assessment of a recorded state: replace, do not count again.
+		h.Pending = Attempt{}
 		if !slices.Equal(a.WorkRemaining, h.WorkRemaining) {
 			h.Unchanged = 0
 			h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
 		}
-		last.set(h.Iteration, &a, gaps, last.Attempt)
+		last.set(h.Iteration, &a, gaps, &last.Attempt) // kept
 		if a.Score > h.BestScore || h.BestScore != h.BestScore { // a NaN is never the best
 			h.BestScore, h.BestIteration = a.Score, h.Iteration
 		}
@@ -504,10 +503,11 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	}
 	r := h.next(w)
 	r.Kinds = h.spareKinds // for set to fill
-	r.set(h.Iteration, &a, gaps, pending)
+	r.set(h.Iteration, &a, gaps, &h.Pending)
 	if r.Kinds != nil {
 		h.spareKinds = nil
 	}
+	h.Pending = Attempt{}
 }
 
 // countKinds counts gaps by kind into m, cleared (or a new map if m is
@@ -528,11 +528,12 @@ func countKinds(m map[gap.Kind]int, gaps []gap.Gap) map[gap.Kind]int {
 }
 
 // set makes r the record of the assessment a of the state after iteration
-// completed iterations, its gaps, and the attempt o that produced it. It
+// completed iterations, its gaps, and the attempt *o that produced it. It
 // assigns every field of r in place: r may be a reused slot of the window,
 // and a Record built aside and then copied in would cost a second copy of
-// it (with write barriers) on every observation.
-func (r *Record) set(iteration int, a *gap.Assessment, gaps []gap.Gap, o Attempt) {
+// it (with write barriers) on every observation. (o is a pointer for the
+// same reason: an Attempt is 96 bytes.)
+func (r *Record) set(iteration int, a *gap.Assessment, gaps []gap.Gap, o *Attempt) {
 	r.Iteration = iteration
 	r.Coverage = a.CoverageRatio()
 	r.Confidence = a.AverageConfidence()
@@ -561,7 +562,7 @@ func (r *Record) set(iteration int, a *gap.Assessment, gaps []gap.Gap, o Attempt
 		r.Summary = summarize(&gaps[0])
 	}
 	r.Verdict, r.Unmet = Continue, nil // the engine records its decision
-	r.Attempt = o
+	r.Attempt = *o
 }
 
 // release drops the references r holds (its Scores, Summary, Kinds,

@@ -179,7 +179,7 @@ func TestRecordRelease(t *testing.T) {
 func TestRecordSetOverwritesEveryField(t *testing.T) {
 	var r Record
 	fillAll(t, reflect.ValueOf(&r).Elem())
-	r.set(3, &gap.Assessment{}, nil, Attempt{})
+	r.set(3, &gap.Assessment{}, nil, &Attempt{})
 	if diff := cmp.Diff(Record{Iteration: 3}, r); diff != "" {
 		t.Errorf("set left fields of the slot (-want +got):\n%s", diff)
 	}

@@ -148,6 +148,7 @@ type run[S any] struct {
 	saver      *saver    // from the first save on
 	clock      iterClock // times the iterations
 	inflight   inflight  // the iteration whose tasks are running
+	runSlab    runSlab   // the task runs of the records
 	// handoff is set when the loop runs on a goroutine of its own, under a
 	// context that can end (see drive).
 	handoff *handoff
@@ -558,7 +559,7 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	r.data.Completed = r.data.Completed.Add(usage)
 	r.hist.Complete(converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
 		Tasks: len(outs), FailedTasks: failedTasks, Tokens: usage.Tokens, Cost: usage.Cost, Calls: usage.Calls,
-		TaskRuns: taskRuns(outs), Actions: actionsOf(outs)})
+		TaskRuns: taskRuns(&r.runSlab, outs), Actions: actionsOf(outs)})
 	if r.cfg.persist&Journal != 0 {
 		r.journal.forget()
 	}
@@ -1080,21 +1081,27 @@ func (r *run[S]) hostPanicked() error {
 func stack() []byte { return debug.Stack() }
 
 // taskRuns describes each task of outs, as the iteration's record keeps
-// it (nil without tasks).
-func taskRuns[S any](outs []Outcome[S]) []converge.TaskRun {
+// it (nil without tasks), in a slice carved from slab.
+func taskRuns[S any](slab *runSlab, outs []Outcome[S]) []converge.TaskRun {
 	if len(outs) == 0 {
 		return nil
 	}
-	runs := make([]converge.TaskRun, len(outs))
+	runs := slab.carve(len(outs))
 	for i := range outs {
-		o := &outs[i]
-		g := o.Task.Gap()
-		runs[i] = converge.TaskRun{Role: string(o.Task.Role), Kind: g.Kind, Target: g.Target, Duration: o.Duration,
-			Tokens: o.Usage.Tokens, Output: outputTail(o.Output)}
+		o, t := &outs[i], &runs[i] // t is zero: set what is not
+		t.Role = string(o.Task.Role)
+		if len(o.Task.Gaps) > 0 {
+			g := &o.Task.Gaps[0]
+			t.Kind, t.Target = g.Kind, g.Target
+		}
+		t.Duration, t.Tokens = o.Duration, o.Usage.Tokens
+		if o.Output != "" {
+			t.Output = outputTail(o.Output)
+		}
 		if o.Err != nil {
-			runs[i].Err = o.Err.Error()
-			if runs[i].Err == "" {
-				runs[i].Err = "failed (an error without a message)"
+			t.Err = o.Err.Error()
+			if t.Err == "" {
+				t.Err = "failed (an error without a message)"
 			}
 		}
 	}

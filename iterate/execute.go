@@ -135,7 +135,7 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 		tctx, cancel = context.WithTimeout(ctx, t.Timeout)
 		defer cancel()
 	}
-	start := time.Now()
+	start := r.clock.now() // for out.Duration: one reading of the monotonic clock
 	if r.observing {
 		r.emit(TaskStarted{it: r.at(t.Iteration), Task: *t})
 	}
