@@ -479,7 +479,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 			h.Unchanged = 0
 			h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
 		}
-		last.set(h.Iteration, &a, gaps, &last.Attempt) // kept
+		last.set(h.Iteration, &a, gaps, &last.Attempt)           // kept
 		if a.Score > h.BestScore || h.BestScore != h.BestScore { // a NaN is never the best
 			h.BestScore, h.BestIteration = a.Score, h.Iteration
 		}
