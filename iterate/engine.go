@@ -201,6 +201,7 @@ func (e *engine[S]) Run(ctx context.Context, initial S) (*Result[S], error) {
 	defer release()
 	r.state = initial
 	r.data.StartedAt = time.Now()
+	r.data.StateVersion = e.cfg.stateVersion
 	if res, err := r.followLatest(ctx, initial); res != nil || err != nil {
 		return res, err
 	}
@@ -271,7 +272,7 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 		return nil, fmt.Errorf("iterate: resume session %q: %w", e.cfg.session, err)
 	}
 	r.recovered(c)
-	if err := r.restore(c); err != nil {
+	if err := r.restore(ctx, c); err != nil {
 		return nil, err
 	}
 	extended, err := r.checkSettings(r.data.Settings, c.Fingerprint, &rc)
@@ -330,7 +331,7 @@ func (e *engine[S]) resumeNotStarted(ctx context.Context) (*Result[S], error) {
 	loadCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.grace)
 	defer cancel()
 	c, err := storeLoad(loadCtx, e.cfg.checkpointer, e.cfg.session)
-	if err != nil || r.restore(c) != nil {
+	if err != nil || r.restore(loadCtx, c) != nil {
 		return notStarted(zero, ctx)
 	}
 	ie := &InterruptedError{Iteration: r.hist.Iteration, Cause: context.Cause(ctx), BeforeStart: true}

@@ -128,7 +128,7 @@ func (r *run[S]) fork(ctx context.Context, rc *resumeConfig) (*Result[S], error)
 		}
 		return nil, fmt.Errorf("iterate: fork of session %q generation %d: %w", f.session, f.generation, err)
 	}
-	if err := r.restore(src); err != nil {
+	if err := r.restore(ctx, src); err != nil {
 		return nil, err
 	}
 	// The fork is a session of its own: its generations follow its own,

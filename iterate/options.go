@@ -148,6 +148,9 @@ type config struct {
 	codecSet         bool // by WithCodec
 	persist          Persist
 	fingerprintExtra string
+	// stateVersion and migrations are WithStateVersion's.
+	stateVersion int
+	migrations   map[int]Migration
 	window           int
 	keepBest         *keepBest // WithKeepBest; nil when off
 

@@ -47,6 +47,9 @@ type engineData struct {
 	Decision        converge.Decision `json:"decision"`
 	Best            *bestRecord       `json:"best,omitempty"` // WithKeepBest's
 	Extensions      []Extension       `json:"extensions,omitempty"`
+	// StateVersion is the version of the state type S the checkpoint's
+	// states are encoded under (see WithStateVersion).
+	StateVersion int `json:"state_version,omitempty"`
 }
 
 // recordVersion is the version of engineData that this engine writes.
@@ -108,16 +111,11 @@ func (r *run[S]) recovered(c *checkpoint.Checkpoint) {
 	r.emit(Recovered{it: r.at(0), Generation: c.Generation, Skipped: slices.Clone(c.Skipped)})
 }
 
-func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
+func (r *run[S]) restore(ctx context.Context, c *checkpoint.Checkpoint) error {
 	corrupt := func(what string, err error) error {
 		return fmt.Errorf("iterate: resume session %q: decoding %s: %w", r.cfg.session, what,
 			&checkpoint.CorruptError{Generation: c.Generation, Err: err})
 	}
-	var s S
-	if err := unmarshal(r.cfg.codec, c.State, &s); err != nil {
-		return corrupt("state", err)
-	}
-	r.state = s
 	if err := json.Unmarshal(c.Engine, &r.data); err != nil {
 		return corrupt("engine record", err)
 	}
@@ -125,6 +123,23 @@ func (r *run[S]) restore(c *checkpoint.Checkpoint) error {
 		return fmt.Errorf("iterate: resume session %q: engine record version %d, this engine reads version %d: %w",
 			r.cfg.session, r.data.Version, recordVersion, checkpoint.ErrVersion)
 	}
+	state := c.State
+	if saved := r.data.StateVersion; saved != r.cfg.stateVersion {
+		// The checkpoint's bytes are not touched: migrated copies.
+		var err error
+		if state, err = r.migrate(ctx, saved, state); err != nil {
+			return err
+		}
+		if err := r.migrateRecord(ctx, saved); err != nil {
+			return err
+		}
+	}
+	r.data.StateVersion = r.cfg.stateVersion // what the run's saves write
+	var s S
+	if err := unmarshal(r.cfg.codec, state, &s); err != nil {
+		return corrupt("state", err)
+	}
+	r.state = s
 	if r.data.History != nil {
 		r.hist = *r.data.History
 	}

@@ -158,6 +158,10 @@ func (e *recordEncoder) encode(d *engineData, durationsPushed int) ([]byte, erro
 			j.b = append(j.b, b...)
 		}
 	}
+	if d.StateVersion != 0 {
+		j.key("state_version")
+		j.int(int64(d.StateVersion))
+	}
 	j.b = append(j.b, '}')
 	// The record opened with the head's brace; every field above wrote its
 	// own leading comma.

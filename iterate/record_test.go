@@ -108,7 +108,7 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 	var prevBest *bestRecord
 	for i := range 3000 {
 		d := engineData{Version: recordVersion, StartedAt: times[pick(len(times))], LastIterationAt: times[pick(len(times))],
-			Elapsed: time.Duration(num()), Usage: usage(), Gaps: gaps(), Complete: pick(2) == 0, AnsweredAt: num(),
+			Elapsed: time.Duration(num()), Usage: usage(), Gaps: gaps(), Complete: pick(2) == 0, AnsweredAt: num(), StateVersion: num(),
 			Answer: str(), Unresolved: gaps(), Totals: Totals{num(), num(), num(), time.Duration(num())},
 			Decision: converge.Decision{Verdict: converge.Verdict(pick(8)), Reason: str()}}
 		if pick(2) == 0 {
