@@ -151,8 +151,8 @@ type config struct {
 	// stateVersion and migrations are WithStateVersion's.
 	stateVersion int
 	migrations   map[int]Migration
-	window           int
-	keepBest         *keepBest // WithKeepBest; nil when off
+	window       int
+	keepBest     *keepBest // WithKeepBest; nil when off
 
 	errs []error
 }
