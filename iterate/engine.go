@@ -499,10 +499,11 @@ type inflight struct {
 func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Outcome[S]) error {
 	n, plan, reservation := fl.n, fl.plan, fl.reservation
 	var usage budget.Usage
-	failedTasks := 0
+	failedTasks, actions := 0, 0
 	var taskErr error
 	for i := range outs {
 		usage = usage.Add(outs[i].Usage)
+		actions += len(outs[i].Actions)
 		for _, w := range outs[i].Warnings {
 			r.warn(n, w)
 		}
@@ -558,9 +559,13 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	usage.Wall += dur
 	r.settle(reservation, usage)
 	r.data.Completed = r.data.Completed.Add(usage)
-	r.hist.Complete(converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
+	attempt := converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
 		Tasks: len(outs), FailedTasks: failedTasks, Tokens: usage.Tokens, Cost: usage.Cost, Calls: usage.Calls,
-		TaskRuns: taskRuns(&r.runSlab, outs), Actions: actionsOf(outs)})
+		TaskRuns: taskRuns(&r.runSlab, outs)}
+	if actions > 0 {
+		attempt.Actions = actionsOf(outs)
+	}
+	r.hist.Complete(attempt)
 	if r.cfg.persist&Journal != 0 {
 		r.journal.forget()
 	}
