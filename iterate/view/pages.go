@@ -176,6 +176,7 @@ type sessionPage struct {
 	AnswerLink            string
 	BestIteration         int
 	HasBest               bool
+	BestBy                string // the keep-best scorer, as the settings name it
 	TotalTasks, TotalFail int
 	Err                   string // why the engine record does not read
 	Forks                 []fork
@@ -294,8 +295,15 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	if len(recs) > 0 {
 		p.Dropped = recs[0].Iteration
 	}
-	if rep.History.BestIteration > 0 || rep.History.BestScore != 0 {
-		p.BestIteration, p.HasBest = rep.History.BestIteration, true
+	// The best iteration is the engine's kept best (Result.Best), by the
+	// loop's own scorer; a loop without WithKeepBest has none.
+	if b := bestOf(c); b != nil {
+		p.BestIteration, p.HasBest = b.Iteration, true
+		for _, s := range rep.Settings {
+			if s[0] == "keep best" {
+				p.BestBy = s[1]
+			}
+		}
 	}
 	lim := rep.Limits
 	for i := range recs {

@@ -64,7 +64,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <tr><th>Iterations</th><td>{{.P.C.Iteration}} ({{.P.TotalTasks}} tasks, {{.P.TotalFail}} failed)</td></tr>
 <tr><th>Generation</th><td>{{.P.C.Generation}}, saved {{.P.Saved}}{{if .P.C.Skipped}} <span class="err">(newer generations damaged and skipped: {{range $i, $g := .P.C.Skipped}}{{if $i}}, {{end}}{{$g}}{{end}})</span>{{end}}</td></tr>
 <tr><th>Started</th><td>{{.P.Started}}; last iteration ended {{.P.Last}}; {{.P.Elapsed}} in iterations</td></tr>
-{{- if .P.HasBest}}<tr><th>Best iteration</th><td>{{.P.BestIteration}}{{if .P.C.BestGeneration}} (state kept in generation {{.P.C.BestGeneration}}){{end}}</td></tr>{{end}}
+{{- if .P.HasBest}}<tr><th>Best iteration</th><td id="best">{{.P.BestIteration}}{{with .P.BestBy}} <span class="muted">(by {{.}})</span>{{end}}{{if .P.C.BestGeneration}} (state kept in generation {{.P.C.BestGeneration}}){{end}}</td></tr>{{end}}
 {{- if .P.OriginLink}}<tr><th>Forked from</th><td><a href="{{.P.OriginLink}}">{{.P.C.Origin.Session}}</a> at generation {{.P.C.Origin.Generation}}</td></tr>{{end}}
 {{- if .P.Forks}}<tr><th>Forks</th><td id="forks">{{range $i, $f := .P.Forks}}{{if $i}}, {{end}}<a href="{{$f.Link}}">{{$f.Name}}</a> (from generation {{$f.Generation}}){{end}}</td></tr>{{end}}
 <tr><th>Decision</th><td>{{.P.Verdict}}{{with .P.Reason}}: {{.}}{{end}}
