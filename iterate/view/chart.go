@@ -168,8 +168,21 @@ func (c *chart) series() string {
 	return b.String()
 }
 
-// charts builds the charts of r's history.
-func charts(ms []Metric, r *iterate.Report) []chart {
+// attemptMetric reports whether the measure named name is one of an
+// iteration's attempt (what it spent and did), which an iteration not yet
+// assessed has, rather than of the assessment of its state.
+func attemptMetric(name string) bool {
+	switch name {
+	case "tasks", "failed tasks", "tokens", "cost", "calls", "duration":
+		return true
+	}
+	return false
+}
+
+// charts builds the charts of r's history; pending, when not nil, is the
+// iteration completed since the last assessment, charted by the measures
+// of its attempt.
+func charts(ms []Metric, r *iterate.Report, pending *converge.Record) []chart {
 	recs := r.History.Recent
 	if ms == nil {
 		ms = defaultMetrics(recs)
@@ -183,6 +196,11 @@ func charts(ms []Metric, r *iterate.Report) []chart {
 		for i := range recs {
 			if v, ok := valueOf(&recs[i], m.Name); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
 				c.Points = append(c.Points, point{recs[i].Iteration, v})
+			}
+		}
+		if pending != nil && attemptMetric(m.Name) {
+			if v, ok := valueOf(pending, m.Name); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				c.Points = append(c.Points, point{pending.Iteration, v})
 			}
 		}
 		if m.Threshold != nil {

@@ -71,3 +71,84 @@ func TestBestIsKeepBest(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+// midRun returns a store holding, as session "mid", the checkpoint a toy
+// loop saved after its iteration it (status running), and that
+// checkpoint's report.
+func midRun(t *testing.T, it int) (*checkpoint.Memory, *checkpoint.Checkpoint, *iterate.Report) {
+	t.Helper()
+	ctx := context.Background()
+	all := &checkpoint.Memory{KeepAll: true}
+	runToy(t, all, "s", iterate.WithMaxIterations(12))
+	gens, err := all.Generations(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range gens {
+		if g.Iteration != it || g.Status != string(iterate.Running) {
+			continue
+		}
+		c, err := all.LoadGeneration(ctx, "s", g.Generation)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := new(checkpoint.Memory)
+		x := c.Clone()
+		x.Session, x.Generation, x.Token = "mid", 0, 0
+		if err := m.Save(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+		x, _ = m.Load(ctx, "mid")
+		r, err := iterate.Inspect(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m, x, r
+	}
+	t.Fatalf("no running generation at iteration %d", it)
+	return nil, nil, nil
+}
+
+// TestRunningNotBehind: the timeline and the charts of a running session
+// end at the iteration its checkpoint (and /live) names, the iteration just
+// completed shown from the history's Pending. Mutation caught: the timeline
+// built from History.Recent alone, which ends one iteration before.
+func TestRunningNotBehind(t *testing.T) {
+	m, c, r := midRun(t, 6)
+	if r.History.Pending.IsZero() || r.History.Recent[len(r.History.Recent)-1].Iteration != c.Iteration-1 {
+		t.Fatalf("premise: the checkpoint of iteration %d holds it as Pending", c.Iteration)
+	}
+	h := newHandler(t, m, Metrics(Metric{Name: "tokens"}, Metric{Name: "tests passing"}))
+	_, js := get(t, h, "/session/mid/live")
+	if want := fmt.Sprintf(`"iteration":%d`, c.Iteration); !regexp.MustCompile(want).MatchString(js) {
+		t.Fatalf("live: %s, want %s", js, want)
+	}
+	_, body := get(t, h, "/session/mid")
+	rows := regexp.MustCompile(`<tr data-iteration="(\d+)"`).FindAllStringSubmatch(body, -1)
+	if len(rows) == 0 || rows[len(rows)-1][1] != strconv.Itoa(c.Iteration) {
+		t.Fatalf("the timeline ends at %v, want iteration %d", rows[len(rows)-1:], c.Iteration)
+	}
+	last := body[regexp.MustCompile(`<tr data-iteration="`+strconv.Itoa(c.Iteration)+`"`).FindStringIndex(body)[0]:]
+	if !regexp.MustCompile(`not yet assessed`).MatchString(last) ||
+		!regexp.MustCompile(`>`+strconv.FormatInt(r.History.Pending.Tokens, 10)+`[ <]`).MatchString(last) {
+		t.Errorf("the pending iteration's row lacks its tokens %d or its state", r.History.Pending.Tokens)
+	}
+	_, series := chartsOfBody(body)
+	if s := series["tokens"]; !regexp.MustCompile(fmt.Sprintf(` %d:%d$`, c.Iteration, r.History.Pending.Tokens)).MatchString(s) {
+		t.Errorf("the tokens chart %q does not end at iteration %d with %d", s, c.Iteration, r.History.Pending.Tokens)
+	}
+	if s := series["tests passing"]; regexp.MustCompile(fmt.Sprintf(` %d:`, c.Iteration)).MatchString(s) {
+		t.Errorf("the chart of an assessment's metric %q has a value for the unassessed iteration", s)
+	}
+}
+
+// chartsOfBody returns each chart's data-series by metric.
+func chartsOfBody(body string) ([]string, map[string]string) {
+	var names []string
+	out := map[string]string{}
+	for _, x := range regexp.MustCompile(`data-metric="([^"]*)" data-series="([^"]*)"`).FindAllStringSubmatch(body, -1) {
+		names = append(names, x[1])
+		out[x[1]] = x[2]
+	}
+	return names, out
+}

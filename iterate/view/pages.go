@@ -136,6 +136,9 @@ type iterRow struct {
 	// not "continue"; Unmet, the criteria it found unmet.
 	Verdict string
 	Unmet   []string
+	// Pending is set for an iteration completed but not yet assessed
+	// (the history's Pending): it has no gaps nor decision yet.
+	Pending bool
 }
 
 // taskRow is one task of an iteration.
@@ -305,14 +308,27 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	// A checkpoint saved between iterations holds the iteration just
+	// completed as the history's Pending, not yet assessed: it is shown,
+	// so the timeline ends where /live and the summary say the session is.
+	var pending *converge.Record
+	if pa := rep.History.Pending; !pa.IsZero() && (len(recs) == 0 || recs[len(recs)-1].Iteration < c.Iteration) {
+		pending = &converge.Record{Iteration: c.Iteration, Attempt: pa}
+	}
+	rows := recs
+	if pending != nil {
+		rows = append(slices.Clip(recs), *pending)
+	}
 	lim := rep.Limits
-	for i := range recs {
-		rec := &recs[i]
+	for i := range rows {
+		rec := &rows[i]
 		ir := iterRow{Iteration: rec.Iteration, Action: rec.Action, Failed: rec.Failed, Gaps: rec.Gaps,
 			Kinds: kinds(rec.Kinds), P1: rec.Priorities[0], P2: rec.Priorities[1], P3: rec.Priorities[2],
 			Tokens: rec.Tokens, Calls: rec.Calls, Tasks: rec.Tasks, FailedTask: rec.FailedTasks,
 			Runs: taskRows(rec.TaskRuns), Summary: rec.Summary, Best: p.HasBest && rec.Iteration == p.BestIteration}
-		if rec.Verdict != converge.Continue {
+		if pending != nil && i == len(rows)-1 {
+			ir.Pending = true
+		} else if rec.Verdict != converge.Continue {
 			ir.Verdict = rec.Verdict.String()
 		}
 		for _, u := range rec.Unmet {
@@ -332,7 +348,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		p.Iterations = append(p.Iterations, ir)
 	}
 	p.Budget = budgetRows(c, rep)
-	p.Charts = charts(h.metrics, rep)
+	p.Charts = charts(h.metrics, rep, pending)
 	p.Settings = settings(rep.Settings)
 	if g, ok := h.store.(Generationer); ok {
 		gens, err := g.Generations(ctx, name)

@@ -99,10 +99,10 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- range .P.Iterations}}
 <tr data-iteration="{{.Iteration}}"{{if .Best}} class="best" title="best iteration"{{end}}><td class="n">{{.Iteration}}{{if .Best}} ★{{end}}</td>
 <td>{{if eq .Iteration 0}}<span class="muted">initial state</span>{{else}}{{.Action}}{{if .Failed}} <span class="err">failed</span>{{end}}{{end}}</td>
-<td class="n">{{.Gaps}}</td><td>{{.Kinds}}</td><td class="n">{{.P1}}/{{.P2}}/{{.P3}}</td>
+{{if .Pending}}<td colspan="3" class="muted pending">not yet assessed</td>{{else}}<td class="n">{{.Gaps}}</td><td>{{.Kinds}}</td><td class="n">{{.P1}}/{{.P2}}/{{.P3}}</td>{{end}}
 <td class="n">{{if .Tokens}}{{.Tokens}}{{end}}{{if .TokenShare}} <span class="bar" style="width:{{.TokenWidth}}px"></span> <span class="muted">{{.TokenShare}} of the limit</span>{{end}}</td>
 <td class="n">{{.Cost}}</td><td class="n">{{if .Calls}}{{.Calls}}{{end}}</td><td class="n">{{.Duration}}</td>
-<td class="decision">{{if .Verdict}}<b>{{.Verdict}}</b>{{else}}<span class="muted">continue</span>{{end}}{{if .Unmet}}<div class="muted">unmet: {{range $i, $u := .Unmet}}{{if $i}}; {{end}}{{$u}}{{end}}</div>{{end}}</td>
+<td class="decision">{{if .Pending}}<span class="muted">pending</span>{{else if .Verdict}}<b>{{.Verdict}}</b>{{else}}<span class="muted">continue</span>{{end}}{{if .Unmet}}<div class="muted">unmet: {{range $i, $u := .Unmet}}{{if $i}}; {{end}}{{$u}}{{end}}</div>{{end}}</td>
 <td class="tasks">{{if .Iteration}}{{.Tasks}} ({{.FailedTask}}){{end}}
 {{- range .Runs}}<div class="task{{if .Err}} err{{end}}" data-role="{{.Role}}">{{if .Role}}{{.Role}}{{else}}task{{end}}{{with .Gap}} <span class="muted">[{{.}}]</span>{{end}}: {{if .Err}}failed: {{.Err}}{{else}}ok{{end}}{{with .Duration}} · {{.}}{{end}}{{with .Tokens}} · {{.}} tokens{{end}}
 {{- with .Output}}<details><summary>output</summary><pre class="output">{{.}}</pre></details>{{end}}</div>{{end}}</td>
