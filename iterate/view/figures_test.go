@@ -128,7 +128,7 @@ func TestRunningNotBehind(t *testing.T) {
 	if len(rows) == 0 || rows[len(rows)-1][1] != strconv.Itoa(c.Iteration) {
 		t.Fatalf("the timeline ends at %v, want iteration %d", rows[len(rows)-1:], c.Iteration)
 	}
-	last := body[regexp.MustCompile(`<tr data-iteration="`+strconv.Itoa(c.Iteration)+`"`).FindStringIndex(body)[0]:]
+	last := body[regexp.MustCompile(`<tr data-iteration="` + strconv.Itoa(c.Iteration) + `"`).FindStringIndex(body)[0]:]
 	if !regexp.MustCompile(`not yet assessed`).MatchString(last) ||
 		!regexp.MustCompile(`>`+strconv.FormatInt(r.History.Pending.Tokens, 10)+`[ <]`).MatchString(last) {
 		t.Errorf("the pending iteration's row lacks its tokens %d or its state", r.History.Pending.Tokens)
