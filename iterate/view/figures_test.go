@@ -2,9 +2,14 @@ package view
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/refine-go/refine/checkpoint"
@@ -151,4 +156,79 @@ func chartsOfBody(body string) ([]string, map[string]string) {
 		out[x[1]] = x[2]
 	}
 	return names, out
+}
+
+// damageNewest runs the toy loop as session "s" in a directory and damages
+// its newest generation with damage; it returns the directory and that
+// generation.
+func damageNewest(t *testing.T, damage func([]byte) []byte) (*checkpoint.Dir, uint64) {
+	t.Helper()
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	runToy(t, d, "s", iterate.WithMaxIterations(12))
+	gens, err := d.Generations(context.Background(), "s")
+	if err != nil || len(gens) < 2 {
+		t.Fatalf("%d generations, %v", len(gens), err)
+	}
+	newest := gens[len(gens)-1].Generation
+	path := filepath.Join(dir, fmt.Sprintf("s.%020d.ckpt", newest))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, damage(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return d, newest
+}
+
+var dataGeneration = regexp.MustCompile(`<body data-generation="(\d+)"`)
+
+// TestDamagedNewestNoReloadLoop: the generation a page follows is the one
+// /live tells, so a damaged newest generation (listed, not loadable) does
+// not reload the page at every poll. Mutation caught: data-generation set
+// to the generation shown (the newest readable), which never equals /live.
+func TestDamagedNewestNoReloadLoop(t *testing.T) {
+	d, newest := damageNewest(t, func(b []byte) []byte { b[len(b)-3] ^= 0xff; return b })
+	h := newHandler(t, ReadOnly(d))
+	_, body := get(t, h, "/session/s")
+	m := dataGeneration.FindStringSubmatch(body)
+	_, js := get(t, h, "/session/s/live")
+	var live Live
+	if err := json.Unmarshal([]byte(js), &live); err != nil {
+		t.Fatal(err)
+	}
+	if m == nil || m[1] != strconv.FormatUint(live.Generation, 10) {
+		t.Errorf("the page follows generation %v, /live tells %d: the page would reload at every poll", m, live.Generation)
+	}
+	if !strings.Contains(body, `id="damaged"`) || !strings.Contains(body, fmt.Sprintf("generation %d of this session does not read", newest)) {
+		t.Error("the page does not warn of the damaged generation")
+	}
+}
+
+// TestTruncatedNewestWarned: a truncated newest generation (its envelope
+// does not read, so Generations does not list it) is named on the page and
+// in the list, as inspect names it. Mutations caught: ReadOnly's Load
+// going by Generations alone (no warning on the page), the list ignoring
+// Sessions' Skipped.
+func TestTruncatedNewestWarned(t *testing.T) {
+	d, newest := damageNewest(t, func(b []byte) []byte { return b[:len(b)/2] })
+	c, err := ReadOnly(d).Load(context.Background(), "s")
+	if err != nil || !slices.Equal(c.Skipped, []uint64{newest}) {
+		t.Fatalf("ReadOnly's Load: skipped %v, %v; want [%d]", c.Skipped, err, newest)
+	}
+	h := newHandler(t, ReadOnly(d))
+	_, body := get(t, h, "/session/s")
+	if !strings.Contains(body, fmt.Sprintf("generation %d of this session does not read; this page shows generation %d", newest, c.Generation)) {
+		t.Error("the page does not warn of the truncated generation")
+	}
+	m := dataGeneration.FindStringSubmatch(body)
+	_, js := get(t, h, "/session/s/live")
+	if m == nil || !strings.Contains(js, `"generation":`+m[1]+",") {
+		t.Errorf("the page follows generation %v, /live: %s", m, js)
+	}
+	_, list := get(t, h, "/")
+	if !strings.Contains(list, fmt.Sprintf("damaged: generation %d does not read; shown: %d", newest, c.Generation)) {
+		t.Error("the list does not warn of the truncated generation")
+	}
 }

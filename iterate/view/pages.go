@@ -31,6 +31,7 @@ type row struct {
 	OriginLink string
 	Forks      []string
 	Err        string
+	Skipped    []uint64 // damaged newer generations
 }
 
 // listPage is the listing's data.
@@ -65,6 +66,8 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 			Question: c.Question, Iteration: c.Iteration, Generation: c.Generation, Extra: extras[c.Session]}
 		if err != nil {
 			rw.Err = err.Error()
+		} else {
+			rw.Skipped = c.Skipped
 		}
 		if !c.Time.IsZero() {
 			rw.Saved = c.Time.UTC().Format(time.RFC3339)
@@ -180,6 +183,9 @@ type sessionPage struct {
 	BestIteration         int
 	HasBest               bool
 	BestBy                string // the keep-best scorer, as the settings name it
+	// LiveGeneration is the generation /live tells now: the page reloads
+	// when it changes.
+	LiveGeneration uint64
 	TotalTasks, TotalFail int
 	Err                   string // why the engine record does not read
 	Forks                 []fork
@@ -263,7 +269,22 @@ type setting struct {
 func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	name := r.PathValue("name")
-	c, err := h.store.Load(ctx, name)
+	// The generations are listed before the newest is loaded, and the page
+	// follows the newest listed, as /live tells it: a generation saved
+	// meanwhile reloads the page, and one that is damaged does not.
+	var gens []*checkpoint.Checkpoint
+	var gensErr error
+	gener, listsGens := h.store.(Generationer)
+	if listsGens {
+		gens, gensErr = gener.Generations(ctx, name)
+	}
+	var c *checkpoint.Checkpoint
+	var err error
+	if ro, ok := h.store.(readOnly); ok && gensErr == nil {
+		c, err = ro.loadListed(ctx, name, gens)
+	} else {
+		c, err = h.store.Load(ctx, name)
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -350,12 +371,11 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	p.Budget = budgetRows(c, rep)
 	p.Charts = charts(h.metrics, rep, pending)
 	p.Settings = settings(rep.Settings)
-	if g, ok := h.store.(Generationer); ok {
-		gens, err := g.Generations(ctx, name)
-		if err != nil {
-			p.GenerationsErr = err.Error()
-		}
-		p.Generations = gens
+	p.Generations, p.LiveGeneration = gens, c.Generation
+	if gensErr != nil {
+		p.GenerationsErr = gensErr.Error()
+	} else if listsGens && len(gens) > 0 {
+		p.LiveGeneration = gens[len(gens)-1].Generation
 	}
 	for o, err := range h.store.Sessions(ctx) {
 		if err == nil && o != nil && o.Origin.Session == name {

@@ -39,7 +39,7 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 <tbody>
 {{- range .P.Rows}}
 <tr data-session="{{.Name}}"><td><a href="{{.Link}}">{{.Name}}</a>{{if .Err}}<div class="err">{{.Err}}</div>{{end}}</td>
-<td><span class="status s-{{.Status}}">{{.Status}}</span>{{if .Answered}} <span class="muted">answered, {{if .Holder}}resumed by {{.Holder}}{{else}}waiting for a worker{{end}}</span>{{end}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
+<td><span class="status s-{{.Status}}">{{.Status}}</span>{{if .Skipped}} <span class="err damaged">damaged: generation {{range $i, $g := .Skipped}}{{if $i}}, {{end}}{{$g}}{{end}} does not read; shown: {{.Generation}}</span>{{end}}{{if .Answered}} <span class="muted">answered, {{if .Holder}}resumed by {{.Holder}}{{else}}waiting for a worker{{end}}</span>{{end}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
 <td class="n">{{.Iteration}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Extras}}<td>{{.Kind}}</td><td>{{.Holder}}</td>{{end}}
 <td>{{if .Question}}<div class="q">{{.Question}}</div>{{end}}</td>
 <td>{{if .Origin}}forked from <a href="{{.OriginLink}}">{{.Origin.Session}}</a> at generation {{.Origin.Generation}}{{end}}
@@ -53,10 +53,11 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 
 var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.P.C.Session}} · {{.P.Title}}</title>` + style + `</head>
-<body data-generation="{{.P.C.Generation}}" data-poll="{{.P.Poll}}">
+<body data-generation="{{.P.LiveGeneration}}" data-poll="{{.P.Poll}}">
 <p><a href="../">← all sessions</a></p>
 <h1>{{.P.C.Session}}</h1>
 {{- if .P.Err}}<p class="err">{{.P.Err}}</p>{{end}}
+{{- if .P.C.Skipped}}<p id="damaged" class="err warn">Damaged: generation{{if gt (len .P.C.Skipped) 1}}s{{end}} {{range $i, $g := .P.C.Skipped}}{{if $i}}, {{end}}{{$g}}{{end}} of this session do{{if eq (len .P.C.Skipped) 1}}es{{end}} not read; this page shows generation {{.P.C.Generation}}, the newest that reads.</p>{{end}}
 <table id="summary">
 <tr><th>Status</th><td><span class="status s-{{.P.C.Status}}">{{.P.C.Status}}</span> {{.P.C.Reason}}{{if not .P.Final}} <span id="live" class="muted">(live)</span>{{end}}</td></tr>
 {{- if .P.ExtrasErr}}<tr><th>Host</th><td class="err">{{.P.ExtrasErr}}</td></tr>{{end}}
