@@ -232,3 +232,49 @@ func TestTruncatedNewestWarned(t *testing.T) {
 		t.Error("the list does not warn of the truncated generation")
 	}
 }
+
+// TestDroppedTruthful: "Iterations before N are not kept" only when no kept
+// generation holds them. A session of 60 iterations with a window of 2 and
+// every generation kept is shown far back (each older generation read adds
+// a window), and what is beyond the page's bound is said to be not shown,
+// not "not kept". Mutations caught: reading the newest older generations
+// one after another (each adds one iteration), and the old wording.
+func TestDroppedTruthful(t *testing.T) {
+	ctx := context.Background()
+	all := &checkpoint.Memory{KeepAll: true}
+	run := func(m *checkpoint.Memory, session string) {
+		if res, err := iterate.New(peakWorker{}, iterate.WithCheckpointer(m), iterate.WithSession(session),
+			iterate.WithMaxIterations(60), iterate.WithHistoryWindow(2)).Run(ctx, 0); res == nil {
+			t.Fatal(err)
+		}
+	}
+	run(all, "long")
+	_, body := get(t, newHandler(t, all), "/session/long")
+	rows := regexp.MustCompile(`<tr data-iteration="(\d+)"`).FindAllStringSubmatch(body, -1)
+	first, _ := strconv.Atoi(rows[0][1])
+	// The newest window (2) and maxOlder older windows of 2.
+	if want := 60 - 2*(maxOlder+1) + 1; first > want {
+		t.Errorf("the timeline starts at iteration %d, want at most %d", first, want)
+	}
+	if strings.Contains(body, "are not kept") || !strings.Contains(body, fmt.Sprintf("Iterations before %d are not shown", first)) {
+		t.Errorf("every generation is kept, yet: %s", regexp.MustCompile(`<p id="dropped"[^\n]*`).FindString(body))
+	}
+
+	// With the default retention, the earliest iterations are gone: every
+	// kept generation's records start after them.
+	few := new(checkpoint.Memory)
+	run(few, "long")
+	gens, _ := few.Generations(ctx, "long")
+	earliest := 60
+	for _, g := range gens {
+		c, _ := few.LoadGeneration(ctx, "long", g.Generation)
+		r, _ := iterate.Inspect(c)
+		if len(r.History.Recent) > 0 {
+			earliest = min(earliest, r.History.Recent[0].Iteration)
+		}
+	}
+	_, body = get(t, newHandler(t, few), "/session/long")
+	if !strings.Contains(body, fmt.Sprintf("Iterations before %d are not kept", earliest)) {
+		t.Errorf("earliest kept %d: %s", earliest, regexp.MustCompile(`<p id="dropped"[^\n]*`).FindString(body))
+	}
+}

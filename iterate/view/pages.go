@@ -171,6 +171,7 @@ type sessionPage struct {
 	Unmet                 []string
 	Verdict, Reason       string // the decision's; Reason without a repeated verdict
 	Dropped               int
+	NotLoaded             bool // older kept generations hold iterations before Dropped
 	Iterations            []iterRow
 	Budget                []budgetRow
 	Charts                []chart
@@ -216,28 +217,36 @@ const maxOlder = 16
 
 // older completes recs, the records of c's history window, with the
 // records of earlier iterations that the older kept generations of the
-// session still hold (the newest maxOlder of them), when the store loads generations (a session's whole
-// history is the union of its kept generations' records). A generation
-// that does not load is passed over.
-func (h *Handler) older(ctx context.Context, c *checkpoint.Checkpoint, recs []converge.Record) []converge.Record {
+// session still hold (a session's whole history is the union of its kept
+// generations' records), when the store loads generations; gens are the
+// session's generations as listed. Each generation loaded is the newest
+// whose window reaches below the earliest record found so far, so each load
+// adds the records of up to a window of iterations; at most maxOlder are
+// loaded. A generation that does not load is passed over. more reports
+// whether older kept generations that were not loaded may hold earlier
+// iterations still.
+func (h *Handler) older(ctx context.Context, c *checkpoint.Checkpoint, recs []converge.Record, gens []*checkpoint.Checkpoint) (_ []converge.Record, more bool) {
 	gs, ok := h.store.(GenerationStore)
 	if !ok {
-		return recs
-	}
-	gens, err := gs.Generations(ctx, c.Session)
-	if err != nil {
-		return recs
+		return recs, false
 	}
 	first := recs[0].Iteration
 	var earlier []converge.Record
 	loads := 0
-	for _, g := range slices.Backward(gens) {
-		if first == 0 || loads == maxOlder {
-			break
-		}
-		if g.Generation >= c.Generation {
+	// Candidates, newest first: older generations saved after fewer
+	// iterations than first + 1 (a generation of iteration i keeps records
+	// up to i).
+	i := len(gens) - 1
+	for first > 0 && i >= 0 {
+		g := gens[i]
+		if g.Generation >= c.Generation || g.Iteration > first {
+			i--
 			continue
 		}
+		if loads == maxOlder {
+			return append(earlier, recs...), true
+		}
+		i--
 		loads++
 		old, err := gs.LoadGeneration(ctx, c.Session, g.Generation)
 		if err != nil {
@@ -258,7 +267,7 @@ func (h *Handler) older(ctx context.Context, c *checkpoint.Checkpoint, recs []co
 			first = add[0].Iteration
 		}
 	}
-	return append(earlier, recs...)
+	return append(earlier, recs...), false
 }
 
 // setting is one setting, readable.
@@ -312,8 +321,8 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		p.Unmet = append(p.Unmet, u.String())
 	}
 	recs := rep.History.Recent
-	if len(recs) > 0 && recs[0].Iteration > 0 {
-		recs = h.older(ctx, c, recs)
+	if len(recs) > 0 && recs[0].Iteration > 0 && gensErr == nil {
+		recs, p.NotLoaded = h.older(ctx, c, recs, gens)
 		rep.History.Recent = recs // for the charts; rep is this page's own
 	}
 	if len(recs) > 0 {

@@ -1,6 +1,12 @@
 package view
 
-import "html/template"
+import (
+	"html/template"
+	"strconv"
+)
+
+// maxOlderText is maxOlder, written.
+var maxOlderText = strconv.Itoa(maxOlder)
 
 // style is the pages' stylesheet.
 const style = `<style>
@@ -95,7 +101,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <h2>Charts</h2>
 <div class="charts">{{range .P.Charts}}<figure><figcaption>{{.Label}}{{if .HasLine}} <span class="muted">(threshold {{.Threshold}})</span>{{end}}</figcaption>{{.SVG}}</figure>{{end}}</div>
 <h2>Timeline</h2>
-{{- if gt .P.Dropped 0}}<p class="muted">Iterations before {{.P.Dropped}} are not kept: the history keeps the latest {{len .P.Iterations}}.</p>{{end}}
+{{- if gt .P.Dropped 0}}<p id="dropped" class="muted">{{if .P.NotLoaded}}Iterations before {{.P.Dropped}} are not shown: older kept generations hold them, and this page reads at most ` + maxOlderText + ` of them.{{else}}Iterations before {{.P.Dropped}} are not kept: no kept generation holds them.{{end}}</p>{{end}}
 <table id="timeline"><thead><tr><th>Iteration</th><th>Action</th><th>Gaps</th><th>By kind</th><th>P1/P2/P3</th><th>Tokens</th><th>Cost</th><th>Calls</th><th>Duration</th><th>Decision</th><th>Tasks (failed)</th><th>Summary</th></tr></thead><tbody>
 {{- range .P.Iterations}}
 <tr data-iteration="{{.Iteration}}"{{if .Best}} class="best" title="best iteration"{{end}}><td class="n">{{.Iteration}}{{if .Best}} ★{{end}}</td>
