@@ -158,35 +158,35 @@ type budgetRow struct {
 
 // sessionPage is a session page's data.
 type sessionPage struct {
-	Title                 string
-	C                     *checkpoint.Checkpoint
-	R                     *iterate.Report
-	Final                 bool
-	Poll                  int64
-	Started, Saved, Last  string
-	Elapsed               string
-	OriginLink            string
-	Question              string
-	Esc                   *iterate.Escalation
-	Unmet                 []string
-	Verdict, Reason       string // the decision's; Reason without a repeated verdict
-	Dropped               int
-	NotLoaded             bool // older kept generations hold iterations before Dropped
-	Iterations            []iterRow
-	Budget                []budgetRow
-	Charts                []chart
-	Settings              []setting
-	Generations           []*checkpoint.Checkpoint
-	GenerationsErr        string
-	Answer                bool
-	Token                 string
-	AnswerLink            string
-	BestIteration         int
-	HasBest               bool
-	BestBy                string // the keep-best scorer, as the settings name it
+	Title                string
+	C                    *checkpoint.Checkpoint
+	R                    *iterate.Report
+	Final                bool
+	Poll                 int64
+	Started, Saved, Last string
+	Elapsed              string
+	OriginLink           string
+	Question             string
+	Esc                  *iterate.Escalation
+	Unmet                []string
+	Verdict, Reason      string // the decision's; Reason without a repeated verdict
+	Dropped              int
+	NotLoaded            bool // older kept generations hold iterations before Dropped
+	Iterations           []iterRow
+	Budget               []budgetRow
+	Charts               []chart
+	Settings             []setting
+	Generations          []*checkpoint.Checkpoint
+	GenerationsErr       string
+	Answer               bool
+	Token                string
+	AnswerLink           string
+	BestIteration        int
+	HasBest              bool
+	BestBy               string // the keep-best scorer, as the settings name it
 	// LiveGeneration is the generation /live tells now: the page reloads
 	// when it changes.
-	LiveGeneration uint64
+	LiveGeneration        uint64
 	TotalTasks, TotalFail int
 	Err                   string // why the engine record does not read
 	Forks                 []fork
