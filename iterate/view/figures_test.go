@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -276,5 +277,55 @@ func TestDroppedTruthful(t *testing.T) {
 	_, body = get(t, newHandler(t, few), "/session/long")
 	if !strings.Contains(body, fmt.Sprintf("Iterations before %d are not kept", earliest)) {
 		t.Errorf("earliest kept %d: %s", earliest, regexp.MustCompile(`<p id="dropped"[^\n]*`).FindString(body))
+	}
+}
+
+// TestNotLiveWhenStopped: "(live)" is said only of a running session held
+// by a process; an escalated or interrupted one is not live, and a store
+// that cannot tell (Memory) is not claimed live. A session a strategy
+// escalated (the convergence check said continue) shows its status as what
+// stopped it, not "Decision: continue". Mutations caught: "(live)" for
+// every non-final status, the decision taken from the record alone.
+func TestNotLiveWhenStopped(t *testing.T) {
+	m := testStore(t)
+	h := newHandler(t, m)
+	for _, s := range []string{"asked", url.PathEscape(schemeName)} {
+		if _, body := get(t, h, "/session/"+s); strings.Contains(body, "(live)") {
+			t.Errorf("%s: %s", s, liveSpan(body))
+		}
+	}
+	ctx := context.Background()
+	c, _ := m.Load(ctx, "asked")
+	x := c.Clone()
+	x.Session, x.Status, x.Generation, x.Token = "stopped", string(iterate.Interrupted), 0, 0
+	if err := m.Save(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	if _, body := get(t, h, "/session/stopped"); strings.Contains(body, "(live)") || !strings.Contains(body, "(interrupted") {
+		t.Errorf("interrupted: %s", liveSpan(body))
+	}
+
+	ask := iterate.StrategyFunc(func(_ context.Context, sit *iterate.Situation) (iterate.Plan, error) {
+		if sit.Iteration >= 2 {
+			return iterate.Plan{Action: iterate.Escalate, Escalation: &iterate.Escalation{Question: "approve?"}}, nil
+		}
+		return iterate.Plan{Action: iterate.Refine}, nil
+	})
+	res := runToy(t, m, "strat", iterate.WithStrategy(ask), iterate.WithMaxIterations(12))
+	if res.Status != iterate.Escalated {
+		t.Fatalf("strat: %s", res.Status)
+	}
+	sc, _ := m.Load(ctx, "strat")
+	r, _ := iterate.Inspect(sc)
+	if r.Decision.Verdict.String() != "continue" {
+		t.Fatalf("premise: the record's decision is %s", r.Decision.Verdict)
+	}
+	_, body := get(t, h, "/session/strat")
+	dec := regexp.MustCompile(`<td id="decision">([^<]*)`).FindStringSubmatch(body)
+	if dec == nil || !strings.HasPrefix(dec[1], string(res.Status)) {
+		t.Errorf("decision %v, want the status %s", dec, res.Status)
+	}
+	if !strings.Contains(body, "(waiting for an answer)") || strings.Contains(body, "(live)") {
+		t.Errorf("escalated: %s", liveSpan(body))
 	}
 }

@@ -32,6 +32,7 @@ type row struct {
 	Forks      []string
 	Err        string
 	Skipped    []uint64 // damaged newer generations
+	Holding    string   // of a running session: whether a process holds it
 }
 
 // listPage is the listing's data.
@@ -47,9 +48,9 @@ type listPage struct {
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	p := listPage{Title: h.title, Status: r.URL.Query().Get("status"), Query: r.URL.Query().Get("q"), Extras: h.extras != nil}
-	extras, err := h.extrasOf(ctx)
-	if err != nil {
-		p.Errors = append(p.Errors, err.Error())
+	extras, extrasErr := h.extrasOf(ctx)
+	if extrasErr != nil {
+		p.Errors = append(p.Errors, extrasErr.Error())
 	}
 	now := h.now()
 	var all []row
@@ -77,6 +78,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 			o := c.Origin
 			rw.Origin, rw.OriginLink = &o, "session/"+link(o.Session)[2:]
 			forks[o.Session] = append(forks[o.Session], c.Session)
+		}
+		if c.Status == string(iterate.Running) && err == nil {
+			rw.Holding = h.holding(c.Session, rw.Extra, h.extras != nil && extrasErr == nil)
 		}
 		statuses[c.Status] = true
 		all = append(all, rw)
@@ -186,7 +190,15 @@ type sessionPage struct {
 	BestBy               string // the keep-best scorer, as the settings name it
 	// LiveGeneration is the generation /live tells now: the page reloads
 	// when it changes.
-	LiveGeneration        uint64
+	LiveGeneration uint64
+	// Holding tells, of a running session, whether a process holds it
+	// (held, unheld, or unknown).
+	Holding string
+	// StoppedBy is set when Verdict is the status the loop stopped with
+	// rather than a convergence decision.
+	StoppedBy bool
+	// Extras is set when the host tells extras.
+	Extras                bool
 	TotalTasks, TotalFail int
 	Err                   string // why the engine record does not read
 	Forks                 []fork
@@ -392,11 +404,21 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	slices.SortFunc(p.Forks, func(a, b fork) int { return cmp.Compare(a.Name, b.Name) })
-	extras, err := h.extrasOf(ctx)
-	if err != nil {
-		p.ExtrasErr = err.Error()
+	extras, extrasErr := h.extrasOf(ctx)
+	if extrasErr != nil {
+		p.ExtrasErr = extrasErr.Error()
 	}
-	p.Extra = extras[name]
+	p.Extra, p.Extras = extras[name], h.extras != nil
+	if c.Status == string(iterate.Running) {
+		p.Holding = h.holding(name, p.Extra, h.extras != nil && extrasErr == nil)
+	}
+	// A loop that stopped without a decision to stop (an escalation its
+	// strategy or a task raised, an interruption, a failure) keeps the
+	// convergence check's "continue" in its record: the status is what
+	// stopped it.
+	if st := iterate.Status(c.Status); st != iterate.Running && st != "" && rep.Decision.Verdict == converge.Continue {
+		p.Verdict, p.Reason, p.StoppedBy = c.Status, c.Reason, true
+	}
 	if h.answerer != nil && c.Status == string(iterate.Escalated) && p.Question != "" && !p.Extra.Answered {
 		p.Answer, p.Token, p.AnswerLink = true, h.token(name), link(name)+"/answer"
 	}

@@ -45,7 +45,7 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 <tbody>
 {{- range .P.Rows}}
 <tr data-session="{{.Name}}"><td><a href="{{.Link}}">{{.Name}}</a>{{if .Err}}<div class="err">{{.Err}}</div>{{end}}</td>
-<td><span class="status s-{{.Status}}">{{.Status}}</span>{{if .Skipped}} <span class="err damaged">damaged: generation {{range $i, $g := .Skipped}}{{if $i}}, {{end}}{{$g}}{{end}} does not read; shown: {{.Generation}}</span>{{end}}{{if .Answered}} <span class="muted">answered, {{if .Holder}}resumed by {{.Holder}}{{else}}waiting for a worker{{end}}</span>{{end}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
+<td><span class="status s-{{.Status}}">{{.Status}}</span>{{if eq .Holding "unheld"}} <span class="err unheld">{{if $.P.Extras}}no worker holds it{{else}}no process holds it (killed or crashed){{end}}</span>{{end}}{{if .Skipped}} <span class="err damaged">damaged: generation {{range $i, $g := .Skipped}}{{if $i}}, {{end}}{{$g}}{{end}} does not read; shown: {{.Generation}}</span>{{end}}{{if .Answered}} <span class="muted">answered, {{if .Holder}}resumed by {{.Holder}}{{else}}waiting for a worker{{end}}</span>{{end}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
 <td class="n">{{.Iteration}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Extras}}<td>{{.Kind}}</td><td>{{.Holder}}</td>{{end}}
 <td>{{if .Question}}<div class="q">{{.Question}}</div>{{end}}</td>
 <td>{{if .Origin}}forked from <a href="{{.OriginLink}}">{{.Origin.Session}}</a> at generation {{.Origin.Generation}}{{end}}
@@ -59,13 +59,17 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 
 var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.P.C.Session}} · {{.P.Title}}</title>` + style + `</head>
-<body data-generation="{{.P.LiveGeneration}}" data-poll="{{.P.Poll}}">
+<body data-generation="{{.P.LiveGeneration}}" data-holding="{{.P.Holding}}" data-poll="{{.P.Poll}}">
 <p><a href="../">← all sessions</a></p>
 <h1>{{.P.C.Session}}</h1>
 {{- if .P.Err}}<p class="err">{{.P.Err}}</p>{{end}}
 {{- if .P.C.Skipped}}<p id="damaged" class="err warn">Damaged: generation{{if gt (len .P.C.Skipped) 1}}s{{end}} {{range $i, $g := .P.C.Skipped}}{{if $i}}, {{end}}{{$g}}{{end}} of this session do{{if eq (len .P.C.Skipped) 1}}es{{end}} not read; this page shows generation {{.P.C.Generation}}, the newest that reads.</p>{{end}}
 <table id="summary">
-<tr><th>Status</th><td><span class="status s-{{.P.C.Status}}">{{.P.C.Status}}</span> {{.P.C.Reason}}{{if not .P.Final}} <span id="live" class="muted">(live)</span>{{end}}</td></tr>
+<tr><th>Status</th><td><span class="status s-{{.P.C.Status}}">{{.P.C.Status}}</span> {{.P.C.Reason}} <span id="live" class="muted">
+{{- if eq .P.C.Status "running"}}{{if eq .P.Holding "held"}}(live{{with .P.Extra.Holder}}: held by {{.}}{{end}}){{else if eq .P.Holding "unheld"}}<span class="err">({{if .P.Extras}}no worker holds it now: waiting for one{{else}}no process holds it: the loop stopped without saving its end (killed or crashed); resuming it goes on{{end}})</span>{{else}}(running: the page follows it){{end}}
+{{- else if eq .P.C.Status "escalated"}}{{if not .P.Extra.Answered}}(waiting for an answer){{end}}
+{{- else if eq .P.C.Status "interrupted"}}(interrupted: resuming it goes on)
+{{- end}}</span></td></tr>
 {{- if .P.ExtrasErr}}<tr><th>Host</th><td class="err">{{.P.ExtrasErr}}</td></tr>{{end}}
 {{- with .P.Extra}}{{if .Kind}}<tr><th>Kind</th><td>{{.Kind}}</td></tr>{{end}}{{if .Holder}}<tr><th>Holder</th><td>{{.Holder}}</td></tr>{{end}}{{end}}
 <tr><th>Iterations</th><td>{{.P.C.Iteration}} ({{.P.TotalTasks}} tasks, {{.P.TotalFail}} failed)</td></tr>
@@ -74,7 +78,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- if .P.HasBest}}<tr><th>Best iteration</th><td id="best">{{.P.BestIteration}}{{with .P.BestBy}} <span class="muted">(by {{.}})</span>{{end}}{{if .P.C.BestGeneration}} (state kept in generation {{.P.C.BestGeneration}}){{end}}</td></tr>{{end}}
 {{- if .P.OriginLink}}<tr><th>Forked from</th><td><a href="{{.P.OriginLink}}">{{.P.C.Origin.Session}}</a> at generation {{.P.C.Origin.Generation}}</td></tr>{{end}}
 {{- if .P.Forks}}<tr><th>Forks</th><td id="forks">{{range $i, $f := .P.Forks}}{{if $i}}, {{end}}<a href="{{$f.Link}}">{{$f.Name}}</a> (from generation {{$f.Generation}}){{end}}</td></tr>{{end}}
-<tr><th>Decision</th><td>{{.P.Verdict}}{{with .P.Reason}}: {{.}}{{end}}
+<tr><th>Decision</th><td id="decision">{{.P.Verdict}}{{with .P.Reason}}: {{.}}{{end}}{{if .P.StoppedBy}} <span class="muted">(the loop's status: its last convergence check said continue)</span>{{end}}
 {{- if .P.Unmet}}<div>unmet:<ul id="unmet">{{range .P.Unmet}}<li>{{.}}</li>{{end}}</ul></div>{{end}}</td></tr>
 </table>
 {{- if .P.Question}}
@@ -132,10 +136,12 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 (function(){
   var b=document.body, gen=b.dataset.generation, poll=+b.dataset.poll, url=location.pathname.replace(/\/+$/,"")+"/live";
   function tick(){
-    fetch(url,{cache:"no-store"}).then(function(r){return r.ok?r.json():null}).then(function(j){
-      if(j&&String(j.generation)!==gen){location.reload();return}
+    fetch(url,{cache:"no-store"}).then(function(r){
+      if(r.status===404){var l=document.getElementById("live");if(l){l.className="err";l.textContent="(removed from the store: no longer followed)"}throw "gone"}
+      return r.ok?r.json():null}).then(function(j){
+      if(j&&(String(j.generation)!==gen||(j.holding||"")!==b.dataset.holding)){location.reload();return}
       setTimeout(tick,poll);
-    },function(){setTimeout(tick,poll)});
+    },function(e){if(e!=="gone")setTimeout(tick,poll)});
   }
   setTimeout(tick,poll);
 })();

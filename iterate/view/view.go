@@ -260,6 +260,10 @@ type Live struct {
 	Saved      time.Time `json:"saved"`
 	// Final is set when the session has ended for good.
 	Final bool `json:"final"`
+	// Holding tells, of a running session, whether a process holds it
+	// now: "held", "unheld" (its status is stale: the loop was killed, or
+	// no fleet worker holds its lease), or "" when the store does not tell.
+	Holding string `json:"holding"`
 }
 
 func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
@@ -269,10 +273,15 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
+	l := Live{Session: c.Session, Generation: c.Generation, Status: c.Status,
+		Iteration: c.Iteration, Saved: c.Time, Final: iterate.Status(c.Status).Final()}
+	if c.Status == string(iterate.Running) {
+		extras, err := h.extrasOf(r.Context())
+		l.Holding = h.holding(name, extras[name], h.extras != nil && err == nil)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(Live{Session: c.Session, Generation: c.Generation, Status: c.Status,
-		Iteration: c.Iteration, Saved: c.Time, Final: iterate.Status(c.Status).Final()})
+	_ = json.NewEncoder(w).Encode(l)
 }
 
 // newest returns the envelope of the newest generation of session: from
