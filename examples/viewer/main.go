@@ -248,7 +248,9 @@ func extras(f *fleet.Fleet) func(ctx context.Context) (map[string]view.Extra, er
 		}
 		m := make(map[string]view.Extra, len(list))
 		for _, s := range list {
-			m[s.Name] = view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered}
+			// Status lists a session not started yet (queued), which the
+			// store has no checkpoint of.
+			m[s.Name] = view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status)}
 		}
 		return m, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -327,5 +328,33 @@ func TestNotLiveWhenStopped(t *testing.T) {
 	}
 	if !strings.Contains(body, "(waiting for an answer)") || strings.Contains(body, "(live)") {
 		t.Errorf("escalated: %s", liveSpan(body))
+	}
+}
+
+// TestQueuedListed: sessions the host knows of that have no checkpoint yet
+// (a fleet's queued ones) are listed and counted, and have a page and a
+// /live that do not say they are gone. Mutation caught: the list built from
+// the store's checkpoints alone ("4 of 4" with 6 sessions).
+func TestQueuedListed(t *testing.T) {
+	m := testStore(t)
+	h := newHandler(t, m, Extras(func(context.Context) (map[string]Extra, error) {
+		return map[string]Extra{"asked": {Kind: "plan"}, "q1": {Kind: "plan", Status: "queued"}, "q2": {Kind: "fix", Status: "queued"}}, nil
+	}))
+	_, body := get(t, h, "/")
+	if !strings.Contains(body, "6 of 6 sessions") || !strings.Contains(body, `data-session="q1"`) || !strings.Contains(body, `<option value="queued"`) {
+		t.Errorf("the list hides queued sessions: %s", regexp.MustCompile(`\d+ of \d+ sessions`).FindString(body))
+	}
+	if _, body := get(t, h, "/?status=queued"); !strings.Contains(body, "2 of 6 sessions") {
+		t.Errorf("status filter queued: %s", regexp.MustCompile(`\d+ of \d+ sessions`).FindString(body))
+	}
+	res, body := get(t, h, "/session/q1")
+	if res.StatusCode != http.StatusOK || !strings.Contains(body, "not started yet") || !strings.Contains(body, `s-queued">queued`) {
+		t.Errorf("a queued session's page: %d", res.StatusCode)
+	}
+	if res, js := get(t, h, "/session/q1/live"); res.StatusCode != http.StatusOK || !strings.Contains(js, `"status":"queued"`) {
+		t.Errorf("a queued session's /live: %d %s", res.StatusCode, js)
+	}
+	if res, _ := get(t, h, "/session/nosuch/live"); res.StatusCode != http.StatusNotFound {
+		t.Errorf("an unknown session's /live: %d", res.StatusCode)
 	}
 }

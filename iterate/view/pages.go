@@ -3,6 +3,7 @@ package view
 import (
 	"cmp"
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -84,6 +85,19 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		}
 		statuses[c.Status] = true
 		all = append(all, rw)
+	}
+	// Sessions the host knows of that have no checkpoint yet (a fleet's
+	// queued sessions) are listed too, with the status the host tells.
+	listed := make(map[string]bool, len(all))
+	for _, rw := range all {
+		listed[rw.Name] = true
+	}
+	for name, x := range extras {
+		if listed[name] || x.Status == "" {
+			continue
+		}
+		all = append(all, row{Name: name, Link: "session/" + link(name)[2:], Status: x.Status, Extra: x})
+		statuses[x.Status] = true
 	}
 	for s := range statuses {
 		p.Statuses = append(p.Statuses, s)
@@ -306,6 +320,14 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	} else {
 		c, err = h.store.Load(ctx, name)
 	}
+	notStarted := false
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		// A session the host knows of that has no checkpoint yet (a
+		// fleet's queued session) shows what the host tells.
+		if extras, _ := h.extrasOf(ctx); extras[name].Status != "" {
+			c, err, notStarted = &checkpoint.Checkpoint{Session: name, Status: extras[name].Status}, nil, true
+		}
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -316,6 +338,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	inspectErr := ""
 	if err != nil {
 		rep, inspectErr = &iterate.Report{}, err.Error()
+		if notStarted {
+			inspectErr = "not started yet: no checkpoint saved"
+		}
 	}
 	p := sessionPage{Title: h.title, C: c, R: rep, Final: iterate.Status(c.Status).Final(), Poll: h.poll.Milliseconds(),
 		Started: stamp(rep.StartedAt), Saved: stamp(c.Time), Last: stamp(rep.LastIterationAt),

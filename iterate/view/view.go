@@ -123,6 +123,10 @@ type Extra struct {
 	// page then shows no answer form, and says it waits for a worker, or
 	// which worker (Holder) resumed it.
 	Answered bool
+	// Status is the session's status as the host knows it, for a session
+	// the store has no checkpoint of yet: a fleet's queued sessions
+	// (fleet.Queued) are listed with it.
+	Status string
 }
 
 // Extras sets a function that tells what the host knows of each session
@@ -269,6 +273,11 @@ type Live struct {
 func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	c, err := h.newest(r.Context(), name)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		if extras, _ := h.extrasOf(r.Context()); extras[name].Status != "" {
+			c, err = &checkpoint.Checkpoint{Session: name, Status: extras[name].Status}, nil
+		}
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
