@@ -34,8 +34,10 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -153,6 +155,53 @@ func Poll(d time.Duration) Option {
 	}
 }
 
+// Hosts sets the names the handler answers to, as a request's Host header
+// gives them (without the port; a name matches case-insensitively, an
+// address as an IP address): a request naming another host is refused
+// (403), so that a page of another site whose name is made to resolve to
+// the viewer's address (DNS rebinding) cannot read the pages nor their
+// answer tokens. By default only the loopback names are allowed
+// ("localhost", and 127.0.0.0/8 and ::1 as addresses); Hosts replaces
+// them. A host that serves the viewer under its own name, or behind a
+// proxy that keeps the client's Host, names it here.
+func Hosts(names ...string) Option {
+	return func(h *Handler) error {
+		h.hosts = map[string]bool{}
+		for _, n := range names {
+			n = strings.ToLower(strings.TrimSuffix(strings.Trim(n, "[]"), "."))
+			if n == "" || strings.ContainsAny(n, "/ ") {
+				return fmt.Errorf("view: Hosts: %q is not a host name", n)
+			}
+			if ip := net.ParseIP(n); ip != nil {
+				n = ip.String()
+			}
+			h.hosts[n] = true
+		}
+		return nil
+	}
+}
+
+// hostAllowed reports whether host, a request's Host header, names a host
+// the handler answers to.
+func (h *Handler) hostAllowed(host string) bool {
+	name := host
+	if hn, _, err := net.SplitHostPort(host); err == nil {
+		name = hn
+	}
+	name = strings.ToLower(strings.TrimSuffix(strings.Trim(name, "[]"), "."))
+	if name == "" {
+		return false
+	}
+	ip := net.ParseIP(name)
+	if h.hosts == nil {
+		return name == "localhost" || ip != nil && ip.IsLoopback()
+	}
+	if ip != nil {
+		name = ip.String()
+	}
+	return h.hosts[name]
+}
+
 // Title sets the title of the pages ("refine sessions" by default).
 func Title(s string) Option {
 	return func(h *Handler) error {
@@ -173,6 +222,7 @@ type Handler struct {
 	secret   []byte
 	now      func() time.Time
 	mux      *http.ServeMux
+	hosts    map[string]bool // nil: the loopback names
 }
 
 // New returns a Handler reading store.
@@ -209,6 +259,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Frame-Options", "DENY")
+	if !h.hostAllowed(r.Host) {
+		// DNS rebinding: another site's name resolving to this address.
+		http.Error(w, "this viewer does not answer to the host "+strconv.Quote(r.Host), http.StatusForbidden)
+		return
+	}
 	h.mux.ServeHTTP(w, r)
 }
 

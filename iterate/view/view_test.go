@@ -126,7 +126,7 @@ func testStore(t *testing.T) *checkpoint.Memory {
 func get(t *testing.T, h http.Handler, path string) (*http.Response, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://localhost"+path, nil))
 	res := rec.Result()
 	b, _ := io.ReadAll(res.Body)
 	return res, string(b)
@@ -350,7 +350,7 @@ func TestAnswer(t *testing.T) {
 		if token != "" {
 			form.Set("token", token)
 		}
-		req := httptest.NewRequest(http.MethodPost, "/session/asked/answer", strings.NewReader(form.Encode()))
+		req := httptest.NewRequest(http.MethodPost, "http://localhost/session/asked/answer", strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		for k, v := range hdr {
 			req.Header.Set(k, v)
@@ -382,7 +382,7 @@ func TestAnswer(t *testing.T) {
 	}
 	// Without Answers there is no endpoint.
 	rec := httptest.NewRecorder()
-	newHandler(t, testStore(t)).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/session/asked/answer", nil))
+	newHandler(t, testStore(t)).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://localhost/session/asked/answer", nil))
 	if rec.Code == http.StatusSeeOther || rec.Code == http.StatusOK {
 		t.Errorf("answer without Answers: status %d", rec.Code)
 	}
@@ -655,7 +655,7 @@ func TestAnswerErrors(t *testing.T) {
 	m := testStore(t)
 	post := func(h *Handler, answer string) (int, string) {
 		form := url.Values{"token": {h.token("asked")}, "answer": {answer}}
-		req := httptest.NewRequest(http.MethodPost, "/session/asked/answer", strings.NewReader(form.Encode()))
+		req := httptest.NewRequest(http.MethodPost, "http://localhost/session/asked/answer", strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
