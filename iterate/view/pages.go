@@ -3,9 +3,9 @@ package view
 import (
 	"cmp"
 	"context"
-	"errors"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
