@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -39,7 +40,8 @@ func TestHostChecked(t *testing.T) {
 				t.Errorf("Host %q %s: %d, want 403", host, path, code)
 			}
 		}
-		form := url.Values{"token": {h.token("asked")}, "answer": {"rebound"}}
+		gen, _ := testGen(t, h, "asked")
+		form := url.Values{"token": {h.token("asked", gen)}, "answer": {"rebound"}, "generation": {strconv.FormatUint(gen, 10)}}
 		if code := do(h, http.MethodPost, host, "/session/asked/answer", form); code != http.StatusForbidden {
 			t.Errorf("Host %q answer: %d, want 403", host, code)
 		}

@@ -212,7 +212,9 @@ type sessionPage struct {
 	// rather than a convergence decision.
 	StoppedBy bool
 	// Extras is set when the host tells extras.
-	Extras                bool
+	Extras bool
+	// QA are the session's escalations, answered or not, oldest first.
+	QA                    []qa
 	TotalTasks, TotalFail int
 	Err                   string // why the engine record does not read
 	Forks                 []fork
@@ -444,8 +446,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	if st := iterate.Status(c.Status); st != iterate.Running && st != "" && rep.Decision.Verdict == converge.Continue {
 		p.Verdict, p.Reason, p.StoppedBy = c.Status, c.Reason, true
 	}
+	p.QA = questions(gens, p.Extra.Answers, c)
 	if h.answerer != nil && c.Status == string(iterate.Escalated) && p.Question != "" && !p.Extra.Answered {
-		p.Answer, p.Token, p.AnswerLink = true, h.token(name), link(name)+"/answer"
+		p.Answer, p.Token, p.AnswerLink = true, h.token(name, c.Generation), link(name)+"/answer"
 	}
 	nonce := ""
 	if !p.Final {
@@ -454,6 +457,54 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		nonce = hex.EncodeToString(b[:])
 	}
 	h.render(w, sessionTmpl, p, nonce)
+}
+
+// qa is one escalation of a session and its accepted answer.
+type qa struct {
+	Generation uint64
+	Iteration  int
+	Question   string
+	Answer     *AnswerRecord
+	Open       bool // the newest checkpoint's, not answered yet
+}
+
+// questions lists the escalations of a session: those of its kept
+// generations (an escalated generation holds its question) and those the
+// host's answer records name, each with its accepted answer when the host
+// records one; c is the newest checkpoint.
+func questions(gens []*checkpoint.Checkpoint, answers []AnswerRecord, c *checkpoint.Checkpoint) []qa {
+	byGen := map[uint64]int{}
+	var out []qa
+	add := func(q qa) {
+		if i, ok := byGen[q.Generation]; ok {
+			if out[i].Question == "" {
+				out[i].Question = q.Question
+			}
+			if q.Answer != nil {
+				out[i].Answer = q.Answer
+			}
+			return
+		}
+		byGen[q.Generation] = len(out)
+		out = append(out, q)
+	}
+	for _, g := range gens {
+		if g.Status == string(iterate.Escalated) {
+			add(qa{Generation: g.Generation, Iteration: g.Iteration, Question: g.Question})
+		}
+	}
+	if c.Status == string(iterate.Escalated) {
+		add(qa{Generation: c.Generation, Iteration: c.Iteration, Question: c.Question})
+	}
+	for i := range answers {
+		a := answers[i]
+		add(qa{Generation: a.Generation, Iteration: -1, Question: a.Question, Answer: &a})
+	}
+	for i := range out {
+		out[i].Open = out[i].Answer == nil && out[i].Generation == c.Generation && c.Status == string(iterate.Escalated)
+	}
+	slices.SortFunc(out, func(a, b qa) int { return cmp.Compare(a.Generation, b.Generation) })
+	return out
 }
 
 // taskRows makes an iteration's task runs readable.

@@ -92,11 +92,19 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- if .P.Extra.Answered}}<p id="answered" class="muted">Answered: {{with .P.Extra.Holder}}resumed by {{.}}.{{else}}the session waits for a worker to resume it.{{end}}</p>{{end}}
 {{- if .P.Answer}}
 <form id="answer" method="post" action="{{.P.AnswerLink}}">
-<input type="hidden" name="token" value="{{.P.Token}}">
+<input type="hidden" name="token" value="{{.P.Token}}"><input type="hidden" name="generation" value="{{.P.C.Generation}}">
 <p><label for="answer-text">Your answer</label><br><textarea id="answer-text" name="answer" rows="4" cols="80" required></textarea></p>
 <p><button type="submit">Answer</button></p>
 </form>
 {{- end}}
+{{- end}}
+{{- if .P.QA}}
+<h2>Questions and answers</h2>
+<table id="answers"><thead><tr><th>Generation</th><th>Iteration</th><th>Question</th><th>Accepted answer</th><th>By</th><th>When</th></tr></thead><tbody>
+{{- range .P.QA}}<tr data-generation="{{.Generation}}"><td class="n">{{.Generation}}</td><td class="n">{{if ge .Iteration 0}}{{.Iteration}}{{end}}</td><td><div class="q">{{.Question}}</div></td>
+{{- with .Answer}}<td class="answer"><pre>{{.Answer}}</pre></td><td>{{if .By}}{{.By}}{{else}}<span class="muted">not recorded</span>{{end}}</td><td>{{if not .At.IsZero}}{{.At.UTC.Format "2006-01-02 15:04:05 UTC"}}{{end}}</td>
+{{- else}}<td colspan="3" class="muted">{{if .Open}}open: not answered yet{{else}}answered; the answer is not recorded by the host{{end}}</td>{{end}}</tr>{{end}}
+</tbody></table>
 {{- end}}
 <h2>Budget</h2>
 <table id="budget"><thead><tr><th>Resource</th><th>Used</th><th>Limit</th><th>Share</th></tr></thead><tbody>

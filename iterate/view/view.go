@@ -39,6 +39,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/refine-go/refine/checkpoint"
@@ -77,6 +78,48 @@ type Generationer interface {
 // Answerer answers a session's open escalation; fleet.Fleet implements it.
 type Answerer interface {
 	Answer(ctx context.Context, session, answer string) error
+}
+
+// AnswerOnce is what an [Answerer] may also implement to accept one
+// answer per escalation, atomically: AnswerOnce answers the escalation
+// saved as generation gen of the session, recording who answered (as
+// [AnswerBy] tells it, "" when unknown), only if it is still open and not
+// answered, else it returns an error matching [ErrAnswered] (compare and
+// set, in the store, so that two viewers, or two tabs, cannot both answer).
+// Without it the handler refuses an answer to a session answered already
+// (Extra.Answered), to another generation than the page's, and a second
+// answer it took itself; between two processes a race remains.
+type AnswerOnce interface {
+	AnswerOnce(ctx context.Context, session string, gen uint64, answer, by string) error
+}
+
+// ErrAnswered is the error an [AnswerOnce] returns for an escalation
+// answered already (or no longer open); the form's POST then gets 409.
+var ErrAnswered = errors.New("the escalation is answered already")
+
+// AnswerRecord is an accepted answer to a session's escalation, as the
+// host records it (Extra.Answers).
+type AnswerRecord struct {
+	// Generation is that of the escalated checkpoint answered; Question
+	// its question.
+	Generation uint64
+	Question   string
+	// Answer is the answer accepted; By who gave it ("" when unknown), At
+	// when.
+	Answer string
+	By     string
+	At     time.Time
+}
+
+// AnswerBy sets how the handler tells who answers, from the POST of the
+// answer form: a host behind a proxy that authenticates its users reads
+// the user it names (the handler has no authentication of its own). Who
+// answered is passed to an [AnswerOnce] and shown beside the answer.
+func AnswerBy(f func(r *http.Request) string) Option {
+	return func(h *Handler) error {
+		h.answerBy = f
+		return nil
+	}
 }
 
 // Option configures a [Handler].
@@ -125,6 +168,9 @@ type Extra struct {
 	// page then shows no answer form, and says it waits for a worker, or
 	// which worker (Holder) resumed it.
 	Answered bool
+	// Answers are the answers accepted to the session's escalations,
+	// oldest first: each is shown with its question, who and when.
+	Answers []AnswerRecord
 	// Status is the session's status as the host knows it, for a session
 	// the store has no checkpoint of yet: a fleet's queued sessions
 	// (fleet.Queued) are listed with it.
@@ -223,6 +269,18 @@ type Handler struct {
 	now      func() time.Time
 	mux      *http.ServeMux
 	hosts    map[string]bool // nil: the loopback names
+	answerBy func(r *http.Request) string
+
+	// answeredMu guards answered: the escalations (session and
+	// generation) this handler took an answer to.
+	answeredMu sync.Mutex
+	answered   map[answerKey]bool
+}
+
+// answerKey names one escalation: a session's escalated generation.
+type answerKey struct {
+	session string
+	gen     uint64
 }
 
 // New returns a Handler reading store.
@@ -267,11 +325,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// token is the answer form's token of session.
-func (h *Handler) token(session string) string {
+// token is the answer form's token of session's escalation saved as
+// generation gen: a form answers the escalation its page showed.
+func (h *Handler) token(session string, gen uint64) string {
 	m := hmac.New(sha256.New, h.secret)
 	m.Write([]byte("answer\x00"))
 	m.Write([]byte(session))
+	m.Write([]byte("\x00" + strconv.FormatUint(gen, 10)))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
@@ -286,7 +346,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok := r.PostForm.Get("token")
-	if !hmac.Equal([]byte(tok), []byte(h.token(name))) {
+	gen, gerr := strconv.ParseUint(r.PostForm.Get("generation"), 10, 64)
+	if gerr != nil || !hmac.Equal([]byte(tok), []byte(h.token(name, gen))) {
 		http.Error(w, "the form's token is missing or wrong: reload the page and answer again", http.StatusForbidden)
 		return
 	}
@@ -299,7 +360,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the answer is too long", http.StatusRequestEntityTooLarge)
 		return
 	}
-	if err := h.answerer.Answer(r.Context(), name, ans); err != nil {
+	if err := h.answerOnce(r, name, gen, ans); err != nil {
 		http.Error(w, "answering: "+err.Error(), http.StatusConflict)
 		return
 	}
@@ -307,6 +368,47 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 	// path the handler sees, without the prefix it is mounted under.
 	w.Header().Set("Location", "../"+url.PathEscape(name))
 	w.WriteHeader(http.StatusSeeOther)
+}
+
+// answerOnce answers the escalation of session saved as generation gen,
+// once: refused when the session's newest checkpoint is no longer that
+// escalation, when the host says it is answered, or when this handler took
+// an answer to it already; through AnswerOnce when the Answerer has it.
+func (h *Handler) answerOnce(r *http.Request, session string, gen uint64, answer string) error {
+	ctx := r.Context()
+	key := answerKey{session, gen}
+	h.answeredMu.Lock()
+	defer h.answeredMu.Unlock()
+	if h.answered[key] {
+		return fmt.Errorf("%w (from this viewer): reload the page to see the answer", ErrAnswered)
+	}
+	c, err := h.newest(ctx, session)
+	if err != nil {
+		return err
+	}
+	if c.Generation != gen || c.Status != string(iterate.Escalated) {
+		return fmt.Errorf("%w: the session moved on (generation %d, %s) since the page showed its question: reload it", ErrAnswered, c.Generation, c.Status)
+	}
+	if extras, err := h.extrasOf(ctx); err == nil && extras[session].Answered {
+		return fmt.Errorf("%w: reload the page to see the answer", ErrAnswered)
+	}
+	by := ""
+	if h.answerBy != nil {
+		by = h.answerBy(r)
+	}
+	if once, ok := h.answerer.(AnswerOnce); ok {
+		err = once.AnswerOnce(ctx, session, gen, answer, by)
+	} else {
+		err = h.answerer.Answer(ctx, session, answer)
+	}
+	if err != nil {
+		return err
+	}
+	if h.answered == nil {
+		h.answered = map[answerKey]bool{}
+	}
+	h.answered[key] = true
+	return nil
 }
 
 // Live is what the JSON endpoint of a session ("session/NAME/live") says

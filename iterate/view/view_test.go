@@ -344,9 +344,10 @@ func TestAnswer(t *testing.T) {
 	if m[1] != "./asked/answer" {
 		t.Errorf("form action %q", m[1])
 	}
-	other := h.token(markupName)
+	asked, _ := testGen(t, h, "asked")
+	other := h.token(markupName, asked)
 	post := func(token string, hdr map[string]string) *http.Response {
-		form := url.Values{"answer": {"use plan B"}}
+		form := url.Values{"answer": {"use plan B"}, "generation": {strconv.FormatUint(asked, 10)}}
 		if token != "" {
 			form.Set("token", token)
 		}
@@ -654,7 +655,8 @@ func (refusing) Answer(context.Context, string, string) error {
 func TestAnswerErrors(t *testing.T) {
 	m := testStore(t)
 	post := func(h *Handler, answer string) (int, string) {
-		form := url.Values{"token": {h.token("asked")}, "answer": {answer}}
+		gen, _ := testGen(t, h, "asked")
+		form := url.Values{"token": {h.token("asked", gen)}, "answer": {answer}, "generation": {strconv.FormatUint(gen, 10)}}
 		req := httptest.NewRequest(http.MethodPost, "http://localhost/session/asked/answer", strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		rec := httptest.NewRecorder()
@@ -779,4 +781,15 @@ func TestDefaultMetrics(t *testing.T) {
 			t.Errorf("%s: charts %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+// testGen returns the generation of session's newest checkpoint in h's
+// store, and that checkpoint.
+func testGen(t *testing.T, h *Handler, session string) (uint64, *checkpoint.Checkpoint) {
+	t.Helper()
+	c, err := h.store.Load(context.Background(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Generation, c
 }
