@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
@@ -30,7 +32,6 @@ type row struct {
 	Age        string
 	Origin     *checkpoint.Origin
 	OriginLink string
-	Forks      []string
 	Err        string
 	Skipped    []uint64 // damaged newer generations
 	Holding    string   // of a running session: whether a process holds it
@@ -42,21 +43,63 @@ type listPage struct {
 	Statuses             []string
 	Rows                 []row
 	Errors               []string
-	Total                int
-	Extras               bool // whether the host tells extras
+	// Total is the number of sessions, known when the page is the first
+	// and the last (0 otherwise).
+	Total  int
+	Extras bool // whether the host tells extras
+	// After is the query's cursor; Next and First the links to the next
+	// page and to the first, when there are.
+	After, Next, First string
 }
 
+// pageRows is the number of sessions a page of the list shows; maxField
+// bounds (in bytes) the reason and question a row shows, so that a page
+// is bounded in bytes.
+const (
+	pageRows = 100
+	maxField = 300
+)
+
+// knownStatuses are the statuses the list's filter offers, beside those
+// the page's rows have.
+var knownStatuses = []string{"running", "escalated", "interrupted", "converged", "early_exit", "max_iterations",
+	"stuck", "plateau", "budget_exhausted", "aborted", "failed", "queued", "cancelled"}
+
+// clip cuts s to at most n bytes, at a rune boundary, marking a cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// list serves a page of the list: the sessions after the query's "after"
+// (a session name) in the store's order, that of their names, that pass
+// the filters, at most pageRows of them. The store's listing is read until
+// the page is full, not further: a page costs what the sessions before it
+// and on it cost to list, whatever follows (a store lists its sessions
+// lazily, as checkpoint.Dir does, or in one query).
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	p := listPage{Title: h.title, Status: r.URL.Query().Get("status"), Query: r.URL.Query().Get("q"), Extras: h.extras != nil}
+	qv := r.URL.Query()
+	p := listPage{Title: h.title, Status: qv.Get("status"), Query: qv.Get("q"), After: qv.Get("after"), Extras: h.extras != nil}
 	extras, extrasErr := h.extrasOf(ctx)
 	if extrasErr != nil {
 		p.Errors = append(p.Errors, extrasErr.Error())
 	}
 	now := h.now()
-	var all []row
-	statuses := map[string]bool{}
-	forks := map[string][]string{}
+	q := strings.ToLower(p.Query)
+	match := func(rw *row) bool {
+		if p.Status != "" && rw.Status != p.Status {
+			return false
+		}
+		return q == "" || strings.Contains(strings.ToLower(rw.Name+"\n"+rw.Reason+"\n"+rw.Question+"\n"+rw.Holder+"\n"+rw.Kind), q)
+	}
+	complete, scanned := true, 0
+	listed := map[string]bool{}
 	for c, err := range h.store.Sessions(ctx) {
 		if c == nil {
 			if err != nil {
@@ -64,10 +107,19 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
-		rw := row{Name: c.Session, Link: "session/" + link(c.Session)[2:], Status: c.Status, Reason: c.Reason,
-			Question: c.Question, Iteration: c.Iteration, Generation: c.Generation, Extra: extras[c.Session]}
+		scanned++
+		listed[c.Session] = true
+		if p.After != "" && c.Session <= p.After {
+			continue
+		}
+		if len(p.Rows) == pageRows {
+			complete = false
+			break
+		}
+		rw := row{Name: c.Session, Link: "session/" + link(c.Session)[2:], Status: c.Status, Reason: clip(c.Reason, maxField),
+			Question: clip(c.Question, maxField), Iteration: c.Iteration, Generation: c.Generation, Extra: extras[c.Session]}
 		if err != nil {
-			rw.Err = err.Error()
+			rw.Err = clip(err.Error(), maxField)
 		} else {
 			rw.Skipped = c.Skipped
 		}
@@ -78,46 +130,53 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		if c.Origin.Session != "" {
 			o := c.Origin
 			rw.Origin, rw.OriginLink = &o, "session/"+link(o.Session)[2:]
-			forks[o.Session] = append(forks[o.Session], c.Session)
+		}
+		if !match(&rw) {
+			continue
 		}
 		if c.Status == string(iterate.Running) && err == nil {
 			rw.Holding = h.holding(c.Session, rw.Extra, h.extras != nil && extrasErr == nil)
 		}
-		statuses[c.Status] = true
-		all = append(all, rw)
-	}
-	// Sessions the host knows of that have no checkpoint yet (a fleet's
-	// queued sessions) are listed too, with the status the host tells.
-	listed := make(map[string]bool, len(all))
-	for _, rw := range all {
-		listed[rw.Name] = true
-	}
-	for name, x := range extras {
-		if listed[name] || x.Status == "" {
-			continue
-		}
-		all = append(all, row{Name: name, Link: "session/" + link(name)[2:], Status: x.Status, Extra: x})
-		statuses[x.Status] = true
-	}
-	for s := range statuses {
-		p.Statuses = append(p.Statuses, s)
-	}
-	slices.Sort(p.Statuses)
-	p.Total = len(all)
-	q := strings.ToLower(p.Query)
-	for _, rw := range all {
-		rw.Forks = forks[rw.Name]
-		if p.Status != "" && rw.Status != p.Status {
-			continue
-		}
-		if q != "" && !strings.Contains(strings.ToLower(rw.Name+"\n"+rw.Reason+"\n"+rw.Question+"\n"+rw.Holder+"\n"+rw.Kind), q) {
-			continue
-		}
 		p.Rows = append(p.Rows, rw)
 	}
-	slices.SortFunc(p.Rows, func(a, b row) int {
-		return cmp.Or(cmp.Compare(b.Saved, a.Saved), cmp.Compare(a.Name, b.Name))
-	})
+	// Sessions the host knows of that have no checkpoint yet (a fleet's
+	// queued sessions) are listed too, with the status the host tells, in
+	// their place by name.
+	for name, x := range extras {
+		if listed[name] || x.Status == "" || p.After != "" && name <= p.After ||
+			!complete && len(p.Rows) > 0 && name > p.Rows[len(p.Rows)-1].Name {
+			continue
+		}
+		rw := row{Name: name, Link: "session/" + link(name)[2:], Status: x.Status, Extra: x}
+		if match(&rw) {
+			p.Rows = append(p.Rows, rw)
+			scanned++
+		}
+	}
+	slices.SortFunc(p.Rows, func(a, b row) int { return cmp.Compare(a.Name, b.Name) })
+	if len(p.Rows) > pageRows {
+		p.Rows, complete = p.Rows[:pageRows], false
+	}
+	if !complete && len(p.Rows) > 0 {
+		p.Next = "?" + url.Values{"status": {p.Status}, "q": {p.Query}, "after": {p.Rows[len(p.Rows)-1].Name}}.Encode()
+	}
+	if complete && p.After == "" {
+		p.Total = scanned
+	}
+	if p.After != "" {
+		p.First = "?" + url.Values{"status": {p.Status}, "q": {p.Query}}.Encode()
+	}
+	seen := map[string]bool{}
+	for _, s := range knownStatuses {
+		seen[s] = true
+	}
+	p.Statuses = append(p.Statuses, knownStatuses...)
+	for _, rw := range p.Rows {
+		if !seen[rw.Status] && rw.Status != "" {
+			seen[rw.Status] = true
+			p.Statuses = append(p.Statuses, rw.Status)
+		}
+	}
 	h.render(w, listTmpl, p, "")
 }
 
@@ -217,7 +276,7 @@ type sessionPage struct {
 	QA                    []qa
 	TotalTasks, TotalFail int
 	Err                   string // why the engine record does not read
-	Forks                 []fork
+	ForksLink             string
 	Extra                 Extra
 	ExtrasErr             string
 }
@@ -425,12 +484,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	} else if listsGens && len(gens) > 0 {
 		p.LiveGeneration = gens[len(gens)-1].Generation
 	}
-	for o, err := range h.store.Sessions(ctx) {
-		if err == nil && o != nil && o.Origin.Session == name {
-			p.Forks = append(p.Forks, fork{Name: o.Session, Link: link(o.Session), Generation: o.Origin.Generation})
-		}
-	}
-	slices.SortFunc(p.Forks, func(a, b fork) int { return cmp.Compare(a.Name, b.Name) })
+	// The forks of a session are found by listing every session, which a
+	// page does not do at every load: a link lists them (see forks).
+	p.ForksLink = link(name) + "/forks"
 	extras, extrasErr := h.extrasOf(ctx)
 	if extrasErr != nil {
 		p.ExtrasErr = extrasErr.Error()
@@ -505,6 +561,30 @@ func questions(gens []*checkpoint.Checkpoint, answers []AnswerRecord, c *checkpo
 	}
 	slices.SortFunc(out, func(a, b qa) int { return cmp.Compare(a.Generation, b.Generation) })
 	return out
+}
+
+// forksPage is the data of a session's forks page.
+type forksPage struct {
+	Title, Session, Back string
+	Forks                []fork
+	Errors               []string
+}
+
+// forks serves the list of a session's forks: the sessions whose origin
+// it is, found by listing every session (the one page that does).
+func (h *Handler) forks(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	p := forksPage{Title: h.title, Session: name, Back: "../" + url.PathEscape(name)}
+	for o, err := range h.store.Sessions(r.Context()) {
+		switch {
+		case o == nil && err != nil:
+			p.Errors = append(p.Errors, err.Error())
+		case o != nil && o.Origin.Session == name:
+			p.Forks = append(p.Forks, fork{Name: o.Session, Link: "../" + url.PathEscape(o.Session), Generation: o.Origin.Generation})
+		}
+	}
+	slices.SortFunc(p.Forks, func(a, b fork) int { return cmp.Compare(a.Name, b.Name) })
+	h.render(w, forksTmpl, p, "")
 }
 
 // taskRows makes an iteration's task runs readable.

@@ -29,7 +29,7 @@ td.tasks{min-width:18em}.task{white-space:nowrap}.task details{white-space:norma
 </style>`
 
 var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{{.P.Title}}</title>` + style + `</head><body>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.P.Title}}</title>` + style + `</head><body>
 <h1>{{.P.Title}}</h1>
 <form method="get" action="./">
 <label>Status <select name="status"><option value="">any</option>
@@ -38,7 +38,8 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 <label>Text <input type="search" name="q" value="{{.P.Query}}"></label>
 <button type="submit">Filter</button>
 </form>
-<p class="muted">{{len .P.Rows}} of {{.P.Total}} sessions</p>
+<p class="muted" id="count">{{if .P.Total}}{{len .P.Rows}} of {{.P.Total}} sessions{{else}}{{len .P.Rows}} sessions{{with .P.After}} after {{.}}{{end}}{{if .P.Next}}, and more{{end}}{{end}}
+{{- with .P.First}} · <a href="{{.}}">first page</a>{{end}}{{with .P.Next}} · <a id="next" href="{{.}}">next page →</a>{{end}}</p>
 {{range .P.Errors}}<p class="err">{{.}}</p>{{end}}
 <table id="sessions">
 <thead><tr><th>Session</th><th>Status</th><th>Iteration</th><th>Age</th>{{if .P.Extras}}<th>Kind</th><th>Holder</th>{{end}}<th>Open question</th><th>Lineage</th></tr></thead>
@@ -49,7 +50,7 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 <td class="n">{{.Iteration}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Extras}}<td>{{.Kind}}</td><td>{{.Holder}}</td>{{end}}
 <td>{{if .Question}}<div class="q">{{.Question}}</div>{{end}}</td>
 <td>{{if .Origin}}forked from <a href="{{.OriginLink}}">{{.Origin.Session}}</a> at generation {{.Origin.Generation}}{{end}}
-{{- if .Forks}}<div>forks: {{range $i, $f := .Forks}}{{if $i}}, {{end}}{{$f}}{{end}}</div>{{end}}</td></tr>
+</td></tr>
 {{- else}}
 <tr><td colspan="7" class="muted">no sessions{{if or .P.Status .P.Query}} match{{end}}</td></tr>
 {{- end}}
@@ -58,7 +59,7 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 `))
 
 var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{{.P.C.Session}} · {{.P.Title}}</title>` + style + `</head>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.P.C.Session}} · {{.P.Title}}</title>` + style + `</head>
 <body data-generation="{{.P.LiveGeneration}}" data-holding="{{.P.Holding}}" data-poll="{{.P.Poll}}">
 <p><a href="../">← all sessions</a></p>
 <h1>{{.P.C.Session}}</h1>
@@ -77,7 +78,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <tr><th>Started</th><td>{{.P.Started}}; last iteration ended {{.P.Last}}; {{.P.Elapsed}} in iterations</td></tr>
 {{- if .P.HasBest}}<tr><th>Best iteration</th><td id="best">{{.P.BestIteration}}{{with .P.BestBy}} <span class="muted">(by {{.}})</span>{{end}}{{if .P.C.BestGeneration}} (state kept in generation {{.P.C.BestGeneration}}){{end}}</td></tr>{{end}}
 {{- if .P.OriginLink}}<tr><th>Forked from</th><td><a href="{{.P.OriginLink}}">{{.P.C.Origin.Session}}</a> at generation {{.P.C.Origin.Generation}}</td></tr>{{end}}
-{{- if .P.Forks}}<tr><th>Forks</th><td id="forks">{{range $i, $f := .P.Forks}}{{if $i}}, {{end}}<a href="{{$f.Link}}">{{$f.Name}}</a> (from generation {{$f.Generation}}){{end}}</td></tr>{{end}}
+<tr><th>Forks</th><td><a id="forks" href="{{.P.ForksLink}}">list the sessions forked from this one</a></td></tr>
 <tr><th>Decision</th><td id="decision">{{.P.Verdict}}{{with .P.Reason}}: {{.}}{{end}}{{if .P.StoppedBy}} <span class="muted">(the loop's status: its last convergence check said continue)</span>{{end}}
 {{- if .P.Unmet}}<div>unmet:<ul id="unmet">{{range .P.Unmet}}<li>{{.}}</li>{{end}}</ul></div>{{end}}</td></tr>
 </table>
@@ -155,5 +156,14 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 })();
 </script>
 {{- end}}
+</body></html>
+`))
+
+var forksTmpl = template.Must(template.New("forks").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>forks of {{.P.Session}} · {{.P.Title}}</title>` + style + `</head><body>
+<p><a href="{{.P.Back}}">← {{.P.Session}}</a></p>
+<h1>Forks of {{.P.Session}}</h1>
+{{range .P.Errors}}<p class="err">{{.}}</p>{{end}}
+<ul id="forks">{{range .P.Forks}}<li><a href="{{.Link}}">{{.Name}}</a> (from generation {{.Generation}})</li>{{else}}<li class="muted">no session is forked from this one</li>{{end}}</ul>
 </body></html>
 `))

@@ -305,6 +305,7 @@ func New(store Store, opts ...Option) (*Handler, error) {
 	h.mux.HandleFunc("GET /{$}", h.list)
 	h.mux.HandleFunc("GET /session/{name}", h.session)
 	h.mux.HandleFunc("GET /session/{name}/live", h.live)
+	h.mux.HandleFunc("GET /session/{name}/forks", h.forks)
 	if h.answerer != nil {
 		h.mux.Handle("POST /session/{name}/answer", http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.answer)))
 	}

@@ -148,7 +148,7 @@ func TestListing(t *testing.T) {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}
 	for _, want := range []string{`data-session="done"`, `data-session="asked"`, `href="session/done"`,
-		`href="session/javascript:alert%281%29"`, `forked from <a href="session/done">done</a>`, `forks: javascript:alert(1)`,
+		`href="session/javascript:alert%281%29"`, `forked from <a href="session/done">done</a>`,
 		"4 of 4 sessions"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("listing lacks %q", want)
@@ -603,8 +603,11 @@ func TestWholeHistory(t *testing.T) {
 	if m := seriesRE.FindStringSubmatch(body); m == nil || !strings.HasPrefix(m[2], "0:0 1:3 ") {
 		t.Errorf("chart over the whole history: %v", m)
 	}
-	if !strings.Contains(body, fmt.Sprintf(`<a href="./long-fork">long-fork</a> (from generation %d)`, c.Generation-1)) {
-		t.Error("the session's page lacks its fork")
+	if !strings.Contains(body, `<a id="forks" href="./long/forks">`) {
+		t.Error("the session's page lacks the link to its forks")
+	}
+	if _, forks := get(t, newHandler(t, m), "/session/long/forks"); !strings.Contains(forks, fmt.Sprintf(`<a href="../long-fork">long-fork</a> (from generation %d)`, c.Generation-1)) {
+		t.Errorf("the forks page lacks the fork: %s", forks)
 	}
 }
 
