@@ -249,7 +249,7 @@ func TestChromiumRemoved(t *testing.T) {
 	}))
 	defer srv.Close()
 	dom := string(chromium(t, []string{"--dump-dom", "--virtual-time-budget=5000"}, srv.URL+"/session/run"))
-	if !strings.Contains(dom, "(removed from the store: no longer followed)") {
+	if !strings.Contains(dom, `<span id="live" class="err">(removed from the store: no longer followed)</span>`) {
 		t.Errorf("the page of a removed session:\n%s", dom)
 	}
 	mu.Lock()
