@@ -1,12 +1,19 @@
 // Package view serves a live, read-only view of the sessions of a checkpoint
 // store as an [http.Handler] that a host mounts in its own service: a page
-// listing the sessions (status, iteration, age, open question, lineage of
-// forks), filterable by status and text, and a page per session with its
-// timeline (each iteration's action, gaps by kind and priority, usage
-// against the budget, duration, failed tasks), its decision and unmet
-// criteria, its best iteration, its origin and forks, its escalation, its
-// kept generations, its settings and charts of the metrics the host
-// declares ([Metrics]). When the store loads generations ([GenerationStore])
+// listing the sessions (status, iteration, age, open question, origin),
+// filterable by status and text, 100 a page in the order of their names
+// (a page reads the store's listing only as far as it needs), and a page
+// per session with its timeline (each iteration's action, gaps by kind and
+// priority, usage against the budget, duration, failed tasks; the
+// iteration just completed included), its decision and unmet criteria, its
+// best iteration (the engine's kept best, iterate.WithKeepBest), its
+// origin and a link to its forks, its escalations and their accepted
+// answers, its kept generations, its settings and charts of the metrics the
+// host declares ([Metrics]). A running session that no process holds (a
+// directory's lock file naming a process that is gone; a fleet session no
+// worker holds) is told apart from a live one, and a damaged newest
+// generation is named. The handler answers only to the hosts [Hosts]
+// allows (the loopback names by default), against DNS rebinding. When the store loads generations ([GenerationStore])
 // and the newest history window dropped early iterations, the timeline is
 // completed from older kept generations. A session page of a loop that has not
 // ended follows it as it runs, polling a small JSON endpoint.
@@ -145,8 +152,10 @@ func Metrics(ms ...Metric) Option {
 
 // Answers enables answering escalations from a session's page with a; the
 // page of an escalated session then shows a form whose POST calls
-// a.Answer. The form carries a token bound to the session and to a secret
-// of this handler, and cross-origin POSTs are refused.
+// a.Answer (or its AnswerOnce, see [AnswerOnce]). The form carries a token
+// bound to the session, to the escalated generation and to a secret of
+// this handler, and cross-origin POSTs are refused; an answer to an
+// escalation answered already, or no longer open, is refused (409).
 func Answers(a Answerer) Option {
 	return func(h *Handler) error {
 		if a == nil {
