@@ -114,25 +114,44 @@ func TestFleetAnswer(t *testing.T) {
 		t.Fatalf("listing: %d %s", code, body)
 	}
 	code, body = fetch(t, base+"/session/ticket-7")
-	m := regexp.MustCompile(`<form id="answer" method="post" action="\./ticket-7/answer">\s*<input type="hidden" name="token" value="([0-9a-f]+)">`).FindStringSubmatch(body)
+	m := regexp.MustCompile(`<form id="answer" method="post" action="\./ticket-7/answer">\s*<input type="hidden" name="token" value="([0-9a-f]+)"><input type="hidden" name="generation" value="(\d+)">`).FindStringSubmatch(body)
 	if code != http.StatusOK || m == nil {
 		t.Fatalf("session: %d, no answer form: %s", code, body)
 	}
+	// Escalated by its strategy, the session's decision is its status, not
+	// the convergence check's "continue"; it is not "(live)".
+	if !strings.Contains(body, `<td id="decision">escalated`) || strings.Contains(body, "(live)") {
+		t.Errorf("the escalated session's summary: %s", regexp.MustCompile(`(?s)<table id="summary">.*?</table>`).FindString(body))
+	}
 	maybeScreenshot(t, "fleet-escalated.png", base+"/session/ticket-7")
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	post := func(token string) int {
-		res, err := client.PostForm(base+"/session/ticket-7/answer", url.Values{"token": {token}, "answer": {"approved"}})
+	postTo := func(base, token, answer string) int {
+		res, err := client.PostForm(base+"/session/ticket-7/answer", url.Values{"token": {token}, "answer": {answer}, "generation": {m[2]}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		res.Body.Close()
 		return res.StatusCode
 	}
+	post := func(token string) int {
+		return postTo(base, token, "approved")
+	}
 	if c := post("bad"); c != http.StatusForbidden {
 		t.Fatalf("a wrong token: status %d", c)
 	}
 	if c := post(m[1]); c != http.StatusSeeOther {
 		t.Fatalf("answer: status %d", c)
+	}
+	// A second answer is refused, not stored over the first: from the
+	// same viewer, and from another one (the fleet says it is answered, or
+	// the session moved on).
+	if c := postTo(base, m[1], "rejected"); c != http.StatusConflict {
+		t.Errorf("a second answer: status %d, want 409", c)
+	}
+	other := server(t, "--db", dbURL, "--fleet-schema", schema, "--answers")
+	_, obody := fetch(t, other+"/session/ticket-7")
+	if om := regexp.MustCompile(`name="token" value="([0-9a-f]+)"`).FindStringSubmatch(obody); om != nil {
+		t.Errorf("another viewer offers the answered session's form")
 	}
 	res, err := plans.Wait(ctx, "ticket-7")
 	if err != nil {
