@@ -165,3 +165,45 @@ func TestFleetAnswer(t *testing.T) {
 		t.Errorf("listing after the answer: %d %s", code, body)
 	}
 }
+
+// TestFleetQueued: a fleet's sessions not started yet (no worker runs) are
+// listed and counted, with their kind. Mutation caught: the list built from
+// the store's checkpoints alone (0 of 0 with 3 submitted).
+func TestFleetQueued(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dbURL := serverURL(t)
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	schema := fmt.Sprintf("viewer_queued_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	f, err := fleet.New(ctx, pool, fleet.Schema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := fleet.MustRegister(f, "plan", func(context.Context, ticket) (fleet.Loop[plan], error) {
+		return fleet.Loop[plan]{}, errors.New("not run: no worker")
+	})
+	for _, s := range []string{"q-1", "q-2", "q-3"} {
+		if _, err := plans.Submit(ctx, s, ticket{ID: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := server(t, "--db", dbURL, "--fleet-schema", schema)
+	code, body := fetch(t, base+"/")
+	if code != http.StatusOK || !strings.Contains(body, "3 of 3 sessions") || strings.Count(body, `<span class="status s-queued">queued</span>`) != 3 {
+		t.Errorf("the list of 3 queued sessions: %d %s", code, regexp.MustCompile(`\d+ of \d+ sessions`).FindString(body))
+	}
+	if code, body := fetch(t, base+"/session/q-2"); code != http.StatusOK || !strings.Contains(body, "not started yet") {
+		t.Errorf("a queued session's page: %d", code)
+	}
+}
