@@ -358,3 +358,30 @@ func TestQueuedListed(t *testing.T) {
 		t.Errorf("an unknown session's /live: %d", res.StatusCode)
 	}
 }
+
+// TestChartAxes: only a ratio (coverage, confidence) is drawn on 0 to 1; a
+// cost per iteration of cents is drawn on its own range, and the value axis
+// is labelled between its ends. Mutations caught: every measure within
+// [0,1] pinned to a 0–1 axis (the cost looks flat), only min and max
+// labelled.
+func TestChartAxes(t *testing.T) {
+	ticks := regexp.MustCompile(`<text class="tick" x="[^"]+" y="[^"]+" text-anchor="end">([^<]+)</text>`)
+	labels := func(c chart) []string {
+		var out []string
+		for _, m := range ticks.FindAllStringSubmatch(string(c.draw()), -1) {
+			if !strings.HasPrefix(m[1], "iteration") {
+				out = append(out, m[1])
+			}
+		}
+		return out
+	}
+	cost := chart{Name: "cost", Points: []point{{1, 0.01}, {2, 0.03}, {3, 0.04}}}
+	got := labels(cost)
+	if len(got) != 5 || got[0] != "0.04" || slices.Contains(got, "1") {
+		t.Errorf("cost axis labels %v, want 5 up to 0.04", got)
+	}
+	cov := chart{Name: "coverage", Points: []point{{1, 0.2}, {2, 0.4}}}
+	if got := labels(cov); len(got) != 5 || got[0] != "1" || !slices.Contains(got, "0.5") {
+		t.Errorf("coverage axis labels %v, want 0 to 1 by quarters", got)
+	}
+}

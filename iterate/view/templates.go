@@ -10,7 +10,8 @@ var maxOlderText = strconv.Itoa(maxOlder)
 
 // style is the pages' stylesheet.
 const style = `<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222;max-width:1600px}
+.scroll{overflow-x:auto;max-width:100%}
 h1{font-size:1.4em}h2{font-size:1.1em;margin-top:1.6em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:.4em 0}td,th{padding:.2em .6em;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
 th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
@@ -22,7 +23,7 @@ th{background:#f5f5f5}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .bar{display:inline-block;height:.7em;background:#7aa7e0;vertical-align:middle}
 .charts{display:flex;flex-wrap:wrap;gap:1em}.charts figure{margin:0}
 svg.chart{width:420px;height:140px;background:#fafafa;border:1px solid #eee}
-svg .axis{stroke:#999}svg .series{fill:none;stroke:#2d6fc4;stroke-width:1.5}svg .point{fill:#2d6fc4}
+svg .axis{stroke:#999}svg .grid{stroke:#eee}svg .series{fill:none;stroke:#2d6fc4;stroke-width:1.5}svg .point{fill:#2d6fc4}
 svg .threshold{stroke:#d33;stroke-dasharray:4 3}svg text{font-size:10px;fill:#555}
 pre{white-space:pre-wrap;margin:0}details summary{cursor:pointer}
 td.tasks{min-width:18em}.task{white-space:nowrap}.task details{white-space:normal}pre.output{max-width:40em;max-height:12em;overflow:auto;background:#f7f7f7;font-size:12px}
@@ -115,7 +116,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <div class="charts">{{range .P.Charts}}<figure><figcaption>{{.Label}}{{if .HasLine}} <span class="muted">(threshold {{.Threshold}})</span>{{end}}</figcaption>{{.SVG}}</figure>{{end}}</div>
 <h2>Timeline</h2>
 {{- if gt .P.Dropped 0}}<p id="dropped" class="muted">{{if .P.NotLoaded}}Iterations before {{.P.Dropped}} are not shown: older kept generations hold them, and this page reads at most ` + maxOlderText + ` of them.{{else}}Iterations before {{.P.Dropped}} are not kept: no kept generation holds them.{{end}}</p>{{end}}
-<table id="timeline"><thead><tr><th>Iteration</th><th>Action</th><th>Gaps</th><th>By kind</th><th>P1/P2/P3</th><th>Tokens</th><th>Cost</th><th>Calls</th><th>Duration</th><th>Decision</th><th>Tasks (failed)</th><th>Summary</th></tr></thead><tbody>
+<div class="scroll"><table id="timeline"><thead><tr><th>Iteration</th><th>Action</th><th>Gaps</th><th>By kind</th><th>P1/P2/P3</th><th>Tokens</th><th>Cost</th><th>Calls</th><th>Duration</th><th>Decision</th><th>Tasks (failed)</th><th>Summary</th></tr></thead><tbody>
 {{- range .P.Iterations}}
 <tr data-iteration="{{.Iteration}}"{{if .Best}} class="best" title="best iteration"{{end}}><td class="n">{{.Iteration}}{{if .Best}} ★{{end}}</td>
 <td>{{if eq .Iteration 0}}<span class="muted">initial state</span>{{else}}{{.Action}}{{if .Failed}} <span class="err">failed</span>{{end}}{{end}}</td>
@@ -128,7 +129,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- with .Output}}<details><summary>output</summary><pre class="output">{{.}}</pre></details>{{end}}</div>{{end}}</td>
 <td>{{if .Summary}}<div class="muted">{{.Summary}}</div>{{end}}</td></tr>
 {{- end}}
-</tbody></table>
+</tbody></table></div>
 {{- if or .P.Generations .P.GenerationsErr}}
 <h2>Kept generations</h2>
 {{- if .P.GenerationsErr}}<p class="err">{{.P.GenerationsErr}}</p>{{end}}
