@@ -27,6 +27,7 @@ svg .axis{stroke:#999}svg .grid{stroke:#eee}svg .series{fill:none;stroke:#2d6fc4
 svg .threshold{stroke:#d33;stroke-dasharray:4 3}svg text{font-size:10px;fill:#555}
 pre{white-space:pre-wrap;margin:0}details summary{cursor:pointer}
 td.tasks{min-width:18em}.task{white-space:nowrap}.task details{white-space:normal}pre.output{max-width:40em;max-height:12em;overflow:auto;background:#f7f7f7;font-size:12px}
+@media (max-width:700px){body{margin:.5em}table{display:block;overflow-x:auto;max-width:100%}.charts figure{width:100%}svg.chart{width:100%;height:auto}.q,pre{overflow-wrap:anywhere}td.tasks{min-width:12em}}
 </style>`
 
 var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
