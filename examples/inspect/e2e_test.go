@@ -168,15 +168,17 @@ func TestE2EHistory(t *testing.T) {
 	rows := fields(r.stdout)
 	for _, rec := range rep.History.Recent {
 		row := rows[strconv.Itoa(rec.Iteration)]
-		if len(row) != 8 {
+		if len(row) != 9 {
 			t.Errorf("iteration %d: row %q\n%s", rec.Iteration, row, r.stdout)
 			continue
 		}
-		want := []string{strconv.Itoa(rec.Iteration), "-", "-",
+		want := []string{strconv.Itoa(rec.Iteration), "-", "-", "-",
 			strconv.FormatFloat(rec.Coverage, 'f', 2, 64), strconv.FormatFloat(rec.Confidence, 'f', 2, 64),
 			strconv.Itoa(rec.Conflicts), strconv.Itoa(rec.Gaps), "-"}
 		if rec.Iteration > 0 {
-			want[1], want[2], want[7] = rec.Action, strconv.Itoa(rec.Tasks)+" ("+strconv.Itoa(rec.FailedTasks)+")", round(rec.Duration).String()
+			// Tokens per iteration: the history's, as iterate.Inspect reads it.
+			want[1], want[2], want[3], want[8] = rec.Action, strconv.Itoa(rec.Tasks)+" ("+strconv.Itoa(rec.FailedTasks)+")",
+				strconv.FormatInt(rec.Tokens, 10), round(rec.Duration).String()
 		}
 		if diff := cmp.Diff(want, row); diff != "" {
 			t.Errorf("iteration %d mismatch (-want +got):\n%s", rec.Iteration, diff)
@@ -193,7 +195,7 @@ func TestE2EHistory(t *testing.T) {
 	}
 	for _, want := range []string{
 		"Status       converged after " + strconv.Itoa(c.Iteration) + " iterations",
-		"Tokens       " + strconv.FormatInt(rep.Usage.Tokens, 10) + " in all (not recorded per iteration)",
+		"Tokens       " + strconv.FormatInt(rep.Usage.Tokens, 10) + " in all (per iteration above)",
 		"Coverage     " + cov + "  0.00 → ",
 		"(threshold 0.70)", "(threshold 0.80)",
 		"  tokens      " + strconv.FormatInt(rep.Usage.Tokens, 10) + " of 20000 (",

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -94,6 +95,8 @@ type row struct {
 	Coverage, Confidence         string
 	Conflicts, Gaps              int
 	Failed                       bool
+	Tokens                       string
+	Runs                         []converge.TaskRun
 }
 
 // writeHTML writes the session's page to path, with a chart of each of
@@ -138,12 +141,14 @@ func pageOf(s *session, metrics []string) *pageData {
 		p.Bars = append(p.Bars, bar)
 	}
 	p.BarsH = float64(len(p.Bars)) * 34
+	measured := measures(recs)
 	for _, rec := range recs {
-		rw := row{Iteration: rec.Iteration, Action: "-", Tasks: "-", Time: "-", Summary: rec.Summary,
-			Coverage: fmt.Sprintf("%.2f", rec.Coverage), Confidence: fmt.Sprintf("%.2f", rec.Confidence),
-			Conflicts: rec.Conflicts, Gaps: rec.Gaps, Failed: rec.Failed}
+		rw := row{Iteration: rec.Iteration, Action: "-", Tasks: "-", Time: "-", Tokens: "-", Summary: rec.Summary,
+			Coverage: measured.coverage(rec.Coverage), Confidence: measured.confidence(rec.Confidence),
+			Conflicts: rec.Conflicts, Gaps: rec.Gaps, Failed: rec.Failed, Runs: rec.TaskRuns}
 		if rec.Iteration > 0 {
 			rw.Action, rw.Tasks, rw.Time = dash(rec.Action), fmt.Sprintf("%d (%d failed)", rec.Tasks, rec.FailedTasks), round(rec.Duration).String()
+			rw.Tokens = strconv.FormatInt(rec.Tokens, 10)
 		}
 		p.Rows = append(p.Rows, rw)
 	}
@@ -270,12 +275,13 @@ after {{.Iteration}} iteration(s) · generation {{.Generation}} · updated {{.Up
 {{if .Limited}}<rect x="90" y="{{coord .Y}}" width="{{$.BarW}}" height="22" fill="#eee"/><rect class="spent" data-resource="{{.Name}}" x="90" y="{{coord .Y}}" width="{{coord .Width}}" height="22" fill="{{if .Over}}#dc2626{{else}}#16a34a{{end}}"/>{{end}}
 <text x="{{if .Limited}}520{{else}}90{{end}}" y="{{coord .Y}}" dy="16">{{.Text}}</text>
 {{end}}</svg>
-<p class="muted">Tokens are recorded as totals, not per iteration: {{.Tokens}} in all.</p>
+<p class="muted">{{.Tokens}} tokens in all; per iteration in the history below.</p>
 
 <h2>History</h2>
 <table id="history">
-<tr><th>iteration</th><th>action</th><th>tasks</th><th>coverage</th><th>confidence</th><th>conflicts</th><th>gaps</th><th>time</th><th>summary</th></tr>
-{{range .Rows}}<tr{{if .Failed}} class="failed"{{end}}><td class="n">{{.Iteration}}</td><td>{{.Action}}{{if .Failed}} (failed){{end}}</td><td>{{.Tasks}}</td><td class="n">{{.Coverage}}</td><td class="n">{{.Confidence}}</td><td class="n">{{.Conflicts}}</td><td class="n">{{.Gaps}}</td><td class="n">{{.Time}}</td><td class="s">{{.Summary}}</td></tr>
+<tr><th>iteration</th><th>action</th><th>tasks</th><th>tokens</th><th>coverage</th><th>confidence</th><th>conflicts</th><th>gaps</th><th>time</th><th>summary</th></tr>
+{{range .Rows}}<tr{{if .Failed}} class="failed"{{end}}><td class="n">{{.Iteration}}</td><td>{{.Action}}{{if .Failed}} (failed){{end}}</td><td>{{.Tasks}}
+{{- range .Runs}}<div class="task">{{if .Role}}{{.Role}}{{else}}task{{end}}: {{if .Err}}<span class="err">failed: {{.Err}}</span>{{else}}ok{{end}}{{with .Output}}<details><summary>output</summary><pre>{{.}}</pre></details>{{end}}</div>{{end}}</td><td class="n tokens">{{.Tokens}}</td><td class="n">{{.Coverage}}</td><td class="n">{{.Confidence}}</td><td class="n">{{.Conflicts}}</td><td class="n">{{.Gaps}}</td><td class="n">{{.Time}}</td><td class="s">{{.Summary}}</td></tr>
 {{end}}</table>
 {{if .OpenGaps}}<p>{{.OpenGaps}} gap(s) open at the latest assessment.</p>{{end}}
 

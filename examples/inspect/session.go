@@ -178,23 +178,38 @@ func writeSession(w io.Writer, s *session, spark bool, metrics []string) error {
 		fmt.Fprintf(w, "(iterations 0 to %d are not kept: the history keeps the latest %d)\n", recs[0].Iteration-1, len(recs))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "ITER\tACTION\tTASKS (FAILED)\tCOVERAGE\tCONFIDENCE\tCONFLICTS\tGAPS\tTIME\t")
+	fmt.Fprintln(tw, "ITER\tACTION\tTASKS (FAILED)\tTOKENS\tCOVERAGE\tCONFIDENCE\tCONFLICTS\tGAPS\tTIME\t")
+	measured := measures(recs)
+	var failures []string
 	for _, rec := range recs {
-		action, tasks, took := "-", "-", "-"
+		action, tasks, tokens, took := "-", "-", "-", "-"
 		if rec.Iteration > 0 {
 			action = dash(rec.Action)
 			if rec.Failed {
 				action += " FAILED"
 			}
 			tasks = fmt.Sprintf("%d (%d)", rec.Tasks, rec.FailedTasks)
+			tokens = strconv.FormatInt(rec.Tokens, 10)
 			took = round(rec.Duration).String()
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%.2f\t%.2f\t%d\t%d\t%s\t\n", rec.Iteration, action, tasks, rec.Coverage, rec.Confidence, rec.Conflicts, rec.Gaps, took)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t\n", rec.Iteration, action, tasks, tokens,
+			measured.coverage(rec.Coverage), measured.confidence(rec.Confidence), rec.Conflicts, rec.Gaps, took)
+		for _, t := range rec.TaskRuns {
+			if t.Err != "" {
+				failures = append(failures, fmt.Sprintf("  iteration %d, %s: %s", rec.Iteration, dash(t.Role), oneLine(t.Err)))
+			}
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "Tokens       %d in all (not recorded per iteration); %s over %d tasks, %d failed\n",
+	if len(failures) > 0 {
+		fmt.Fprintln(w, "Failed tasks (the outputs: --html):")
+		for _, f := range failures {
+			fmt.Fprintln(w, f)
+		}
+	}
+	fmt.Fprintf(w, "Tokens       %d in all (per iteration above); %s over %d tasks, %d failed\n",
 		r.Usage.Tokens, plural(r.Totals.Iterations, "iteration"), r.Totals.Tasks, r.Totals.FailedTasks)
 	if spark && len(recs) > 0 {
 		fmt.Fprintln(w)
@@ -395,4 +410,29 @@ func writeSessionJSON(w io.Writer, s *session) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// measured tells which of coverage and confidence a loop measures: some
+// record holds it as other than zero. A loop that measures neither (an
+// agent loop judged by its gates) shows "-" for them, not 0.00.
+type measured struct{ cov, conf bool }
+
+// measures returns what recs measure.
+func measures(recs []converge.Record) measured {
+	var m measured
+	for i := range recs {
+		m.cov = m.cov || recs[i].Coverage != 0
+		m.conf = m.conf || recs[i].Confidence != 0
+	}
+	return m
+}
+
+func (m measured) coverage(v float64) string   { return m.format(m.cov, v) }
+func (m measured) confidence(v float64) string { return m.format(m.conf, v) }
+
+func (measured) format(ok bool, v float64) string {
+	if !ok {
+		return "-"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
 }

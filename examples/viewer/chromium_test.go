@@ -207,3 +207,54 @@ func TestChromiumLive(t *testing.T) {
 		t.Errorf("the page did not follow the new generation:\n%s", dom)
 	}
 }
+
+// TestChromiumRemoved: the page of a running session whose store entry is
+// removed stops following it and says so (its /live answers 404), rather
+// than showing it running forever. Mutation caught: the page's script
+// ignoring a 404 from /live.
+func TestChromiumRemoved(t *testing.T) {
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Skip("no headless Chromium: no chromium in PATH (Debian's chromium package)")
+	}
+	m := new(checkpoint.Memory)
+	runLoop(t, m, "run", false)
+	ctx := context.Background()
+	c, err := m.Load(ctx, "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Status, c.Generation, c.Token, c.Reason = string(iterate.Running), 0, 0, "running"
+	if err := m.Save(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	h, err := view.New(m, view.Poll(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	polls := 0
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/live") {
+			once.Do(func() {
+				if err := m.Remove(r.Context(), "run"); err != nil {
+					t.Error(err)
+				}
+			})
+			mu.Lock()
+			polls++
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dom := string(chromium(t, []string{"--dump-dom", "--virtual-time-budget=5000"}, srv.URL+"/session/run"))
+	if !strings.Contains(dom, `<span id="live" class="err">(removed from the store: no longer followed)</span>`) {
+		t.Errorf("the page of a removed session:\n%s", dom)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if polls != 1 {
+		t.Errorf("%d polls after the session was removed, want none after the first", polls-1)
+	}
+}

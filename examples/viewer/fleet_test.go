@@ -114,25 +114,44 @@ func TestFleetAnswer(t *testing.T) {
 		t.Fatalf("listing: %d %s", code, body)
 	}
 	code, body = fetch(t, base+"/session/ticket-7")
-	m := regexp.MustCompile(`<form id="answer" method="post" action="\./ticket-7/answer">\s*<input type="hidden" name="token" value="([0-9a-f]+)">`).FindStringSubmatch(body)
+	m := regexp.MustCompile(`<form id="answer" method="post" action="\./ticket-7/answer">\s*<input type="hidden" name="token" value="([0-9a-f]+)"><input type="hidden" name="generation" value="(\d+)">`).FindStringSubmatch(body)
 	if code != http.StatusOK || m == nil {
 		t.Fatalf("session: %d, no answer form: %s", code, body)
 	}
+	// Escalated by its strategy, the session's decision is its status, not
+	// the convergence check's "continue"; it is not "(live)".
+	if !strings.Contains(body, `<td id="decision">escalated`) || strings.Contains(body, "(live)") {
+		t.Errorf("the escalated session's summary: %s", regexp.MustCompile(`(?s)<table id="summary">.*?</table>`).FindString(body))
+	}
 	maybeScreenshot(t, "fleet-escalated.png", base+"/session/ticket-7")
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	post := func(token string) int {
-		res, err := client.PostForm(base+"/session/ticket-7/answer", url.Values{"token": {token}, "answer": {"approved"}})
+	postTo := func(base, token, answer string) int {
+		res, err := client.PostForm(base+"/session/ticket-7/answer", url.Values{"token": {token}, "answer": {answer}, "generation": {m[2]}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		res.Body.Close()
 		return res.StatusCode
 	}
+	post := func(token string) int {
+		return postTo(base, token, "approved")
+	}
 	if c := post("bad"); c != http.StatusForbidden {
 		t.Fatalf("a wrong token: status %d", c)
 	}
 	if c := post(m[1]); c != http.StatusSeeOther {
 		t.Fatalf("answer: status %d", c)
+	}
+	// A second answer is refused, not stored over the first: from the
+	// same viewer, and from another one (the fleet says it is answered, or
+	// the session moved on).
+	if c := postTo(base, m[1], "rejected"); c != http.StatusConflict {
+		t.Errorf("a second answer: status %d, want 409", c)
+	}
+	other := server(t, "--db", dbURL, "--fleet-schema", schema, "--answers")
+	_, obody := fetch(t, other+"/session/ticket-7")
+	if om := regexp.MustCompile(`name="token" value="([0-9a-f]+)"`).FindStringSubmatch(obody); om != nil {
+		t.Errorf("another viewer offers the answered session's form")
 	}
 	res, err := plans.Wait(ctx, "ticket-7")
 	if err != nil {
@@ -144,5 +163,47 @@ func TestFleetAnswer(t *testing.T) {
 	code, body = fetch(t, base+"/")
 	if code != http.StatusOK || !strings.Contains(body, "<td>plan</td>") || !strings.Contains(body, `<span class="status s-converged">converged</span>`) {
 		t.Errorf("listing after the answer: %d %s", code, body)
+	}
+}
+
+// TestFleetQueued: a fleet's sessions not started yet (no worker runs) are
+// listed and counted, with their kind. Mutation caught: the list built from
+// the store's checkpoints alone (0 of 0 with 3 submitted).
+func TestFleetQueued(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dbURL := serverURL(t)
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	schema := fmt.Sprintf("viewer_queued_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	f, err := fleet.New(ctx, pool, fleet.Schema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := fleet.MustRegister(f, "plan", func(context.Context, ticket) (fleet.Loop[plan], error) {
+		return fleet.Loop[plan]{}, errors.New("not run: no worker")
+	})
+	for _, s := range []string{"q-1", "q-2", "q-3"} {
+		if _, err := plans.Submit(ctx, s, ticket{ID: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base := server(t, "--db", dbURL, "--fleet-schema", schema)
+	code, body := fetch(t, base+"/")
+	if code != http.StatusOK || !strings.Contains(body, "3 of 3 sessions") || strings.Count(body, `<span class="status s-queued">queued</span>`) != 3 {
+		t.Errorf("the list of 3 queued sessions: %d %s", code, regexp.MustCompile(`\d+ of \d+ sessions`).FindString(body))
+	}
+	if code, body := fetch(t, base+"/session/q-2"); code != http.StatusOK || !strings.Contains(body, "not started yet") {
+		t.Errorf("a queued session's page: %d", code)
 	}
 }

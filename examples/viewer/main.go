@@ -5,6 +5,12 @@
 //	viewer --db URL [--schema S]
 //	viewer --db URL --fleet-schema S [--answers]
 //
+// It answers only to requests for the loopback names, the address it
+// listens on and the names given with --host (repeatable): a request
+// naming another host is refused, so that a site whose name is made to
+// resolve to the viewer's address (DNS rebinding) cannot read its pages
+// nor answer.
+//
 // --metric NAME, repeatable, declares the charts of a session's page (as
 // view.Metrics does); without it the page charts what each loop measured.
 //
@@ -57,6 +63,7 @@ type options struct {
 	answers, allowRemote               bool
 	poll                               time.Duration
 	metrics                            metricList
+	hosts                              metricList // --host
 }
 
 // metricList is the repeatable --metric flag.
@@ -104,6 +111,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	fs.BoolVar(&o.answers, "answers", false, "allow answering the fleet's escalations from the pages (needs --fleet-schema)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "listen on `host:port` (a loopback address unless --allow-remote)")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --addr (the viewer has no authentication)")
+	fs.Var(&o.hosts, "host", "also answer to requests for host `name` (repeatable): by default the viewer answers only to\n"+
+		"the loopback names and to the address it listens on, so that another site's name rebound to its address\n"+
+		"(DNS rebinding) cannot read its pages or answer; name the host a browser or a proxy reaches it by")
 	fs.DurationVar(&o.poll, "poll", 2*time.Second, "how often a running session's page checks for a new checkpoint")
 	fs.Var(&o.metrics, "metric", "chart `name` on a session's page (repeatable, in order): coverage and confidence (with the\n"+
 		"loop's thresholds), score, conflicts, a named score of the loop's assessments (fixloop: \"tests passing\",\n"+
@@ -175,9 +185,22 @@ func checkAddr(addr string, remote bool) error {
 	return fmt.Errorf("--addr %q listens on %s, not a loopback address: the viewer has no authentication; add --allow-remote to serve it there (behind a proxy that authenticates)", addr, host)
 }
 
+// hostsOf returns the hosts the viewer answers to: the loopback names, the
+// host of the address it listens on when it is an IP address (a name
+// could be rebound: name it with --host), and the --host names.
+func hostsOf(addr string, extra []string) []string {
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(h); ip != nil && !ip.IsUnspecified() {
+			hosts = append(hosts, h)
+		}
+	}
+	return append(hosts, extra...)
+}
+
 // serve builds the handler and serves it until ctx is done.
 func serve(ctx context.Context, o options, stdout io.Writer, ready func(string)) error {
-	opts := []view.Option{view.Poll(o.poll)}
+	opts := []view.Option{view.Poll(o.poll), view.Hosts(hostsOf(o.addr, o.hosts)...)}
 	if len(o.metrics) > 0 {
 		opts = append(opts, view.Metrics(metricsOf(o.metrics)...))
 	}
@@ -248,7 +271,9 @@ func extras(f *fleet.Fleet) func(ctx context.Context) (map[string]view.Extra, er
 		}
 		m := make(map[string]view.Extra, len(list))
 		for _, s := range list {
-			m[s.Name] = view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered}
+			// Status lists a session not started yet (queued), which the
+			// store has no checkpoint of.
+			m[s.Name] = view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status)}
 		}
 		return m, nil
 	}

@@ -168,8 +168,21 @@ func (c *chart) series() string {
 	return b.String()
 }
 
-// charts builds the charts of r's history.
-func charts(ms []Metric, r *iterate.Report) []chart {
+// attemptMetric reports whether the measure named name is one of an
+// iteration's attempt (what it spent and did), which an iteration not yet
+// assessed has, rather than of the assessment of its state.
+func attemptMetric(name string) bool {
+	switch name {
+	case "tasks", "failed tasks", "tokens", "cost", "calls", "duration":
+		return true
+	}
+	return false
+}
+
+// charts builds the charts of r's history; pending, when not nil, is the
+// iteration completed since the last assessment, charted by the measures
+// of its attempt.
+func charts(ms []Metric, r *iterate.Report, pending *converge.Record) []chart {
 	recs := r.History.Recent
 	if ms == nil {
 		ms = defaultMetrics(recs)
@@ -183,6 +196,11 @@ func charts(ms []Metric, r *iterate.Report) []chart {
 		for i := range recs {
 			if v, ok := valueOf(&recs[i], m.Name); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
 				c.Points = append(c.Points, point{recs[i].Iteration, v})
+			}
+		}
+		if pending != nil && attemptMetric(m.Name) {
+			if v, ok := valueOf(pending, m.Name); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+				c.Points = append(c.Points, point{pending.Iteration, v})
 			}
 		}
 		if m.Threshold != nil {
@@ -223,7 +241,10 @@ func (c *chart) draw() template.HTML {
 	if c.HasLine {
 		lo, hi = math.Min(lo, c.Threshold), math.Max(hi, c.Threshold)
 	}
-	if hi <= 1 && lo >= 0 {
+	// A ratio (coverage, confidence) is drawn on its whole scale, 0 to 1;
+	// any other measure on its own range (a cost per iteration of a few
+	// cents is not flattened against 1).
+	if ratioMetric(c.Name) && hi <= 1 && lo >= 0 {
 		hi = 1
 	}
 	if hi == lo {
@@ -242,6 +263,12 @@ func (c *chart) draw() template.HTML {
 	fmt.Fprintf(&b, `<line class="axis" x1="%s" y1="%s" x2="%s" y2="%s"/>`, f(padL), f(chartH-padB), f(chartW-padR), f(chartH-padB))
 	fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`, f(padL-4), f(padT+8), esc(number(hi)))
 	fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`, f(padL-4), f(chartH-padB), esc(number(lo)))
+	// A labelled line at each quarter between.
+	for k := 1; k <= 3; k++ {
+		v := lo + (hi-lo)*float64(k)/4
+		fmt.Fprintf(&b, `<line class="grid" x1="%s" y1="%s" x2="%s" y2="%s"/><text class="tick" x="%s" y="%s" text-anchor="end">%s</text>`,
+			f(padL), f(y(v)), f(chartW-padR), f(y(v)), f(padL-4), f(y(v)+3), esc(number(v)))
+	}
 	fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s">%d</text>`, f(padL), f(chartH-6), first)
 	fmt.Fprintf(&b, `<text class="tick" x="%s" y="%s" text-anchor="end">iteration %d</text>`, f(chartW-padR), f(chartH-6), last)
 	if c.HasLine {
@@ -273,4 +300,10 @@ func number(v float64) string {
 	s := strconv.FormatFloat(v, 'f', 3, 64)
 	s = strings.TrimRight(s, "0")
 	return strings.TrimSuffix(s, ".")
+}
+
+// ratioMetric reports whether the measure named name is a ratio from 0 to
+// 1, drawn on that whole scale.
+func ratioMetric(name string) bool {
+	return name == converge.CriterionCoverage || name == converge.CriterionConfidence
 }

@@ -106,7 +106,7 @@ func chartPage(t *testing.T, store view.Store, session string, opts ...view.Opti
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/session/"+session, nil))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://localhost/session/"+session, nil))
 	res := rec.Result()
 	b, _ := io.ReadAll(res.Body)
 	if res.StatusCode != http.StatusOK {

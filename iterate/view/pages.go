@@ -5,14 +5,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
@@ -29,8 +32,9 @@ type row struct {
 	Age        string
 	Origin     *checkpoint.Origin
 	OriginLink string
-	Forks      []string
 	Err        string
+	Skipped    []uint64 // damaged newer generations
+	Holding    string   // of a running session: whether a process holds it
 }
 
 // listPage is the listing's data.
@@ -39,21 +43,63 @@ type listPage struct {
 	Statuses             []string
 	Rows                 []row
 	Errors               []string
-	Total                int
-	Extras               bool // whether the host tells extras
+	// Total is the number of sessions, known when the page is the first
+	// and the last (0 otherwise).
+	Total  int
+	Extras bool // whether the host tells extras
+	// After is the query's cursor; Next and First the links to the next
+	// page and to the first, when there are.
+	After, Next, First string
 }
 
+// pageRows is the number of sessions a page of the list shows; maxField
+// bounds (in bytes) the reason and question a row shows, so that a page
+// is bounded in bytes.
+const (
+	pageRows = 100
+	maxField = 300
+)
+
+// knownStatuses are the statuses the list's filter offers, beside those
+// the page's rows have.
+var knownStatuses = []string{"running", "escalated", "interrupted", "converged", "early_exit", "max_iterations",
+	"stuck", "plateau", "budget_exhausted", "aborted", "failed", "queued", "cancelled"}
+
+// clip cuts s to at most n bytes, at a rune boundary, marking a cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// list serves a page of the list: the sessions after the query's "after"
+// (a session name) in the store's order, that of their names, that pass
+// the filters, at most pageRows of them. The store's listing is read until
+// the page is full, not further: a page costs what the sessions before it
+// and on it cost to list, whatever follows (a store lists its sessions
+// lazily, as checkpoint.Dir does, or in one query).
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	p := listPage{Title: h.title, Status: r.URL.Query().Get("status"), Query: r.URL.Query().Get("q"), Extras: h.extras != nil}
-	extras, err := h.extrasOf(ctx)
-	if err != nil {
-		p.Errors = append(p.Errors, err.Error())
+	qv := r.URL.Query()
+	p := listPage{Title: h.title, Status: qv.Get("status"), Query: qv.Get("q"), After: qv.Get("after"), Extras: h.extras != nil}
+	extras, extrasErr := h.extrasOf(ctx)
+	if extrasErr != nil {
+		p.Errors = append(p.Errors, extrasErr.Error())
 	}
 	now := h.now()
-	var all []row
-	statuses := map[string]bool{}
-	forks := map[string][]string{}
+	q := strings.ToLower(p.Query)
+	match := func(rw *row) bool {
+		if p.Status != "" && rw.Status != p.Status {
+			return false
+		}
+		return q == "" || strings.Contains(strings.ToLower(rw.Name+"\n"+rw.Reason+"\n"+rw.Question+"\n"+rw.Holder+"\n"+rw.Kind), q)
+	}
+	complete, scanned := true, 0
+	listed := map[string]bool{}
 	for c, err := range h.store.Sessions(ctx) {
 		if c == nil {
 			if err != nil {
@@ -61,10 +107,21 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
-		rw := row{Name: c.Session, Link: "session/" + link(c.Session)[2:], Status: c.Status, Reason: c.Reason,
-			Question: c.Question, Iteration: c.Iteration, Generation: c.Generation, Extra: extras[c.Session]}
+		scanned++
+		listed[c.Session] = true
+		if p.After != "" && c.Session <= p.After {
+			continue
+		}
+		if len(p.Rows) == pageRows {
+			complete = false
+			break
+		}
+		rw := row{Name: c.Session, Link: "session/" + link(c.Session)[2:], Status: c.Status, Reason: clip(c.Reason, maxField),
+			Question: clip(c.Question, maxField), Iteration: c.Iteration, Generation: c.Generation, Extra: extras[c.Session]}
 		if err != nil {
-			rw.Err = err.Error()
+			rw.Err = clip(err.Error(), maxField)
+		} else {
+			rw.Skipped = c.Skipped
 		}
 		if !c.Time.IsZero() {
 			rw.Saved = c.Time.UTC().Format(time.RFC3339)
@@ -73,30 +130,53 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		if c.Origin.Session != "" {
 			o := c.Origin
 			rw.Origin, rw.OriginLink = &o, "session/"+link(o.Session)[2:]
-			forks[o.Session] = append(forks[o.Session], c.Session)
 		}
-		statuses[c.Status] = true
-		all = append(all, rw)
-	}
-	for s := range statuses {
-		p.Statuses = append(p.Statuses, s)
-	}
-	slices.Sort(p.Statuses)
-	p.Total = len(all)
-	q := strings.ToLower(p.Query)
-	for _, rw := range all {
-		rw.Forks = forks[rw.Name]
-		if p.Status != "" && rw.Status != p.Status {
+		if !match(&rw) {
 			continue
 		}
-		if q != "" && !strings.Contains(strings.ToLower(rw.Name+"\n"+rw.Reason+"\n"+rw.Question+"\n"+rw.Holder+"\n"+rw.Kind), q) {
-			continue
+		if c.Status == string(iterate.Running) && err == nil {
+			rw.Holding = h.holding(c.Session, rw.Extra, h.extras != nil && extrasErr == nil)
 		}
 		p.Rows = append(p.Rows, rw)
 	}
-	slices.SortFunc(p.Rows, func(a, b row) int {
-		return cmp.Or(cmp.Compare(b.Saved, a.Saved), cmp.Compare(a.Name, b.Name))
-	})
+	// Sessions the host knows of that have no checkpoint yet (a fleet's
+	// queued sessions) are listed too, with the status the host tells, in
+	// their place by name.
+	for name, x := range extras {
+		if listed[name] || x.Status == "" || p.After != "" && name <= p.After ||
+			!complete && len(p.Rows) > 0 && name > p.Rows[len(p.Rows)-1].Name {
+			continue
+		}
+		rw := row{Name: name, Link: "session/" + link(name)[2:], Status: x.Status, Extra: x}
+		if match(&rw) {
+			p.Rows = append(p.Rows, rw)
+			scanned++
+		}
+	}
+	slices.SortFunc(p.Rows, func(a, b row) int { return cmp.Compare(a.Name, b.Name) })
+	if len(p.Rows) > pageRows {
+		p.Rows, complete = p.Rows[:pageRows], false
+	}
+	if !complete && len(p.Rows) > 0 {
+		p.Next = "?" + url.Values{"status": {p.Status}, "q": {p.Query}, "after": {p.Rows[len(p.Rows)-1].Name}}.Encode()
+	}
+	if complete && p.After == "" {
+		p.Total = scanned
+	}
+	if p.After != "" {
+		p.First = "?" + url.Values{"status": {p.Status}, "q": {p.Query}}.Encode()
+	}
+	seen := map[string]bool{}
+	for _, s := range knownStatuses {
+		seen[s] = true
+	}
+	p.Statuses = append(p.Statuses, knownStatuses...)
+	for _, rw := range p.Rows {
+		if !seen[rw.Status] && rw.Status != "" {
+			seen[rw.Status] = true
+			p.Statuses = append(p.Statuses, rw.Status)
+		}
+	}
 	h.render(w, listTmpl, p, "")
 }
 
@@ -136,6 +216,9 @@ type iterRow struct {
 	// not "continue"; Unmet, the criteria it found unmet.
 	Verdict string
 	Unmet   []string
+	// Pending is set for an iteration completed but not yet assessed
+	// (the history's Pending): it has no gaps nor decision yet.
+	Pending bool
 }
 
 // taskRow is one task of an iteration.
@@ -152,33 +235,48 @@ type budgetRow struct {
 
 // sessionPage is a session page's data.
 type sessionPage struct {
-	Title                 string
-	C                     *checkpoint.Checkpoint
-	R                     *iterate.Report
-	Final                 bool
-	Poll                  int64
-	Started, Saved, Last  string
-	Elapsed               string
-	OriginLink            string
-	Question              string
-	Esc                   *iterate.Escalation
-	Unmet                 []string
-	Verdict, Reason       string // the decision's; Reason without a repeated verdict
-	Dropped               int
-	Iterations            []iterRow
-	Budget                []budgetRow
-	Charts                []chart
-	Settings              []setting
-	Generations           []*checkpoint.Checkpoint
-	GenerationsErr        string
-	Answer                bool
-	Token                 string
-	AnswerLink            string
-	BestIteration         int
-	HasBest               bool
+	Title                string
+	C                    *checkpoint.Checkpoint
+	R                    *iterate.Report
+	Final                bool
+	Poll                 int64
+	Started, Saved, Last string
+	Elapsed              string
+	OriginLink           string
+	Question             string
+	Esc                  *iterate.Escalation
+	Unmet                []string
+	Verdict, Reason      string // the decision's; Reason without a repeated verdict
+	Dropped              int
+	NotLoaded            bool // older kept generations hold iterations before Dropped
+	Iterations           []iterRow
+	Budget               []budgetRow
+	Charts               []chart
+	Settings             []setting
+	Generations          []*checkpoint.Checkpoint
+	GenerationsErr       string
+	Answer               bool
+	Token                string
+	AnswerLink           string
+	BestIteration        int
+	HasBest              bool
+	BestBy               string // the keep-best scorer, as the settings name it
+	// LiveGeneration is the generation /live tells now: the page reloads
+	// when it changes.
+	LiveGeneration uint64
+	// Holding tells, of a running session, whether a process holds it
+	// (held, unheld, or unknown).
+	Holding string
+	// StoppedBy is set when Verdict is the status the loop stopped with
+	// rather than a convergence decision.
+	StoppedBy bool
+	// Extras is set when the host tells extras.
+	Extras bool
+	// QA are the session's escalations, answered or not, oldest first.
+	QA                    []qa
 	TotalTasks, TotalFail int
 	Err                   string // why the engine record does not read
-	Forks                 []fork
+	ForksLink             string
 	Extra                 Extra
 	ExtrasErr             string
 }
@@ -206,28 +304,36 @@ const maxOlder = 16
 
 // older completes recs, the records of c's history window, with the
 // records of earlier iterations that the older kept generations of the
-// session still hold (the newest maxOlder of them), when the store loads generations (a session's whole
-// history is the union of its kept generations' records). A generation
-// that does not load is passed over.
-func (h *Handler) older(ctx context.Context, c *checkpoint.Checkpoint, recs []converge.Record) []converge.Record {
+// session still hold (a session's whole history is the union of its kept
+// generations' records), when the store loads generations; gens are the
+// session's generations as listed. Each generation loaded is the newest
+// whose window reaches below the earliest record found so far, so each load
+// adds the records of up to a window of iterations; at most maxOlder are
+// loaded. A generation that does not load is passed over. more reports
+// whether older kept generations that were not loaded may hold earlier
+// iterations still.
+func (h *Handler) older(ctx context.Context, c *checkpoint.Checkpoint, recs []converge.Record, gens []*checkpoint.Checkpoint) (_ []converge.Record, more bool) {
 	gs, ok := h.store.(GenerationStore)
 	if !ok {
-		return recs
-	}
-	gens, err := gs.Generations(ctx, c.Session)
-	if err != nil {
-		return recs
+		return recs, false
 	}
 	first := recs[0].Iteration
 	var earlier []converge.Record
 	loads := 0
-	for _, g := range slices.Backward(gens) {
-		if first == 0 || loads == maxOlder {
-			break
-		}
-		if g.Generation >= c.Generation {
+	// Candidates, newest first: older generations saved after fewer
+	// iterations than first + 1 (a generation of iteration i keeps records
+	// up to i).
+	i := len(gens) - 1
+	for first > 0 && i >= 0 {
+		g := gens[i]
+		if g.Generation >= c.Generation || g.Iteration > first {
+			i--
 			continue
 		}
+		if loads == maxOlder {
+			return append(earlier, recs...), true
+		}
+		i--
 		loads++
 		old, err := gs.LoadGeneration(ctx, c.Session, g.Generation)
 		if err != nil {
@@ -248,7 +354,7 @@ func (h *Handler) older(ctx context.Context, c *checkpoint.Checkpoint, recs []co
 			first = add[0].Iteration
 		}
 	}
-	return append(earlier, recs...)
+	return append(earlier, recs...), false
 }
 
 // setting is one setting, readable.
@@ -259,7 +365,30 @@ type setting struct {
 func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	name := r.PathValue("name")
-	c, err := h.store.Load(ctx, name)
+	// The generations are listed before the newest is loaded, and the page
+	// follows the newest listed, as /live tells it: a generation saved
+	// meanwhile reloads the page, and one that is damaged does not.
+	var gens []*checkpoint.Checkpoint
+	var gensErr error
+	gener, listsGens := h.store.(Generationer)
+	if listsGens {
+		gens, gensErr = gener.Generations(ctx, name)
+	}
+	var c *checkpoint.Checkpoint
+	var err error
+	if ro, ok := h.store.(readOnly); ok && gensErr == nil {
+		c, err = ro.loadListed(ctx, name, gens)
+	} else {
+		c, err = h.store.Load(ctx, name)
+	}
+	notStarted := false
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		// A session the host knows of that has no checkpoint yet (a
+		// fleet's queued session) shows what the host tells.
+		if extras, _ := h.extrasOf(ctx); extras[name].Status != "" {
+			c, err, notStarted = &checkpoint.Checkpoint{Session: name, Status: extras[name].Status}, nil, true
+		}
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
@@ -270,6 +399,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	inspectErr := ""
 	if err != nil {
 		rep, inspectErr = &iterate.Report{}, err.Error()
+		if notStarted {
+			inspectErr = "not started yet: no checkpoint saved"
+		}
 	}
 	p := sessionPage{Title: h.title, C: c, R: rep, Final: iterate.Status(c.Status).Final(), Poll: h.poll.Milliseconds(),
 		Started: stamp(rep.StartedAt), Saved: stamp(c.Time), Last: stamp(rep.LastIterationAt),
@@ -287,24 +419,44 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		p.Unmet = append(p.Unmet, u.String())
 	}
 	recs := rep.History.Recent
-	if len(recs) > 0 && recs[0].Iteration > 0 {
-		recs = h.older(ctx, c, recs)
+	if len(recs) > 0 && recs[0].Iteration > 0 && gensErr == nil {
+		recs, p.NotLoaded = h.older(ctx, c, recs, gens)
 		rep.History.Recent = recs // for the charts; rep is this page's own
 	}
 	if len(recs) > 0 {
 		p.Dropped = recs[0].Iteration
 	}
-	if rep.History.BestIteration > 0 || rep.History.BestScore != 0 {
-		p.BestIteration, p.HasBest = rep.History.BestIteration, true
+	// The best iteration is the engine's kept best (Result.Best), by the
+	// loop's own scorer; a loop without WithKeepBest has none.
+	if b := bestOf(c); b != nil {
+		p.BestIteration, p.HasBest = b.Iteration, true
+		for _, s := range rep.Settings {
+			if s[0] == "keep best" {
+				p.BestBy = s[1]
+			}
+		}
+	}
+	// A checkpoint saved between iterations holds the iteration just
+	// completed as the history's Pending, not yet assessed: it is shown,
+	// so the timeline ends where /live and the summary say the session is.
+	var pending *converge.Record
+	if pa := rep.History.Pending; !pa.IsZero() && (len(recs) == 0 || recs[len(recs)-1].Iteration < c.Iteration) {
+		pending = &converge.Record{Iteration: c.Iteration, Attempt: pa}
+	}
+	rows := recs
+	if pending != nil {
+		rows = append(slices.Clip(recs), *pending)
 	}
 	lim := rep.Limits
-	for i := range recs {
-		rec := &recs[i]
+	for i := range rows {
+		rec := &rows[i]
 		ir := iterRow{Iteration: rec.Iteration, Action: rec.Action, Failed: rec.Failed, Gaps: rec.Gaps,
 			Kinds: kinds(rec.Kinds), P1: rec.Priorities[0], P2: rec.Priorities[1], P3: rec.Priorities[2],
 			Tokens: rec.Tokens, Calls: rec.Calls, Tasks: rec.Tasks, FailedTask: rec.FailedTasks,
 			Runs: taskRows(rec.TaskRuns), Summary: rec.Summary, Best: p.HasBest && rec.Iteration == p.BestIteration}
-		if rec.Verdict != converge.Continue {
+		if pending != nil && i == len(rows)-1 {
+			ir.Pending = true
+		} else if rec.Verdict != converge.Continue {
 			ir.Verdict = rec.Verdict.String()
 		}
 		for _, u := range rec.Unmet {
@@ -324,28 +476,35 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		p.Iterations = append(p.Iterations, ir)
 	}
 	p.Budget = budgetRows(c, rep)
-	p.Charts = charts(h.metrics, rep)
+	p.Charts = charts(h.metrics, rep, pending)
 	p.Settings = settings(rep.Settings)
-	if g, ok := h.store.(Generationer); ok {
-		gens, err := g.Generations(ctx, name)
-		if err != nil {
-			p.GenerationsErr = err.Error()
-		}
-		p.Generations = gens
+	p.Generations, p.LiveGeneration = gens, c.Generation
+	if gensErr != nil {
+		p.GenerationsErr = gensErr.Error()
+	} else if listsGens && len(gens) > 0 {
+		p.LiveGeneration = gens[len(gens)-1].Generation
 	}
-	for o, err := range h.store.Sessions(ctx) {
-		if err == nil && o != nil && o.Origin.Session == name {
-			p.Forks = append(p.Forks, fork{Name: o.Session, Link: link(o.Session), Generation: o.Origin.Generation})
-		}
+	// The forks of a session are found by listing every session, which a
+	// page does not do at every load: a link lists them (see forks).
+	p.ForksLink = link(name) + "/forks"
+	extras, extrasErr := h.extrasOf(ctx)
+	if extrasErr != nil {
+		p.ExtrasErr = extrasErr.Error()
 	}
-	slices.SortFunc(p.Forks, func(a, b fork) int { return cmp.Compare(a.Name, b.Name) })
-	extras, err := h.extrasOf(ctx)
-	if err != nil {
-		p.ExtrasErr = err.Error()
+	p.Extra, p.Extras = extras[name], h.extras != nil
+	if c.Status == string(iterate.Running) {
+		p.Holding = h.holding(name, p.Extra, h.extras != nil && extrasErr == nil)
 	}
-	p.Extra = extras[name]
+	// A loop that stopped without a decision to stop (an escalation its
+	// strategy or a task raised, an interruption, a failure) keeps the
+	// convergence check's "continue" in its record: the status is what
+	// stopped it.
+	if st := iterate.Status(c.Status); st != iterate.Running && st != "" && rep.Decision.Verdict == converge.Continue {
+		p.Verdict, p.Reason, p.StoppedBy = c.Status, c.Reason, true
+	}
+	p.QA = questions(gens, p.Extra.Answers, c)
 	if h.answerer != nil && c.Status == string(iterate.Escalated) && p.Question != "" && !p.Extra.Answered {
-		p.Answer, p.Token, p.AnswerLink = true, h.token(name), link(name)+"/answer"
+		p.Answer, p.Token, p.AnswerLink = true, h.token(name, c.Generation), link(name)+"/answer"
 	}
 	nonce := ""
 	if !p.Final {
@@ -354,6 +513,78 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		nonce = hex.EncodeToString(b[:])
 	}
 	h.render(w, sessionTmpl, p, nonce)
+}
+
+// qa is one escalation of a session and its accepted answer.
+type qa struct {
+	Generation uint64
+	Iteration  int
+	Question   string
+	Answer     *AnswerRecord
+	Open       bool // the newest checkpoint's, not answered yet
+}
+
+// questions lists the escalations of a session: those of its kept
+// generations (an escalated generation holds its question) and those the
+// host's answer records name, each with its accepted answer when the host
+// records one; c is the newest checkpoint.
+func questions(gens []*checkpoint.Checkpoint, answers []AnswerRecord, c *checkpoint.Checkpoint) []qa {
+	byGen := map[uint64]int{}
+	var out []qa
+	add := func(q qa) {
+		if i, ok := byGen[q.Generation]; ok {
+			if out[i].Question == "" {
+				out[i].Question = q.Question
+			}
+			if q.Answer != nil {
+				out[i].Answer = q.Answer
+			}
+			return
+		}
+		byGen[q.Generation] = len(out)
+		out = append(out, q)
+	}
+	for _, g := range gens {
+		if g.Status == string(iterate.Escalated) {
+			add(qa{Generation: g.Generation, Iteration: g.Iteration, Question: g.Question})
+		}
+	}
+	if c.Status == string(iterate.Escalated) {
+		add(qa{Generation: c.Generation, Iteration: c.Iteration, Question: c.Question})
+	}
+	for i := range answers {
+		a := answers[i]
+		add(qa{Generation: a.Generation, Iteration: -1, Question: a.Question, Answer: &a})
+	}
+	for i := range out {
+		out[i].Open = out[i].Answer == nil && out[i].Generation == c.Generation && c.Status == string(iterate.Escalated)
+	}
+	slices.SortFunc(out, func(a, b qa) int { return cmp.Compare(a.Generation, b.Generation) })
+	return out
+}
+
+// forksPage is the data of a session's forks page.
+type forksPage struct {
+	Title, Session, Back string
+	Forks                []fork
+	Errors               []string
+}
+
+// forks serves the list of a session's forks: the sessions whose origin
+// it is, found by listing every session (the one page that does).
+func (h *Handler) forks(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	p := forksPage{Title: h.title, Session: name, Back: "../" + url.PathEscape(name)}
+	for o, err := range h.store.Sessions(r.Context()) {
+		switch {
+		case o == nil && err != nil:
+			p.Errors = append(p.Errors, err.Error())
+		case o != nil && o.Origin.Session == name:
+			p.Forks = append(p.Forks, fork{Name: o.Session, Link: "../" + url.PathEscape(o.Session), Generation: o.Origin.Generation})
+		}
+	}
+	slices.SortFunc(p.Forks, func(a, b fork) int { return cmp.Compare(a.Name, b.Name) })
+	h.render(w, forksTmpl, p, "")
 }
 
 // taskRows makes an iteration's task runs readable.

@@ -1,12 +1,19 @@
 // Package view serves a live, read-only view of the sessions of a checkpoint
 // store as an [http.Handler] that a host mounts in its own service: a page
-// listing the sessions (status, iteration, age, open question, lineage of
-// forks), filterable by status and text, and a page per session with its
-// timeline (each iteration's action, gaps by kind and priority, usage
-// against the budget, duration, failed tasks), its decision and unmet
-// criteria, its best iteration, its origin and forks, its escalation, its
-// kept generations, its settings and charts of the metrics the host
-// declares ([Metrics]). When the store loads generations ([GenerationStore])
+// listing the sessions (status, iteration, age, open question, origin),
+// filterable by status and text, 100 a page in the order of their names
+// (a page reads the store's listing only as far as it needs), and a page
+// per session with its timeline (each iteration's action, gaps by kind and
+// priority, usage against the budget, duration, failed tasks; the
+// iteration just completed included), its decision and unmet criteria, its
+// best iteration (the engine's kept best, iterate.WithKeepBest), its
+// origin and a link to its forks, its escalations and their accepted
+// answers, its kept generations, its settings and charts of the metrics the
+// host declares ([Metrics]). A running session that no process holds (a
+// directory's lock file naming a process that is gone; a fleet session no
+// worker holds) is told apart from a live one, and a damaged newest
+// generation is named. The handler answers only to the hosts [Hosts]
+// allows (the loopback names by default), against DNS rebinding. When the store loads generations ([GenerationStore])
 // and the newest history window dropped early iterations, the timeline is
 // completed from older kept generations. A session page of a loop that has not
 // ended follows it as it runs, polling a small JSON endpoint.
@@ -34,9 +41,12 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/refine-go/refine/checkpoint"
@@ -77,6 +87,48 @@ type Answerer interface {
 	Answer(ctx context.Context, session, answer string) error
 }
 
+// AnswerOnce is what an [Answerer] may also implement to accept one
+// answer per escalation, atomically: AnswerOnce answers the escalation
+// saved as generation gen of the session, recording who answered (as
+// [AnswerBy] tells it, "" when unknown), only if it is still open and not
+// answered, else it returns an error matching [ErrAnswered] (compare and
+// set, in the store, so that two viewers, or two tabs, cannot both answer).
+// Without it the handler refuses an answer to a session answered already
+// (Extra.Answered), to another generation than the page's, and a second
+// answer it took itself; between two processes a race remains.
+type AnswerOnce interface {
+	AnswerOnce(ctx context.Context, session string, gen uint64, answer, by string) error
+}
+
+// ErrAnswered is the error an [AnswerOnce] returns for an escalation
+// answered already (or no longer open); the form's POST then gets 409.
+var ErrAnswered = errors.New("the escalation is answered already")
+
+// AnswerRecord is an accepted answer to a session's escalation, as the
+// host records it (Extra.Answers).
+type AnswerRecord struct {
+	// Generation is that of the escalated checkpoint answered; Question
+	// its question.
+	Generation uint64
+	Question   string
+	// Answer is the answer accepted; By who gave it ("" when unknown), At
+	// when.
+	Answer string
+	By     string
+	At     time.Time
+}
+
+// AnswerBy sets how the handler tells who answers, from the POST of the
+// answer form: a host behind a proxy that authenticates its users reads
+// the user it names (the handler has no authentication of its own). Who
+// answered is passed to an [AnswerOnce] and shown beside the answer.
+func AnswerBy(f func(r *http.Request) string) Option {
+	return func(h *Handler) error {
+		h.answerBy = f
+		return nil
+	}
+}
+
 // Option configures a [Handler].
 type Option func(*Handler) error
 
@@ -100,8 +152,10 @@ func Metrics(ms ...Metric) Option {
 
 // Answers enables answering escalations from a session's page with a; the
 // page of an escalated session then shows a form whose POST calls
-// a.Answer. The form carries a token bound to the session and to a secret
-// of this handler, and cross-origin POSTs are refused.
+// a.Answer (or its AnswerOnce, see [AnswerOnce]). The form carries a token
+// bound to the session, to the escalated generation and to a secret of
+// this handler, and cross-origin POSTs are refused; an answer to an
+// escalation answered already, or no longer open, is refused (409).
 func Answers(a Answerer) Option {
 	return func(h *Handler) error {
 		if a == nil {
@@ -123,6 +177,13 @@ type Extra struct {
 	// page then shows no answer form, and says it waits for a worker, or
 	// which worker (Holder) resumed it.
 	Answered bool
+	// Answers are the answers accepted to the session's escalations,
+	// oldest first: each is shown with its question, who and when.
+	Answers []AnswerRecord
+	// Status is the session's status as the host knows it, for a session
+	// the store has no checkpoint of yet: a fleet's queued sessions
+	// (fleet.Queued) are listed with it.
+	Status string
 }
 
 // Extras sets a function that tells what the host knows of each session
@@ -149,6 +210,53 @@ func Poll(d time.Duration) Option {
 	}
 }
 
+// Hosts sets the names the handler answers to, as a request's Host header
+// gives them (without the port; a name matches case-insensitively, an
+// address as an IP address): a request naming another host is refused
+// (403), so that a page of another site whose name is made to resolve to
+// the viewer's address (DNS rebinding) cannot read the pages nor their
+// answer tokens. By default only the loopback names are allowed
+// ("localhost", and 127.0.0.0/8 and ::1 as addresses); Hosts replaces
+// them. A host that serves the viewer under its own name, or behind a
+// proxy that keeps the client's Host, names it here.
+func Hosts(names ...string) Option {
+	return func(h *Handler) error {
+		h.hosts = map[string]bool{}
+		for _, n := range names {
+			n = strings.ToLower(strings.TrimSuffix(strings.Trim(n, "[]"), "."))
+			if n == "" || strings.ContainsAny(n, "/ ") {
+				return fmt.Errorf("view: Hosts: %q is not a host name", n)
+			}
+			if ip := net.ParseIP(n); ip != nil {
+				n = ip.String()
+			}
+			h.hosts[n] = true
+		}
+		return nil
+	}
+}
+
+// hostAllowed reports whether host, a request's Host header, names a host
+// the handler answers to.
+func (h *Handler) hostAllowed(host string) bool {
+	name := host
+	if hn, _, err := net.SplitHostPort(host); err == nil {
+		name = hn
+	}
+	name = strings.ToLower(strings.TrimSuffix(strings.Trim(name, "[]"), "."))
+	if name == "" {
+		return false
+	}
+	ip := net.ParseIP(name)
+	if h.hosts == nil {
+		return name == "localhost" || ip != nil && ip.IsLoopback()
+	}
+	if ip != nil {
+		name = ip.String()
+	}
+	return h.hosts[name]
+}
+
 // Title sets the title of the pages ("refine sessions" by default).
 func Title(s string) Option {
 	return func(h *Handler) error {
@@ -169,6 +277,19 @@ type Handler struct {
 	secret   []byte
 	now      func() time.Time
 	mux      *http.ServeMux
+	hosts    map[string]bool // nil: the loopback names
+	answerBy func(r *http.Request) string
+
+	// answeredMu guards answered: the escalations (session and
+	// generation) this handler took an answer to.
+	answeredMu sync.Mutex
+	answered   map[answerKey]bool
+}
+
+// answerKey names one escalation: a session's escalated generation.
+type answerKey struct {
+	session string
+	gen     uint64
 }
 
 // New returns a Handler reading store.
@@ -193,6 +314,7 @@ func New(store Store, opts ...Option) (*Handler, error) {
 	h.mux.HandleFunc("GET /{$}", h.list)
 	h.mux.HandleFunc("GET /session/{name}", h.session)
 	h.mux.HandleFunc("GET /session/{name}/live", h.live)
+	h.mux.HandleFunc("GET /session/{name}/forks", h.forks)
 	if h.answerer != nil {
 		h.mux.Handle("POST /session/{name}/answer", http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.answer)))
 	}
@@ -205,14 +327,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Frame-Options", "DENY")
+	if !h.hostAllowed(r.Host) {
+		// DNS rebinding: another site's name resolving to this address.
+		http.Error(w, "this viewer does not answer to the host "+strconv.Quote(r.Host), http.StatusForbidden)
+		return
+	}
 	h.mux.ServeHTTP(w, r)
 }
 
-// token is the answer form's token of session.
-func (h *Handler) token(session string) string {
+// token is the answer form's token of session's escalation saved as
+// generation gen: a form answers the escalation its page showed.
+func (h *Handler) token(session string, gen uint64) string {
 	m := hmac.New(sha256.New, h.secret)
 	m.Write([]byte("answer\x00"))
 	m.Write([]byte(session))
+	m.Write([]byte("\x00" + strconv.FormatUint(gen, 10)))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
@@ -227,7 +356,8 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tok := r.PostForm.Get("token")
-	if !hmac.Equal([]byte(tok), []byte(h.token(name))) {
+	gen, gerr := strconv.ParseUint(r.PostForm.Get("generation"), 10, 64)
+	if gerr != nil || !hmac.Equal([]byte(tok), []byte(h.token(name, gen))) {
 		http.Error(w, "the form's token is missing or wrong: reload the page and answer again", http.StatusForbidden)
 		return
 	}
@@ -240,7 +370,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the answer is too long", http.StatusRequestEntityTooLarge)
 		return
 	}
-	if err := h.answerer.Answer(r.Context(), name, ans); err != nil {
+	if err := h.answerOnce(r, name, gen, ans); err != nil {
 		http.Error(w, "answering: "+err.Error(), http.StatusConflict)
 		return
 	}
@@ -248,6 +378,47 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request) {
 	// path the handler sees, without the prefix it is mounted under.
 	w.Header().Set("Location", "../"+url.PathEscape(name))
 	w.WriteHeader(http.StatusSeeOther)
+}
+
+// answerOnce answers the escalation of session saved as generation gen,
+// once: refused when the session's newest checkpoint is no longer that
+// escalation, when the host says it is answered, or when this handler took
+// an answer to it already; through AnswerOnce when the Answerer has it.
+func (h *Handler) answerOnce(r *http.Request, session string, gen uint64, answer string) error {
+	ctx := r.Context()
+	key := answerKey{session, gen}
+	h.answeredMu.Lock()
+	defer h.answeredMu.Unlock()
+	if h.answered[key] {
+		return fmt.Errorf("%w (from this viewer): reload the page to see the answer", ErrAnswered)
+	}
+	c, err := h.newest(ctx, session)
+	if err != nil {
+		return err
+	}
+	if c.Generation != gen || c.Status != string(iterate.Escalated) {
+		return fmt.Errorf("%w: the session moved on (generation %d, %s) since the page showed its question: reload it", ErrAnswered, c.Generation, c.Status)
+	}
+	if extras, err := h.extrasOf(ctx); err == nil && extras[session].Answered {
+		return fmt.Errorf("%w: reload the page to see the answer", ErrAnswered)
+	}
+	by := ""
+	if h.answerBy != nil {
+		by = h.answerBy(r)
+	}
+	if once, ok := h.answerer.(AnswerOnce); ok {
+		err = once.AnswerOnce(ctx, session, gen, answer, by)
+	} else {
+		err = h.answerer.Answer(ctx, session, answer)
+	}
+	if err != nil {
+		return err
+	}
+	if h.answered == nil {
+		h.answered = map[answerKey]bool{}
+	}
+	h.answered[key] = true
+	return nil
 }
 
 // Live is what the JSON endpoint of a session ("session/NAME/live") says
@@ -260,19 +431,33 @@ type Live struct {
 	Saved      time.Time `json:"saved"`
 	// Final is set when the session has ended for good.
 	Final bool `json:"final"`
+	// Holding tells, of a running session, whether a process holds it
+	// now: "held", "unheld" (its status is stale: the loop was killed, or
+	// no fleet worker holds its lease), or "" when the store does not tell.
+	Holding string `json:"holding"`
 }
 
 func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	c, err := h.newest(r.Context(), name)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		if extras, _ := h.extrasOf(r.Context()); extras[name].Status != "" {
+			c, err = &checkpoint.Checkpoint{Session: name, Status: extras[name].Status}, nil
+		}
+	}
 	if err != nil {
 		h.fail(w, err)
 		return
 	}
+	l := Live{Session: c.Session, Generation: c.Generation, Status: c.Status,
+		Iteration: c.Iteration, Saved: c.Time, Final: iterate.Status(c.Status).Final()}
+	if c.Status == string(iterate.Running) {
+		extras, err := h.extrasOf(r.Context())
+		l.Holding = h.holding(name, extras[name], h.extras != nil && err == nil)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	_ = json.NewEncoder(w).Encode(Live{Session: c.Session, Generation: c.Generation, Status: c.Status,
-		Iteration: c.Iteration, Saved: c.Time, Final: iterate.Status(c.Status).Final()})
+	_ = json.NewEncoder(w).Encode(l)
 }
 
 // newest returns the envelope of the newest generation of session: from

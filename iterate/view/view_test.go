@@ -126,7 +126,7 @@ func testStore(t *testing.T) *checkpoint.Memory {
 func get(t *testing.T, h http.Handler, path string) (*http.Response, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://localhost"+path, nil))
 	res := rec.Result()
 	b, _ := io.ReadAll(res.Body)
 	return res, string(b)
@@ -148,7 +148,7 @@ func TestListing(t *testing.T) {
 		t.Fatalf("status %d: %s", res.StatusCode, body)
 	}
 	for _, want := range []string{`data-session="done"`, `data-session="asked"`, `href="session/done"`,
-		`href="session/javascript:alert%281%29"`, `forked from <a href="session/done">done</a>`, `forks: javascript:alert(1)`,
+		`href="session/javascript:alert%281%29"`, `forked from <a href="session/done">done</a>`,
 		"4 of 4 sessions"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("listing lacks %q", want)
@@ -344,13 +344,14 @@ func TestAnswer(t *testing.T) {
 	if m[1] != "./asked/answer" {
 		t.Errorf("form action %q", m[1])
 	}
-	other := h.token(markupName)
+	asked, _ := testGen(t, h, "asked")
+	other := h.token(markupName, asked)
 	post := func(token string, hdr map[string]string) *http.Response {
-		form := url.Values{"answer": {"use plan B"}}
+		form := url.Values{"answer": {"use plan B"}, "generation": {strconv.FormatUint(asked, 10)}}
 		if token != "" {
 			form.Set("token", token)
 		}
-		req := httptest.NewRequest(http.MethodPost, "/session/asked/answer", strings.NewReader(form.Encode()))
+		req := httptest.NewRequest(http.MethodPost, "http://localhost/session/asked/answer", strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		for k, v := range hdr {
 			req.Header.Set(k, v)
@@ -382,7 +383,7 @@ func TestAnswer(t *testing.T) {
 	}
 	// Without Answers there is no endpoint.
 	rec := httptest.NewRecorder()
-	newHandler(t, testStore(t)).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/session/asked/answer", nil))
+	newHandler(t, testStore(t)).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "http://localhost/session/asked/answer", nil))
 	if rec.Code == http.StatusSeeOther || rec.Code == http.StatusOK {
 		t.Errorf("answer without Answers: status %d", rec.Code)
 	}
@@ -602,8 +603,11 @@ func TestWholeHistory(t *testing.T) {
 	if m := seriesRE.FindStringSubmatch(body); m == nil || !strings.HasPrefix(m[2], "0:0 1:3 ") {
 		t.Errorf("chart over the whole history: %v", m)
 	}
-	if !strings.Contains(body, fmt.Sprintf(`<a href="./long-fork">long-fork</a> (from generation %d)`, c.Generation-1)) {
-		t.Error("the session's page lacks its fork")
+	if !strings.Contains(body, `<a id="forks" href="./long/forks">`) {
+		t.Error("the session's page lacks the link to its forks")
+	}
+	if _, forks := get(t, newHandler(t, m), "/session/long/forks"); !strings.Contains(forks, fmt.Sprintf(`<a href="../long-fork">long-fork</a> (from generation %d)`, c.Generation-1)) {
+		t.Errorf("the forks page lacks the fork: %s", forks)
 	}
 }
 
@@ -654,8 +658,9 @@ func (refusing) Answer(context.Context, string, string) error {
 func TestAnswerErrors(t *testing.T) {
 	m := testStore(t)
 	post := func(h *Handler, answer string) (int, string) {
-		form := url.Values{"token": {h.token("asked")}, "answer": {answer}}
-		req := httptest.NewRequest(http.MethodPost, "/session/asked/answer", strings.NewReader(form.Encode()))
+		gen, _ := testGen(t, h, "asked")
+		form := url.Values{"token": {h.token("asked", gen)}, "answer": {answer}, "generation": {strconv.FormatUint(gen, 10)}}
+		req := httptest.NewRequest(http.MethodPost, "http://localhost/session/asked/answer", strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -779,4 +784,15 @@ func TestDefaultMetrics(t *testing.T) {
 			t.Errorf("%s: charts %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+// testGen returns the generation of session's newest checkpoint in h's
+// store, and that checkpoint.
+func testGen(t *testing.T, h *Handler, session string) (uint64, *checkpoint.Checkpoint) {
+	t.Helper()
+	c, err := h.store.Load(context.Background(), session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Generation, c
 }
