@@ -106,6 +106,12 @@
 // cannot be read for a reason other than damage (a newer format, a
 // permission) is never started over: Run returns the error.
 //
+// Sessions live for days: [ExtendBudget] raises the budget of a session in
+// place, keeping every counter (a budget_exhausted session continues), and
+// [WithStateVersion] migrates the state of sessions saved before its type
+// changed, step by step, refusing a newer version with a
+// *StateVersionError.
+//
 // # The best result, and going back
 //
 // Loops regress: a fourth draft can be worse than the third. With
