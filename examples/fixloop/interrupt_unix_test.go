@@ -80,7 +80,7 @@ func TestInterruptAndResume(t *testing.T) {
 	work := filepath.Join(t.TempDir(), "work")
 	impl := "bash " + shellQuote(abs(t, "testdata/interrupt.sh"))
 
-	cmd := exec.CommandContext(t.Context(), binary, "--workdir", work, "--implementer-cmd", impl, "--json", "testdata/sandbox")
+	cmd := exec.CommandContext(t.Context(), binary, "--workdir", work, "--implementer-cmd", impl, "--json", sandbox(t))
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // the terminal's foreground group
 	var stdout, stderr bytes.Buffer
@@ -128,7 +128,7 @@ func TestTaskTimeoutEndsImplementer(t *testing.T) {
 	script := filepath.Join(t.TempDir(), "hang.sh")
 	writeFile(t, script, "(sleep 3; echo '// late' >> claims.go) &\necho $! > \"$FIXLOOP_TEST_LOG/late.pid\"\nwait\n")
 	o := fixloop(t, "", []string{"FIXLOOP_TEST_LOG=" + logDir}, "--workdir", work, "--implementer-cmd", "sh "+shellQuote(script),
-		"--task-timeout", "1s", "--max-iterations", "1", "--ask", "never", "--json", "testdata/sandbox")
+		"--task-timeout", "1s", "--max-iterations", "1", "--ask", "never", "--json", sandbox(t))
 	if o.code != exitEscalated {
 		t.Fatalf("exit %d, want 3 (escalated)\n%s%s", o.code, o.stdout, o.stderr)
 	}

@@ -200,6 +200,36 @@ func abs(t *testing.T, p string) string {
 	return a
 }
 
+// sandbox is a copy of testdata/sandbox, the module fixloop fixes in the
+// tests, in a directory of the test's own. Its go.mod is kept as go.mod.txt:
+// a directory with a go.mod would be a module of its own, which the
+// refine module's zip leaves out, and the tests run from the module cache
+// too (.ci/releasecheck).
+func sandbox(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "sandbox")
+	if err := copyTree("testdata/sandbox", dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "go.mod.txt"), filepath.Join(dir, "go.mod")); err != nil {
+		t.Fatal(err)
+	}
+	// Files of the module cache are read-only: the copy is the test's to change.
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.Chmod(p, 0o755)
+		}
+		return os.Chmod(p, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func readFile(t *testing.T, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
@@ -239,9 +269,10 @@ func savedState(t *testing.T, workdir string) (*checkpoint.Checkpoint, state) {
 // 500 characters; the sandbox in testdata is left untouched.
 func TestSeed002RetryRetryProceed(t *testing.T) {
 	t.Parallel()
-	sandboxBefore := readFile(t, "testdata/sandbox/claims.go")
+	src := sandbox(t)
+	sandboxBefore := readFile(t, filepath.Join(src, "claims.go"))
 	work := filepath.Join(t.TempDir(), "work")
-	o := fixloop(t, "", nil, "--workdir", work, "--patches", "testdata/patches/converge", "--json", "testdata/sandbox")
+	o := fixloop(t, "", nil, "--workdir", work, "--patches", "testdata/patches/converge", "--json", src)
 	if o.code != exitOK {
 		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", o.code, o.stdout, o.stderr)
 	}
@@ -278,11 +309,11 @@ func TestSeed002RetryRetryProceed(t *testing.T) {
 		if diff := cmp.Diff(readFile(t, "testdata/patches/converge/03/claims.go"), readFile(t, filepath.Join(work, "claims.go"))); diff != "" {
 			t.Errorf("working copy claims.go (-patch 03 +got):\n%s", diff)
 		}
-		if got := readFile(t, "testdata/sandbox/claims.go"); got != sandboxBefore {
-			t.Error("testdata/sandbox/claims.go was modified")
+		if got := readFile(t, filepath.Join(src, "claims.go")); got != sandboxBefore {
+			t.Error("the package's claims.go was modified")
 		}
-		if _, err := os.Stat("testdata/sandbox/" + stateDir); err == nil {
-			t.Error("a checkpoint directory appeared in testdata/sandbox")
+		if _, err := os.Stat(filepath.Join(src, stateDir)); err == nil {
+			t.Error("a checkpoint directory appeared in the package")
 		}
 	})
 	t.Run("attempt_log", func(t *testing.T) {
@@ -309,7 +340,7 @@ func TestSeed002RetryRetryProceed(t *testing.T) {
 func TestYAMLOutput(t *testing.T) {
 	t.Parallel()
 	work := filepath.Join(t.TempDir(), "work")
-	o := fixloop(t, "", nil, "--workdir", work, "--patches", "testdata/patches/converge", "--report", "--quiet", "testdata/sandbox")
+	o := fixloop(t, "", nil, "--workdir", work, "--patches", "testdata/patches/converge", "--report", "--quiet", sandbox(t))
 	if o.code != exitOK {
 		t.Fatalf("exit %d\n%s%s", o.code, o.stdout, o.stderr)
 	}
@@ -346,7 +377,7 @@ func TestYAMLOutput(t *testing.T) {
 func TestSeed002EscalateAndResume(t *testing.T) {
 	t.Parallel()
 	work := filepath.Join(t.TempDir(), "work")
-	o := fixloop(t, "", nil, "--workdir", work, "--patches", "testdata/patches/escalate", "--json", "--report", "testdata/sandbox")
+	o := fixloop(t, "", nil, "--workdir", work, "--patches", "testdata/patches/escalate", "--json", "--report", sandbox(t))
 	if o.code != exitEscalated {
 		t.Fatalf("exit %d, want 3\nstdout:\n%s\nstderr:\n%s", o.code, o.stdout, o.stderr)
 	}
@@ -461,7 +492,7 @@ func TestAnswerInProcess(t *testing.T) {
 			t.Parallel()
 			work := filepath.Join(t.TempDir(), "work")
 			args := append([]string{"--workdir", work, "--patches", "testdata/patches/escalate", "--json", "--quiet"}, tt.args...)
-			o := fixloop(t, tt.stdin, nil, append(args, "testdata/sandbox")...)
+			o := fixloop(t, tt.stdin, nil, append(args, sandbox(t))...)
 			if o.code != tt.code {
 				t.Fatalf("exit %d, want %d\n%s%s", o.code, tt.code, o.stdout, o.stderr)
 			}
@@ -483,7 +514,7 @@ func TestAnswerInProcess(t *testing.T) {
 func TestSeed001ReportJSON(t *testing.T) {
 	t.Parallel()
 	work := filepath.Join(t.TempDir(), "work")
-	o := fixloop(t, "", nil, "--workdir", work, "--patches", "testdata/patches/converge", "--json", "--report", "--token-budget", "100000", "testdata/sandbox")
+	o := fixloop(t, "", nil, "--workdir", work, "--patches", "testdata/patches/converge", "--json", "--report", "--token-budget", "100000", sandbox(t))
 	if o.code != exitOK {
 		t.Fatalf("exit %d\n%s%s", o.code, o.stdout, o.stderr)
 	}
@@ -531,7 +562,7 @@ func TestBuiltinReviewRejectsUnformatted(t *testing.T) {
 	writeFile(t, filepath.Join(patches, "01", "claims.go"), unformatted)
 	writeFile(t, filepath.Join(patches, "02", "claims.go"), readFile(t, "testdata/patches/converge/03/claims.go"))
 	work := filepath.Join(t.TempDir(), "work")
-	o := fixloop(t, "", nil, "--workdir", work, "--patches", patches, "--json", "testdata/sandbox")
+	o := fixloop(t, "", nil, "--workdir", work, "--patches", patches, "--json", sandbox(t))
 	if o.code != exitOK {
 		t.Fatalf("exit %d\n%s%s", o.code, o.stdout, o.stderr)
 	}
@@ -558,7 +589,7 @@ func TestReviewerCommand(t *testing.T) {
 	writeFile(t, filepath.Join(patches, "02", "claims.go"), fixed)
 	reviewer := `if grep -q TODO claims.go; then echo "claims.go: resolve the TODO before merging"; exit 1; fi`
 	work := filepath.Join(t.TempDir(), "work")
-	o := fixloop(t, "", nil, "--workdir", work, "--patches", patches, "--reviewer-cmd", reviewer, "--json", "testdata/sandbox")
+	o := fixloop(t, "", nil, "--workdir", work, "--patches", patches, "--reviewer-cmd", reviewer, "--json", sandbox(t))
 	if o.code != exitOK {
 		t.Fatalf("exit %d\n%s%s", o.code, o.stdout, o.stderr)
 	}
@@ -580,7 +611,7 @@ func TestImplementerCommand(t *testing.T) {
 	env := []string{"FIXLOOP_TEST_LOG=" + logDir, "FIXLOOP_TEST_PATCHES=" + abs(t, "testdata/patches/escalate")}
 	work := filepath.Join(t.TempDir(), "work")
 	cmd := "bash " + shellQuote(abs(t, "testdata/implementer.sh"))
-	o := fixloop(t, "", env, "--workdir", work, "--implementer-cmd", cmd, "--answer", "use number", "--json", "testdata/sandbox")
+	o := fixloop(t, "", env, "--workdir", work, "--implementer-cmd", cmd, "--answer", "use number", "--json", sandbox(t))
 	if o.code != exitOK {
 		t.Fatalf("exit %d\n%s%s", o.code, o.stdout, o.stderr)
 	}
@@ -657,6 +688,7 @@ func TestSeed002FeedbackBoundedWithManyFailures(t *testing.T) {
 // explains every flag.
 func TestErrors(t *testing.T) {
 	t.Parallel()
+	sb := sandbox(t)
 	full := filepath.Join(t.TempDir(), "full")
 	writeFile(t, filepath.Join(full, "x.txt"), "x")
 	onePatch := t.TempDir()
@@ -668,18 +700,18 @@ func TestErrors(t *testing.T) {
 		stderr string
 	}{
 		{"no_package", []string{"--patches", "testdata/patches/converge"}, exitUsage, "missing the package directory to fix"},
-		{"extra_argument", []string{"--patches", "testdata/patches/converge", "testdata/sandbox", "extra"}, exitUsage, `unexpected argument "extra" after the package directory "testdata/sandbox"`},
-		{"no_implementer", []string{"testdata/sandbox"}, exitUsage, "need --patches or --implementer-cmd"},
-		{"both_implementers", []string{"--patches", "p", "--implementer-cmd", "true", "testdata/sandbox"}, exitUsage, "exclude each other"},
-		{"bad_ask", []string{"--ask", "sometimes", "--patches", "p", "testdata/sandbox"}, exitUsage, "--ask must be"},
-		{"negative_max", []string{"--max-iterations", "-1", "--patches", "p", "testdata/sandbox"}, exitUsage, "--max-iterations"},
+		{"extra_argument", []string{"--patches", "testdata/patches/converge", sb, "extra"}, exitUsage, fmt.Sprintf("unexpected argument \"extra\" after the package directory %q", sb)},
+		{"no_implementer", []string{sb}, exitUsage, "need --patches or --implementer-cmd"},
+		{"both_implementers", []string{"--patches", "p", "--implementer-cmd", "true", sb}, exitUsage, "exclude each other"},
+		{"bad_ask", []string{"--ask", "sometimes", "--patches", "p", sb}, exitUsage, "--ask must be"},
+		{"negative_max", []string{"--max-iterations", "-1", "--patches", "p", sb}, exitUsage, "--max-iterations"},
 		{"unknown_flag", []string{"--bogus"}, exitUsage, "flag provided but not defined"},
 		{"resume_without_workdir", []string{"resume"}, exitUsage, "resume needs --workdir"},
-		{"resume_with_package", []string{"resume", "--workdir", "w", "testdata/sandbox"}, exitUsage, "takes no package directory"},
+		{"resume_with_package", []string{"resume", "--workdir", "w", sb}, exitUsage, "takes no package directory"},
 		{"not_a_module", []string{"--patches", "testdata/patches/converge", "testdata/patches"}, exitError, "must be a Go module"},
-		{"workdir_not_empty", []string{"--workdir", full, "--patches", "testdata/patches/converge", "testdata/sandbox"}, exitError, "is not empty"},
+		{"workdir_not_empty", []string{"--workdir", full, "--patches", "testdata/patches/converge", sb}, exitError, "is not empty"},
 		{"resume_nothing", []string{"resume", "--workdir", t.TempDir()}, exitError, "no session \"fixloop\" checkpointed"},
-		{"no_patch_left", []string{"--workdir", filepath.Join(t.TempDir(), "w"), "--patches", onePatch, "--quiet", "testdata/sandbox"}, exitError, "no candidate patch left"},
+		{"no_patch_left", []string{"--workdir", filepath.Join(t.TempDir(), "w"), "--patches", onePatch, "--quiet", sb}, exitError, "no candidate patch left"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -709,7 +741,7 @@ func TestErrors(t *testing.T) {
 		t.Parallel()
 		dir := filepath.Join(t.TempDir(), "w")
 		writeFile(t, filepath.Join(dir, "stale.txt"), "x")
-		o := fixloop(t, "", nil, "--workdir", dir, "--clean", "--patches", "testdata/patches/converge", "--quiet", "testdata/sandbox")
+		o := fixloop(t, "", nil, "--workdir", dir, "--clean", "--patches", "testdata/patches/converge", "--quiet", sb)
 		if o.code != exitOK {
 			t.Fatalf("exit %d\n%s", o.code, o.stderr)
 		}
@@ -736,7 +768,7 @@ func TestVerbose(t *testing.T) {
 	writeFile(t, script, "echo 'implementer says: working on it'\nexit 1\n")
 	for _, verbose := range []bool{false, true} {
 		args := []string{"--workdir", filepath.Join(t.TempDir(), "w"), "--implementer-cmd", "sh " + shellQuote(script),
-			"--max-iterations", "1", "--ask", "never", "--no-review", "testdata/sandbox"}
+			"--max-iterations", "1", "--ask", "never", "--no-review", sandbox(t)}
 		if verbose {
 			args = append([]string{"-v"}, args...)
 		}
@@ -752,7 +784,7 @@ func TestVerbose(t *testing.T) {
 func TestJSONResult(t *testing.T) {
 	t.Parallel()
 	work := filepath.Join(t.TempDir(), "work")
-	o := fixloop(t, "", nil, "--workdir", work, "--patches", "testdata/patches/converge", "--json", "--quiet", "testdata/sandbox")
+	o := fixloop(t, "", nil, "--workdir", work, "--patches", "testdata/patches/converge", "--json", "--quiet", sandbox(t))
 	if o.code != exitOK {
 		t.Fatalf("exit %d\n%s%s", o.code, o.stdout, o.stderr)
 	}
@@ -785,7 +817,7 @@ func TestTemporaryWorkdirRemoved(t *testing.T) {
 	onePatch := t.TempDir()
 	writeFile(t, filepath.Join(onePatch, "01", "claims.go"), readFile(t, "testdata/patches/converge/01/claims.go"))
 	tmp := t.TempDir()
-	o := fixloop(t, "", []string{"TMPDIR=" + tmp}, "--patches", onePatch, "testdata/sandbox")
+	o := fixloop(t, "", []string{"TMPDIR=" + tmp}, "--patches", onePatch, sandbox(t))
 	if o.code != exitError {
 		t.Fatalf("exit %d, want 1\n%s", o.code, o.stderr)
 	}
@@ -805,7 +837,7 @@ func TestWorkdirOverlapsPackage(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	pkg := filepath.Join(root, "pkg")
-	if err := copyTree("testdata/sandbox", pkg); err != nil {
+	if err := copyTree(sandbox(t), pkg); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Symlink(pkg, filepath.Join(root, "link")); err != nil {

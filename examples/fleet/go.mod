@@ -13,10 +13,10 @@ replace github.com/refine-go/refine/examples/research => ../research
 require (
 	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.13.0
-	github.com/refine-go/refine v0.0.0-00010101000000-000000000000
-	github.com/refine-go/refine/checkpoint/pgcheckpoint v0.0.0-00010101000000-000000000000
-	github.com/refine-go/refine/examples/research v0.0.0-00010101000000-000000000000
-	github.com/refine-go/refine/iterate/fleet v0.0.0-00010101000000-000000000000
+	github.com/refine-go/refine v0.4.0
+	github.com/refine-go/refine/checkpoint/pgcheckpoint v0.4.0
+	github.com/refine-go/refine/examples/research v0.4.0
+	github.com/refine-go/refine/iterate/fleet v0.4.0
 	go.uber.org/goleak v1.3.0
 	go.uber.org/zap v1.28.0
 )
@@ -35,6 +35,6 @@ require (
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )

@@ -16,9 +16,13 @@
 //
 // Flags:
 //
-//	-state DIR        checkpoint directory (default: refine-quickstart in the user's cache directory)
+//	-state DIR        checkpoint directory (default: refine-quickstart in the user's cache directory,
+//	                  or refine-quickstart-UID in the temporary directory when that cannot be made)
 //	-max-iterations N iteration limit (default 4)
 //	-resume           continue the interrupted session
+//	-allow-settings-change
+//	                  with -resume: continue a session saved under other settings
+//	                  (after -max-iterations 1, say, with a higher limit)
 //	-fresh            discard an interrupted session and start over
 //	-session NAME     the session to run or resume (default quickstart)
 //	-fork SESSION@GEN start a new session from generation GEN of SESSION
@@ -154,16 +158,17 @@ func main() { os.Exit(cli(os.Args[1:], os.Stderr)) }
 func cli(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	state := fs.String("state", defaultState(), "checkpoint `dir`ectory")
-	max := fs.Int("max-iterations", 4, "iteration limit (0 = unlimited)")
+	state := fs.String("state", "", "checkpoint `dir`ectory (default: refine-quickstart in the user's cache directory, or refine-quickstart-UID in the temporary directory when that cannot be made)")
+	max := fs.Int("max-iterations", defaultMaxIterations, "iteration limit (0 = unlimited)")
 	resume := fs.Bool("resume", false, "continue the interrupted session")
+	allowChange := fs.Bool("allow-settings-change", false, "with -resume: continue a session saved under other settings (a higher -max-iterations, say)")
 	fresh := fs.Bool("fresh", false, "discard an interrupted session and start over")
 	session := fs.String("session", defaultSession, "the session to run or resume")
 	fork := fs.String("fork", "", "start a new session from generation GEN of SESSION (`SESSION@GEN`)")
 	slow := fs.Duration("slow", 0, "make every task take this long, to try Ctrl+C")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: quickstart [-resume | -fresh] [-fork SESSION@GEN] [-session NAME] [-state DIR] [-max-iterations N] [-slow D]\n       quickstart -version\n\n"+
+		fmt.Fprintf(fs.Output(), "usage: quickstart [-resume [-allow-settings-change] | -fresh] [-fork SESSION@GEN] [-session NAME] [-state DIR] [-max-iterations N] [-slow D]\n       quickstart -version\n\n"+
 			"Runs a small refinement loop that answers three questions about a toy codebase.\n\n")
 		fs.PrintDefaults()
 	}
@@ -188,6 +193,12 @@ func cli(args []string, stderr io.Writer) int {
 	case *resume && *fresh:
 		fmt.Fprintln(stderr, "quickstart: -resume continues the session and -fresh discards it: give one of them; run 'quickstart -help' for usage")
 		return 2
+	case *allowChange && !*resume:
+		fmt.Fprintln(stderr, "quickstart: -allow-settings-change goes with -resume; run 'quickstart -help' for usage")
+		return 2
+	}
+	if *state == "" {
+		*state = defaultState()
 	}
 	var from *forkOf
 	if *fork != "" {
@@ -202,22 +213,30 @@ func cli(args []string, stderr io.Writer) int {
 		from = f
 		*session = f.session + "-fork-" + strconv.FormatUint(f.gen, 10)
 	}
-	return runSession(*state, *session, *max, *resume, *fresh, from, *slow)
+	return runSession(*state, *session, *max, *resume, *fresh, from, *slow, *allowChange)
 }
 
 // defaultState is the default checkpoint directory: refine-quickstart in
 // the user's cache directory, so that two users of one machine never share
-// (nor are refused) it; in the temporary directory, named after the user's
-// id, when there is no cache directory.
+// (nor are refused) it. When that directory cannot be made (no cache
+// directory, or one under a HOME that does not exist, as for a system
+// account), refine-quickstart-UID in the temporary directory, named after
+// the user's id for the same reason.
 func defaultState() string {
 	if dir, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(dir, "refine-quickstart")
+		d := filepath.Join(dir, "refine-quickstart")
+		if err := os.MkdirAll(d, 0o700); err == nil {
+			return d
+		}
 	}
 	return filepath.Join(os.TempDir(), fmt.Sprintf("refine-quickstart-%d", os.Getuid()))
 }
 
 // defaultSession is the session the quickstart runs.
 const defaultSession = "quickstart"
+
+// defaultMaxIterations is the iteration limit without -max-iterations.
+const defaultMaxIterations = 4
 
 // forkOf is the generation a -fork starts from.
 type forkOf struct {
@@ -239,14 +258,17 @@ func parseFork(s string) (*forkOf, error) {
 }
 
 func run(state string, max int, resume, fresh bool, slow time.Duration) int {
-	return runSession(state, defaultSession, max, resume, fresh, nil, slow)
+	return runSession(state, defaultSession, max, resume, fresh, nil, slow, false)
 }
 
-// runSession runs session, resumes it, or starts it as a fork of from;
-// fresh discards the session first.
-func runSession(state, session string, max int, resume, fresh bool, from *forkOf, slow time.Duration) int {
+// runSession runs session, resumes it (under changed settings when
+// allowChange), or starts it as a fork of from; fresh discards the session
+// first.
+func runSession(state, session string, max int, resume, fresh bool, from *forkOf, slow time.Duration, allowChange bool) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+
+	fmt.Printf("Checkpoints of session %s in %s\n", session, state)
 
 	// Every generation is kept (the loop is short), so that any can be
 	// forked.
@@ -271,10 +293,13 @@ func runSession(state, session string, max int, resume, fresh bool, from *forkOf
 	var res *iterate.Result[Notes]
 	var err error
 	var resumable *iterate.ResumableError
+	var changed *iterate.SettingsChangedError
 	switch {
 	case from != nil:
 		fmt.Printf("Forking generation %d of session %s as session %s\n", from.gen, from.session, session)
 		res, err = eng.Resume(ctx, iterate.ForkFrom(from.session, from.gen))
+	case resume && allowChange:
+		res, err = eng.Resume(ctx, iterate.AllowSettingsChange())
 	case resume:
 		res, err = eng.Resume(ctx)
 	default:
@@ -285,6 +310,19 @@ func runSession(state, session string, max int, resume, fresh bool, from *forkOf
 		fmt.Fprintf(os.Stderr, "quickstart: an interrupted session is saved in %s (%d iterations done); not starting over it.\n"+
 			"Resume with: go run ./examples/quickstart -resume%s%s\nor start over with: go run ./examples/quickstart -fresh%s%s\n",
 			state, resumable.Checkpoint.Iteration, sessionFlag(session), stateFlag(state), sessionFlag(session), stateFlag(state))
+		return 1
+	case errors.As(err, &changed):
+		fmt.Fprintf(os.Stderr, "quickstart: session %s was saved under other settings: %s.\n", session, strings.Join(changed.Changes, ", "))
+		if c, lerr := store.Load(ctx, session); lerr == nil && iterate.Status(c.Status).Final() {
+			// A session that has stopped (at its iteration limit, say) is
+			// not resumed: a fork of its last generation goes on under
+			// these settings.
+			fmt.Fprintf(os.Stderr, "It has stopped (%s); go on from its last generation under these settings with:\n"+
+				"go run ./examples/quickstart -fork %s@%d%s%s\n", c.Status, session, c.Generation, maxFlag(max), stateFlag(state))
+		} else {
+			fmt.Fprintf(os.Stderr, "Resume it under these settings with: go run ./examples/quickstart -resume -allow-settings-change%s%s%s\n",
+				maxFlag(max), sessionFlag(session), stateFlag(state))
+		}
 		return 1
 	case errors.Is(err, iterate.ErrInterrupted):
 		fmt.Println("Resume with: go run ./examples/quickstart -resume" + sessionFlag(session) + stateFlag(state))
@@ -305,6 +343,15 @@ func runSession(state, session string, max int, resume, fresh bool, from *forkOf
 	}
 	printBest(os.Stdout, res)
 	fmt.Printf("Go back to any generation with: go run ./examples/quickstart -fork %s@GEN%s\n", session, stateFlag(state))
+	if res.Status == iterate.MaxIterations {
+		next := 2 * max
+		if next < defaultMaxIterations {
+			next = defaultMaxIterations
+		}
+		if c, lerr := store.Load(ctx, session); lerr == nil {
+			fmt.Printf("Go on from here with more iterations: go run ./examples/quickstart -fork %s@%d%s%s\n", session, c.Generation, maxFlag(next), stateFlag(state))
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		return 1
@@ -345,6 +392,15 @@ func sessionFlag(session string) string {
 		return ""
 	}
 	return " -session " + session
+}
+
+// maxFlag returns the -max-iterations flag that names max, "" for the
+// default.
+func maxFlag(max int) string {
+	if max == defaultMaxIterations {
+		return ""
+	}
+	return " -max-iterations " + strconv.Itoa(max)
 }
 
 // stateFlag returns the -state flag that names state, "" for the default.

@@ -1,6 +1,6 @@
 module github.com/refine-go/refine/examples/research
 
-go 1.25.0
+go 1.26.0
 
 replace github.com/refine-go/refine => ../..
 
@@ -8,10 +8,10 @@ replace github.com/refine-go/refine/checkpoint/pgcheckpoint => ../../checkpoint/
 
 require (
 	github.com/google/go-cmp v0.7.0
-	github.com/jackc/pgx/v5 v5.12.0
-	github.com/refine-go/refine v0.0.0-00010101000000-000000000000
-	github.com/refine-go/refine/checkpoint/pgcheckpoint v0.0.0-00010101000000-000000000000
-	golang.org/x/sync v0.22.0
+	github.com/jackc/pgx/v5 v5.13.0
+	github.com/refine-go/refine v0.4.0
+	github.com/refine-go/refine/checkpoint/pgcheckpoint v0.4.0
+	golang.org/x/sync v0.25.0
 )
 
 require (
@@ -21,5 +21,5 @@ require (
 	go.uber.org/goleak v1.3.0 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
-	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 )

@@ -148,7 +148,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.questions, "questions", "", "question file (default: the built-in question about context cancellation)")
 	fs.IntVar(&o.maxIter, "max-iterations", iterate.DefaultMaxIterations, "iteration limit; at the limit the research ends with partial convergence")
 	fs.IntVar(&o.filesPerTask, "files-per-task", 20, "files an explorer reads per task")
-	fs.StringVar(&o.state, "state", "", "checkpoint directory, when --store is empty (default: refine-research under the user cache directory, or .research in the current directory when there is none)")
+	fs.StringVar(&o.state, "state", "", "checkpoint directory, when --store is empty (default: refine-research under the user cache directory, or refine-research-UID in the temporary directory when that cannot be made)")
 	fs.StringVar(&o.store, "store", "", "where to keep the sessions: empty for the checkpoint directory (--state), or a PostgreSQL URL (postgres://user:password@host:port/db?sslmode=disable) to keep them in that database")
 	fs.StringVar(&o.session, "session", "", "session name (default: derived from the root and the questions, so that --resume finds it)")
 	fs.BoolVar(&o.resume, "resume", false, "continue the session from its latest checkpoint")
@@ -365,13 +365,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitError
 }
 
-// defaultStateDir is refine-research under the user cache directory, or
-// .research in the current directory.
+// defaultStateDir is refine-research under the user cache directory. When
+// that cannot be made (no cache directory, or one under a HOME that does
+// not exist, as for a system account), it is refine-research-UID in the
+// temporary directory, the user's own. The run says where its sessions are
+// kept.
 func defaultStateDir() string {
 	if dir, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(dir, "refine-research")
+		d := filepath.Join(dir, "refine-research")
+		if err := os.MkdirAll(d, 0o700); err == nil {
+			return d
+		}
 	}
-	return ".research"
+	return filepath.Join(os.TempDir(), fmt.Sprintf("refine-research-%d", os.Getuid()))
 }
 
 // resumeCommand returns the command line that resumes this run. The
