@@ -59,8 +59,12 @@
 //     charged too: a Work that spent nothing, or returns its context's
 //     error with no usage, costs nothing).
 //   - A session that escalates to a human is parked, not failed:
-//     [Fleet.Answer], from any process, resumes it on some worker with the
-//     answer. [Fleet.Cancel] stops a session for good: the worker running it
+//     [Fleet.Answer] (or [Fleet.Reply], naming who answers), from any
+//     process, resumes it on some worker with the answer. An open question
+//     is answered once: a second or late answer is refused with an
+//     *[AnswerError] ([ErrAnswered], naming the accepted answer, who gave
+//     it and when), never silently dropped; the accepted answer is
+//     recorded with the session ([Session.Answer], [Fleet.Answers]). [Fleet.Cancel] stops a session for good: the worker running it
 //     stops at the next safe point, its latest checkpoint is saved with
 //     status [Cancelled], and the pool never resumes it.
 //

@@ -230,9 +230,17 @@ func (f *Fleet) table(name string) string {
 	return pgx.Identifier{f.cfg.schema, name}.Sanitize()
 }
 
-// fleetDDL creates the fleet's own table, beside River's and the store's:
+// schemaVersion marks, as the comment of the fleet's table of sessions, the
+// version of the fleet's own tables: a process finding it current does no
+// DDL (a role without CREATE can work).
+const schemaVersion = "refine-go fleet schema 2"
+
+// fleetDDL creates the fleet's own tables, beside River's and the store's:
 // one row per submitted session, with its kind and arguments, its job, and
-// what a human asked of it (an answer, a cancellation).
+// what a human asked of it (the answer to its open question, a
+// cancellation); and one row per accepted answer, keyed by the escalation's
+// checkpoint generation, so that each question is answered once. Every
+// statement is idempotent: version 1's tables are brought to version 2.
 const fleetDDL = `
 CREATE TABLE IF NOT EXISTS %[1]s.fleet_sessions (
 	session           text        PRIMARY KEY,
@@ -244,7 +252,22 @@ CREATE TABLE IF NOT EXISTS %[1]s.fleet_sessions (
 	answer            text,
 	answer_generation bigint,
 	answered_at       timestamptz
-)`
+);
+CREATE TABLE IF NOT EXISTS %[1]s.fleet_answers (
+	session     text        NOT NULL REFERENCES %[1]s.fleet_sessions ON DELETE CASCADE,
+	generation  bigint      NOT NULL,
+	iteration   bigint      NOT NULL DEFAULT 0,
+	question    text        NOT NULL DEFAULT '',
+	answer      text        NOT NULL,
+	answered_by text        NOT NULL DEFAULT '',
+	answered_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+	PRIMARY KEY (session, generation)
+);
+INSERT INTO %[1]s.fleet_answers (session, generation, answer, answered_at)
+	SELECT session, answer_generation, answer, coalesce(answered_at, clock_timestamp())
+	FROM %[1]s.fleet_sessions WHERE answer IS NOT NULL AND answer_generation IS NOT NULL
+	ON CONFLICT DO NOTHING;
+COMMENT ON TABLE %[1]s.fleet_sessions IS '` + schemaVersion + `'`
 
 // migrate creates the schema and brings River's tables (rivermigrate) and
 // the fleet's up to date, under a session advisory lock on the schema's
@@ -256,8 +279,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	q := pgx.Identifier{schema}.Sanitize()
 	// Current already: no lock, no DDL (a role without CREATE can work).
 	var current bool
-	err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`,
-		q+".fleet_sessions", q+".river_job").Scan(&current)
+	err := pool.QueryRow(ctx, `SELECT coalesce(obj_description(to_regclass($1), 'pg_class') = $3, false)
+		AND to_regclass($2) IS NOT NULL`,
+		q+".fleet_sessions", q+".river_job", schemaVersion).Scan(&current)
 	if err != nil {
 		return err
 	}
