@@ -79,10 +79,15 @@ func MustRegister[A, S any](f *Fleet, name string, build func(ctx context.Contex
 func (k *Kind[A, S]) Name() string { return k.name }
 
 // Submit submits a session of this kind named session, with args, to be run
-// by some worker. It is idempotent by session name: submitting a session
-// that exists does nothing and reports false (a session of another kind
-// under that name is a *[KindError]; a cancelled one, an error matching
-// [ErrCancelled]).
+// by some worker. It is idempotent by session name, under concurrency too:
+// of many submits of one name, from any processes at once, one reports
+// true and the others false, with no error. Submitting a session that
+// exists with the same arguments does nothing and reports false; with
+// other arguments it is an *[ArgsError] (matching [ErrArgsDiffer]); a
+// session of another kind under that name is a *[KindError]; a cancelled
+// one, an error matching [ErrCancelled]. A session that failed (its job
+// was given up, [Session.Status] [iterate.Failed]) is not revived by
+// Submit: [Fleet.Retry] does.
 func (k *Kind[A, S]) Submit(ctx context.Context, session string, args A) (submitted bool, err error) {
 	err = pgx.BeginFunc(ctx, k.f.pool, func(tx pgx.Tx) error {
 		submitted, err = k.SubmitTx(ctx, tx, session, args)
@@ -93,7 +98,7 @@ func (k *Kind[A, S]) Submit(ctx context.Context, session string, args A) (submit
 
 // SubmitTx is [Kind.Submit] inside the host's own transaction: the session
 // exists, and its job can run, once tx commits, and not at all if it rolls
-// back.
+// back. A concurrent submit of the same name waits for tx to end.
 func (k *Kind[A, S]) SubmitTx(ctx context.Context, tx pgx.Tx, session string, args A) (submitted bool, err error) {
 	if err := checkpoint.ValidateSession(session); err != nil {
 		return false, err
@@ -102,17 +107,18 @@ func (k *Kind[A, S]) SubmitTx(ctx context.Context, tx pgx.Tx, session string, ar
 	if err != nil {
 		return false, fmt.Errorf("fleet: session %q: encoding its arguments: %w", session, err)
 	}
-	var inserted bool
+	var inserted, same bool
 	var kind string
 	var cancelled *time.Time
-	err = tx.QueryRow(ctx, `WITH ins AS (
-			INSERT INTO `+k.f.table("fleet_sessions")+` (session, kind, args) VALUES ($1, $2, $3)
-			ON CONFLICT (session) DO NOTHING RETURNING kind
-		)
-		SELECT true, kind, NULL::timestamptz FROM ins
-		UNION ALL
-		SELECT false, kind, cancelled_at FROM `+k.f.table("fleet_sessions")+` WHERE session = $1 AND NOT EXISTS (SELECT 1 FROM ins)`,
-		session, k.name, data).Scan(&inserted, &kind, &cancelled)
+	var saved []byte
+	// An update that changes nothing on a conflict, rather than DO
+	// NOTHING: it waits for a concurrent insert of the name to commit and
+	// returns that row, where a second statement's snapshot could miss it.
+	// xmax is 0 on the row version of an insert only.
+	err = tx.QueryRow(ctx, `INSERT INTO `+k.f.table("fleet_sessions")+` AS s (session, kind, args) VALUES ($1, $2, $3)
+		ON CONFLICT (session) DO UPDATE SET kind = s.kind
+		RETURNING s.xmax = 0, s.kind, s.cancelled_at, s.args = $3::jsonb, s.args`,
+		session, k.name, data).Scan(&inserted, &kind, &cancelled, &same, &saved)
 	if err != nil {
 		return false, fmt.Errorf("fleet: submitting session %q: %w", session, err)
 	}
@@ -121,6 +127,8 @@ func (k *Kind[A, S]) SubmitTx(ctx context.Context, tx pgx.Tx, session string, ar
 		return false, &KindError{Session: session, Kind: kind, Want: k.name}
 	case !inserted && cancelled != nil:
 		return false, fmt.Errorf("fleet: submitting session %q: %w", session, ErrCancelled)
+	case !inserted && !same:
+		return false, &ArgsError{Session: session, Kind: k.name, Submitted: saved, Given: data}
 	case !inserted:
 		return false, nil
 	}

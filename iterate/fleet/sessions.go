@@ -31,6 +31,27 @@ var (
 	ErrNotStopped = errors.New("fleet: session not stopped")
 )
 
+// ErrArgsDiffer is matched by every *[ArgsError].
+var ErrArgsDiffer = errors.New("fleet: session submitted with other arguments")
+
+// ArgsError reports a session submitted again under its name with other
+// arguments than the ones it was submitted with: the session keeps its
+// first arguments.
+type ArgsError struct {
+	Session, Kind string
+	// Submitted are the session's arguments, Given the refused ones, as
+	// JSON.
+	Submitted, Given []byte
+}
+
+func (e *ArgsError) Error() string {
+	return fmt.Sprintf("fleet: session %q of kind %q was submitted with other arguments: %s, not %s",
+		e.Session, e.Kind, e.Submitted, e.Given)
+}
+
+// Is reports whether target is ErrArgsDiffer.
+func (e *ArgsError) Is(target error) bool { return target == ErrArgsDiffer }
+
 // KindError reports a session used as a kind it is not of.
 type KindError struct {
 	Session string
