@@ -68,6 +68,14 @@
 //     stops at the next safe point, its latest checkpoint is saved with
 //     status [Cancelled], and the pool never resumes it.
 //
+//   - A session whose job fails [MaxAttempts] times (a build function that
+//     fails or panics, a worker refusing the session's settings, a lasting
+//     storage fault) is not stranded: River gives its job up, the session
+//     is listed as [iterate.Failed] with its last error, [Kind.Wait] and
+//     [Kind.Result] return a *[FailedError], and [Fleet.Retry] runs it
+//     again from its newest checkpoint. [Kind.Submit] does not revive it
+//     (a submit is idempotent: the session exists).
+//
 // # Fencing the loop's own side effects
 //
 // [Holding] tells a Worker, from its context, which session it runs and the

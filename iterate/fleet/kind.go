@@ -146,8 +146,8 @@ func (k *Kind[A, S]) SubmitTx(ctx context.Context, tx pgx.Tx, session string, ar
 	return true, nil
 }
 
-// Wait waits until the session stops for good, parks on an escalation or is
-// cancelled, looking every [Poll] interval, and returns its result as
+// Wait waits until the session stops for good, parks on an escalation, is
+// cancelled or fails (a *[FailedError]), looking every [Poll] interval, and returns its result as
 // [Kind.Result] does. It returns ctx's error if ctx ends first.
 func (k *Kind[A, S]) Wait(ctx context.Context, session string) (*iterate.Result[S], error) {
 	t := time.NewTicker(k.f.cfg.poll)
@@ -178,7 +178,8 @@ func (k *Kind[A, S]) Wait(ctx context.Context, session string) (*iterate.Result[
 // without running it: for a session that stopped for good, the final
 // result (its Status [Cancelled] and an error matching [ErrCancelled] for a
 // cancelled one); for an escalated one, the escalation and an
-// *[iterate.EscalationError]. A session that has not stopped gives an
+// *[iterate.EscalationError]; for one that failed (its job was given up
+// after [MaxAttempts] failed runs) a nil result and a *[FailedError]. A session that has not stopped gives an
 // error matching [ErrNotStopped]; one cancelled before it started, an
 // error matching [ErrCancelled] and a nil result.
 func (k *Kind[A, S]) Result(ctx context.Context, session string) (*iterate.Result[S], error) {
@@ -188,6 +189,11 @@ func (k *Kind[A, S]) Result(ctx context.Context, session string) (*iterate.Resul
 	}
 	if row.kind != k.name {
 		return nil, &KindError{Session: session, Kind: row.kind, Want: k.name}
+	}
+	if !row.cancelled && row.jobID != nil {
+		if err := k.f.failed(ctx, session, *row.jobID); err != nil {
+			return nil, err
+		}
 	}
 	c, err := k.f.store.Load(ctx, session)
 	switch {

@@ -31,6 +31,95 @@ var (
 	ErrNotStopped = errors.New("fleet: session not stopped")
 )
 
+// ErrFailed is matched by every *[FailedError].
+var ErrFailed = errors.New("fleet: session failed")
+
+// FailedError reports a session whose job was given up: its runs failed
+// [MaxAttempts] times (a build function that fails or panics, a worker
+// refusing the session's settings, a storage fault that lasted). The
+// session stays as its newest checkpoint left it; [Fleet.Retry] runs it
+// again.
+type FailedError struct {
+	Session string
+	// Attempts is how many runs failed; LastError, the newest one's error.
+	Attempts  int
+	LastError string
+}
+
+func (e *FailedError) Error() string {
+	return fmt.Sprintf("fleet: session %q failed: its job was given up after %d attempts: %s", e.Session, e.Attempts, e.LastError)
+}
+
+// Is reports whether target is ErrFailed.
+func (e *FailedError) Is(target error) bool { return target == ErrFailed }
+
+// ErrNotFailed: [Fleet.Retry] of a session that has not failed.
+var ErrNotFailed = errors.New("fleet: session not failed")
+
+// failed returns a *FailedError when the session's job was discarded while
+// its newest checkpoint is not final.
+func (f *Fleet) failed(ctx context.Context, session string, jobID int64) error {
+	var state, lastError string
+	var attempt int32
+	var final bool
+	err := f.pool.QueryRow(ctx, `SELECT j.state::text, j.attempt, coalesce(j.errors[array_upper(j.errors, 1)]->>'error', ''),
+			coalesce((SELECT status FROM `+f.table("checkpoints")+` c WHERE c.session = $2
+				ORDER BY generation DESC LIMIT 1), '') NOT IN ('', 'running', 'interrupted', 'escalated')
+		FROM `+f.table("river_job")+` j WHERE j.id = $1`, jobID, session).Scan(&state, &attempt, &lastError, &final)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("fleet: reading the job of session %q: %w", session, err)
+	}
+	if state == "discarded" && !final {
+		return &FailedError{Session: session, Attempts: int(attempt), LastError: lastError}
+	}
+	return nil
+}
+
+// Retry runs a failed session again ([Session.Status] [iterate.Failed]: its
+// job was given up after [MaxAttempts] failed runs), from any process: its
+// job is queued again with [MaxAttempts] more attempts, and the session
+// continues from its newest checkpoint (or starts, without one). Retrying
+// a session that has not failed is an error matching [ErrNotFailed]; a
+// cancelled one, [ErrCancelled]; an unknown one, [ErrUnknownSession].
+func (f *Fleet) Retry(ctx context.Context, session string) error {
+	return pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+		var jobID *int64
+		var cancelled bool
+		err := tx.QueryRow(ctx, `SELECT job_id, cancelled_at IS NOT NULL FROM `+f.table("fleet_sessions")+`
+			WHERE session = $1 FOR UPDATE`, session).Scan(&jobID, &cancelled)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: %q", ErrUnknownSession, session)
+		}
+		if err != nil {
+			return fmt.Errorf("fleet: retrying session %q: %w", session, err)
+		}
+		if cancelled {
+			return fmt.Errorf("fleet: retrying session %q: %w", session, ErrCancelled)
+		}
+		if jobID == nil {
+			return fmt.Errorf("fleet: retrying session %q: %w: it has no job", session, ErrNotFailed)
+		}
+		if err := f.failed(ctx, session, *jobID); err == nil {
+			return fmt.Errorf("fleet: retrying session %q: %w", session, ErrNotFailed)
+		} else if !errors.Is(err, ErrFailed) {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE `+f.table("river_job")+` SET state = 'available',
+				max_attempts = attempt + $2, scheduled_at = now(), finalized_at = NULL
+			WHERE id = $1 AND state = 'discarded'`, *jobID, f.cfg.maxAttempts)
+		if err != nil {
+			return fmt.Errorf("fleet: retrying session %q: %w", session, err)
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("fleet: retrying session %q: %w", session, ErrNotFailed)
+		}
+		return nil
+	})
+}
+
 // ErrArgsDiffer is matched by every *[ArgsError].
 var ErrArgsDiffer = errors.New("fleet: session submitted with other arguments")
 
@@ -69,7 +158,10 @@ type Session struct {
 	Name, Kind string
 	// Status is the newest checkpoint's status; Cancelled once the session
 	// is cancelled and no worker runs it (before its checkpoint says so
-	// too); [Queued] for a session not started yet.
+	// too); [iterate.Failed] once its job was given up after [MaxAttempts]
+	// failed runs (LastError says why; [Fleet.Retry] runs it again);
+	// [iterate.Running] while a worker runs a session that has no
+	// checkpoint yet; [Queued] for a session not started yet.
 	Status iterate.Status
 	// Reason and Iteration are the newest checkpoint's.
 	Reason    string
@@ -180,6 +272,10 @@ func scanSession(row pgx.CollectableRow) (Session, error) {
 	switch {
 	case cancelled && !s.Status.Final() && s.Job != "running":
 		s.Status = Cancelled
+	case s.Job == "discarded" && !s.Status.Final():
+		s.Status = iterate.Failed
+	case s.Status == "" && s.Job == "running":
+		s.Status = iterate.Running
 	case s.Status == "":
 		s.Status = Queued
 	}

@@ -497,7 +497,8 @@ func (f *Fleet) reconcile(ctx context.Context) error {
 		JOIN LATERAL (SELECT generation, status FROM `+f.table("checkpoints")+` c
 			WHERE c.session = s.session ORDER BY generation DESC LIMIT 1) c ON true
 		WHERE j.state IN ('completed', 'cancelled', 'discarded') AND (
-			(s.cancelled_at IS NULL AND s.answer_generation = c.generation AND c.status = 'escalated')
+			-- a job given up (discarded) stays failed until Fleet.Retry
+			(s.cancelled_at IS NULL AND j.state = 'completed' AND s.answer_generation = c.generation AND c.status = 'escalated')
 			OR (s.cancelled_at IS NOT NULL AND c.status IN ('', 'running', 'interrupted', 'escalated')))
 		LIMIT 100`)
 	if err != nil {
