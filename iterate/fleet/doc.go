@@ -67,7 +67,6 @@
 //     recorded with the session ([Session.Answer], [Fleet.Answers]). [Fleet.Cancel] stops a session for good: the worker running it
 //     stops at the next safe point, its latest checkpoint is saved with
 //     status [Cancelled], and the pool never resumes it.
-//
 //   - A session whose job fails [MaxAttempts] times (a build function that
 //     fails or panics, a worker refusing the session's settings, a lasting
 //     storage fault) is not stranded: River gives its job up, the session
