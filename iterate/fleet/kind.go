@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"go.uber.org/zap"
 
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/iterate"
@@ -22,10 +24,42 @@ import (
 // same names there are overridden. Everything else the engine's settings
 // fingerprint covers (thresholds, limits, strategy and policy parameters)
 // must be the same in every process that runs the session.
+//
+// A session saved under other settings (a rolling deploy of new settings
+// while sessions are in flight) is refused by name (an
+// *[iterate.SettingsChangedError]; its job is retried, and fails once
+// [MaxAttempts] runs were refused) unless every setting that changed is
+// named in AllowChanges: then it continues under this loop's settings.
 type Loop[S any] struct {
 	Worker  iterate.Worker[S]
 	Options []iterate.Option
 	Initial S
+	// AllowChanges names the settings, as an
+	// *[iterate.SettingsChangedError] names them ("max iterations",
+	// "coverage threshold", "strategy", "host settings", …), that may
+	// differ from the ones a session was saved under. A kind versions its
+	// sessions by giving [iterate.WithFingerprint] a version ("v2") and
+	// allowing "host settings" while sessions of earlier versions are in
+	// flight.
+	AllowChanges []string
+}
+
+// allows reports whether every change is of a setting named in l's
+// AllowChanges.
+func (l *Loop[S]) allows(changes []string) bool {
+	if len(changes) == 0 || len(l.AllowChanges) == 0 {
+		return false
+	}
+next:
+	for _, c := range changes {
+		for _, name := range l.AllowChanges {
+			if name != "" && strings.HasPrefix(c, name+" ") {
+				continue next
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // Kind is a kind of loop registered with a fleet: sessions of it are
@@ -256,6 +290,15 @@ func (k *Kind[A, S]) run(ctx context.Context, j *job) (stopped, error) {
 		}
 	default:
 		res, err = newEngine(&jobStore{Store: k.f.store, lease: j.lease}).Resume(ctx, j.resumeOpts()...)
+	}
+	var sc *iterate.SettingsChangedError
+	if errors.As(err, &sc) && loop.allows(sc.Changes) {
+		// Refused before anything ran or was saved: continue under this
+		// loop's settings, as the kind allows.
+		k.f.cfg.log.Info("fleet: continuing a session under changed settings", zap.String("session", j.Session),
+			zap.Strings("changes", sc.Changes))
+		res, err = newEngine(&jobStore{Store: k.f.store, lease: j.lease}).Resume(ctx,
+			append(j.resumeOpts(), iterate.AllowSettingsChange())...)
 	}
 	if res == nil {
 		return stopped{}, err
