@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/checkpoint/pgcheckpoint"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -56,6 +57,7 @@ func TestDurableReadsNoState(t *testing.T) {
 	release()
 	if _, err := admin.Exec(ctx, `CREATE ROLE `+r+` LOGIN;
 		GRANT USAGE ON SCHEMA `+q+` TO `+r+`;
+		GRANT SELECT ON `+q+`.schema_version TO `+r+`;
 		GRANT SELECT (session, generation, status, reason, iteration, question) ON `+q+`.checkpoints TO `+r); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,12 @@ func TestDurableReadsNoState(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	limited := &Fleet{pool: pool, cfg: f.cfg}
+	store, err := pgcheckpoint.New(ctx, pool, pgcheckpoint.Schema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	limited := &Fleet{pool: pool, store: store, cfg: f.cfg}
 	if err := limited.durable(ctx, "big", stopped{status: iterate.Converged, iterations: 3}); err != nil {
 		t.Fatalf("durable: %v", err)
 	}
