@@ -160,7 +160,7 @@ func (k *Kind[A, S]) SubmitTx(ctx context.Context, tx pgx.Tx, session string, ar
 	case !inserted && kind != k.name:
 		return false, &KindError{Session: session, Kind: kind, Want: k.name}
 	case !inserted && cancelled != nil:
-		return false, fmt.Errorf("fleet: submitting session %q: %w", session, ErrCancelled)
+		return false, errf(ErrCancelled, "cannot submit session %q: it was cancelled", session)
 	case !inserted && !same:
 		return false, &ArgsError{Session: session, Kind: k.name, Submitted: saved, Given: data}
 	case !inserted:
@@ -232,18 +232,18 @@ func (k *Kind[A, S]) Result(ctx context.Context, session string) (*iterate.Resul
 	c, err := k.f.store.Load(ctx, session)
 	switch {
 	case errors.Is(err, checkpoint.ErrNotFound) && row.cancelled:
-		return nil, fmt.Errorf("fleet: session %q: %w before it started", session, ErrCancelled)
+		return nil, errf(ErrCancelled, "session %q cancelled before it started", session)
 	case errors.Is(err, checkpoint.ErrNotFound):
-		return nil, fmt.Errorf("fleet: session %q: %w: not started", session, ErrNotStopped)
+		return nil, errf(ErrNotStopped, "session %q not stopped: not started", session)
 	case err != nil:
 		return nil, err
 	}
 	st := iterate.Status(c.Status)
 	if row.cancelled && !st.Final() {
-		return nil, fmt.Errorf("fleet: session %q: %w at iteration %d: %w", session, ErrCancelled, c.Iteration, errCancelling)
+		return nil, &sentinelError{msg: fmt.Sprintf("fleet: session %q cancelled at iteration %d: %v", session, c.Iteration, errCancelling), err: errors.Join(ErrCancelled, errCancelling)}
 	}
 	if !st.Final() && st != iterate.Escalated {
-		return nil, fmt.Errorf("fleet: session %q: %w: %s at iteration %d", session, ErrNotStopped, st, c.Iteration)
+		return nil, errf(ErrNotStopped, "session %q not stopped: %s at iteration %d", session, st, c.Iteration)
 	}
 	var args A
 	if err := json.Unmarshal(row.args, &args); err != nil {
@@ -259,7 +259,7 @@ func (k *Kind[A, S]) Result(ctx context.Context, session string) (*iterate.Resul
 		iterate.WithCheckpointer(readOnly{k.f.store}), iterate.WithSession(session))...)
 	res, err := eng.Resume(ctx, iterate.AllowSettingsChange())
 	if err == nil && res != nil && res.Status == Cancelled {
-		err = fmt.Errorf("fleet: session %q: %w: %s", session, ErrCancelled, res.Reason)
+		err = errf(ErrCancelled, "session %q %s", session, res.Reason)
 	}
 	return res, err
 }

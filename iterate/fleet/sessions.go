@@ -91,19 +91,19 @@ func (f *Fleet) Retry(ctx context.Context, session string) error {
 		err := tx.QueryRow(ctx, `SELECT job_id, cancelled_at IS NOT NULL FROM `+f.table("fleet_sessions")+`
 			WHERE session = $1 FOR UPDATE`, session).Scan(&jobID, &cancelled)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %q", ErrUnknownSession, session)
+			return errf(ErrUnknownSession, "unknown session %q", session)
 		}
 		if err != nil {
 			return fmt.Errorf("fleet: retrying session %q: %w", session, err)
 		}
 		if cancelled {
-			return fmt.Errorf("fleet: retrying session %q: %w", session, ErrCancelled)
+			return errf(ErrCancelled, "cannot retry session %q: it was cancelled", session)
 		}
 		if jobID == nil {
-			return fmt.Errorf("fleet: retrying session %q: %w: it has no job", session, ErrNotFailed)
+			return errf(ErrNotFailed, "cannot retry session %q: it has not failed (it has no job)", session)
 		}
 		if err := f.failed(ctx, session, *jobID); err == nil {
-			return fmt.Errorf("fleet: retrying session %q: %w", session, ErrNotFailed)
+			return errf(ErrNotFailed, "cannot retry session %q: it has not failed", session)
 		} else if !errors.Is(err, ErrFailed) {
 			return err
 		}
@@ -114,7 +114,7 @@ func (f *Fleet) Retry(ctx context.Context, session string) error {
 			return fmt.Errorf("fleet: retrying session %q: %w", session, err)
 		}
 		if tag.RowsAffected() != 1 {
-			return fmt.Errorf("fleet: retrying session %q: %w", session, ErrNotFailed)
+			return errf(ErrNotFailed, "cannot retry session %q: it has not failed", session)
 		}
 		return nil
 	})
@@ -140,6 +140,22 @@ func (e *ArgsError) Error() string {
 
 // Is reports whether target is ErrArgsDiffer.
 func (e *ArgsError) Is(target error) bool { return target == ErrArgsDiffer }
+
+// sentinelError is a sentinel with what happened: its text says it all,
+// with the package's prefix once.
+type sentinelError struct {
+	msg string
+	err error
+}
+
+func (e *sentinelError) Error() string { return e.msg }
+func (e *sentinelError) Unwrap() error { return e.err }
+
+// errf returns an error matching sentinel whose text is "fleet: " and the
+// formatted message, which says what the sentinel says, in context.
+func errf(sentinel error, format string, args ...any) error {
+	return &sentinelError{msg: "fleet: " + fmt.Sprintf(format, args...), err: sentinel}
+}
 
 // KindError reports a session used as a kind it is not of.
 type KindError struct {
@@ -212,7 +228,7 @@ func (f *Fleet) sessionRow(ctx context.Context, session string) (sessionRow, err
 		FROM `+f.table("fleet_sessions")+` WHERE session = $1`, session).
 		Scan(&r.kind, &r.args, &r.jobID, &r.cancelled, &r.answer, &gen)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, fmt.Errorf("%w: %q", ErrUnknownSession, session)
+		return r, errf(ErrUnknownSession, "unknown session %q", session)
 	}
 	if err != nil {
 		return r, fmt.Errorf("fleet: reading session %q: %w", session, err)
@@ -307,7 +323,7 @@ func (f *Fleet) Session(ctx context.Context, name string) (Session, error) {
 	}
 	s, err := pgx.CollectExactlyOneRow(rows, scanSession)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Session{}, fmt.Errorf("%w: %q", ErrUnknownSession, name)
+		return Session{}, errf(ErrUnknownSession, "unknown session %q", name)
 	}
 	if err != nil {
 		return Session{}, fmt.Errorf("fleet: reading session %q: %w", name, err)
@@ -411,7 +427,7 @@ func (f *Fleet) Reply(ctx context.Context, session string, a Answer) error {
 		err := tx.QueryRow(ctx, `SELECT job_id, cancelled_at IS NOT NULL FROM `+f.table("fleet_sessions")+`
 			WHERE session = $1 FOR UPDATE`, session).Scan(&jobID, &cancelled)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %q", ErrUnknownSession, session)
+			return errf(ErrUnknownSession, "unknown session %q", session)
 		}
 		if err != nil {
 			return fmt.Errorf("fleet: answering session %q: %w", session, err)
@@ -500,7 +516,7 @@ func (f *Fleet) Answers(ctx context.Context, session string) ([]Answer, error) {
 		return nil, fmt.Errorf("fleet: reading the answers of session %q: %w", session, err)
 	}
 	if !found {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownSession, session)
+		return nil, errf(ErrUnknownSession, "unknown session %q", session)
 	}
 	var out []Answer
 	for _, a := range list {
@@ -525,7 +541,7 @@ func (f *Fleet) Cancel(ctx context.Context, session string) error {
 		err := tx.QueryRow(ctx, `UPDATE `+f.table("fleet_sessions")+`
 			SET cancelled_at = coalesce(cancelled_at, clock_timestamp()) WHERE session = $1 RETURNING job_id`, session).Scan(&jobID)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %q", ErrUnknownSession, session)
+			return errf(ErrUnknownSession, "unknown session %q", session)
 		}
 		if err != nil {
 			return fmt.Errorf("fleet: cancelling session %q: %w", session, err)

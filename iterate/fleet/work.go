@@ -356,7 +356,7 @@ func (w *jobWorker) cancelled(ctx context.Context, session string) error {
 	if err := w.f.markCancelled(ctx, session); err != nil {
 		return fmt.Errorf("fleet: saving session %q as cancelled: %w", session, err)
 	}
-	return river.JobCancel(fmt.Errorf("session %q: %w", session, ErrCancelled))
+	return river.JobCancel(errf(ErrCancelled, "session %q cancelled", session))
 }
 
 // durable checks that the store's newest checkpoint of session is the one
@@ -430,7 +430,7 @@ func (w *jobWorker) stopCancelled(ctx context.Context) error {
 	defer w.mu.Unlock()
 	for _, s := range cancelled {
 		if cancel := w.running[s]; cancel != nil {
-			cancel(fmt.Errorf("session %q: %w", s, ErrCancelled))
+			cancel(errf(ErrCancelled, "session %q cancelled", s))
 		}
 	}
 	return nil
