@@ -9,10 +9,12 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -68,6 +70,7 @@ type config struct {
 	concurrency int
 	poll        time.Duration
 	maxAttempts int
+	migration   time.Duration
 	log         *zap.Logger
 	storeOpts   []pgcheckpoint.Option
 }
@@ -150,6 +153,23 @@ func MaxAttempts(n int) Option {
 	}
 }
 
+// MigrationTimeout sets how long [New] waits for each lock it needs to
+// create or migrate the fleet's tables (default
+// [pgcheckpoint.DefaultMigrationTimeout]): the fleet's set-up lock, held by
+// another process migrating, and the store's ([pgcheckpoint.MigrationTimeout]).
+// A lock not granted in time makes New fail with an error matching
+// [pgcheckpoint.ErrSchemaLocked] that names the lock and the server
+// processes holding it.
+func MigrationTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("fleet: migration timeout %v is not positive", d)
+		}
+		c.migration = d
+		return nil
+	}
+}
+
 // Logger sets the logger of the fleet and of its River client (default
 // zap.NewNop()). River's messages below warnings are dropped.
 func Logger(l *zap.Logger) Option {
@@ -180,7 +200,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Fleet, error
 		return nil, errors.New("fleet: nil pool")
 	}
 	cfg := config{schema: DefaultSchema, lease: DefaultLease, concurrency: DefaultConcurrency,
-		poll: DefaultPoll, maxAttempts: DefaultMaxAttempts, log: zap.NewNop()}
+		poll: DefaultPoll, maxAttempts: DefaultMaxAttempts, migration: pgcheckpoint.DefaultMigrationTimeout,
+		log: zap.NewNop()}
 	var errs []error
 	for _, o := range opts {
 		if o != nil {
@@ -199,11 +220,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Fleet, error
 		}
 		cfg.holder = host + " pid " + strconv.Itoa(os.Getpid())
 	}
-	if err := migrate(ctx, pool, cfg.schema); err != nil {
+	if err := migrate(ctx, pool, cfg.schema, cfg.migration); err != nil {
 		return nil, fmt.Errorf("fleet: preparing schema %q: %w", cfg.schema, err)
 	}
 	store, err := pgcheckpoint.New(ctx, pool, append(append([]pgcheckpoint.Option(nil), cfg.storeOpts...),
-		pgcheckpoint.Schema(cfg.schema), pgcheckpoint.Lease(cfg.lease), pgcheckpoint.Holder(cfg.holder))...)
+		pgcheckpoint.Schema(cfg.schema), pgcheckpoint.Lease(cfg.lease), pgcheckpoint.Holder(cfg.holder),
+		pgcheckpoint.MigrationTimeout(cfg.migration))...)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
@@ -271,11 +293,27 @@ COMMENT ON TABLE %[1]s.fleet_sessions IS '` + schemaVersion + `'`
 
 // migrate creates the schema and brings River's tables (rivermigrate) and
 // the fleet's up to date, under a session advisory lock on the schema's
-// name with a timeout, so that processes starting at once take turns. The
-// store's tables are migrated by pgcheckpoint.New.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+// name, so that processes starting at once take turns; the lock is waited
+// for at most timeout (lock_timeout), and the whole at most twice that.
+// The store's tables are migrated by pgcheckpoint.New.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, 2*timeout, errMigrationDeadline)
 	defer cancel()
+	err := migrateLocked(ctx, pool, schema, timeout)
+	if err != nil && context.Cause(ctx) == errMigrationDeadline {
+		err = fmt.Errorf("no answer within %v (twice the migration timeout): %w (%w)", 2*timeout, pgcheckpoint.ErrSchemaLocked, err)
+	}
+	return err
+}
+
+// errMigrationDeadline is the cause of the end of a migration's context.
+var errMigrationDeadline = errors.New("fleet: the migration took too long")
+
+// setupLock is the advisory lock the fleet's processes take, in turn, to
+// migrate a schema (%s: the schema's name, quoted as a literal).
+const setupLock = `pg_advisory_lock(hashtext('refine-go/fleet'), hashtext(%s))`
+
+func migrateLocked(ctx context.Context, pool *pgxpool.Pool, schema string, timeout time.Duration) error {
 	q := pgx.Identifier{schema}.Sanitize()
 	// Current already: no lock, no DDL (a role without CREATE can work).
 	var current bool
@@ -304,20 +342,55 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		return err
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('refine-go/fleet'), hashtext($1))`, schema); err != nil {
-		return fmt.Errorf("waiting for the schema lock: %w", err)
+	lit := "'" + strings.ReplaceAll(schema, "'", "''") + "'"
+	lock := fmt.Sprintf(setupLock, lit)
+	ms := strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)
+	if _, err := conn.Exec(ctx, `SET lock_timeout = `+ms); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `RESET lock_timeout`)
+	if _, err := conn.Exec(ctx, `SELECT `+lock); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "55P03" {
+			return fmt.Errorf("waited %v for the set-up lock of schema %s (%s%s): %w", timeout, q, lock,
+				lockHolders(ctx, pool, schema), pgcheckpoint.ErrSchemaLocked)
+		}
+		return fmt.Errorf("taking the set-up lock of schema %s: %w", q, err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('refine-go/fleet'), hashtext($1))`, schema)
 	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+q); err != nil {
 		return err
 	}
 	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("river migrations: %w", err)
+		return fmt.Errorf("migrating the job queue's tables: %w", err)
 	}
 	if _, err := conn.Exec(ctx, fmt.Sprintf(fleetDDL, q)); err != nil {
-		return fmt.Errorf("fleet tables: %w", err)
+		return fmt.Errorf("creating the fleet's tables: %w", err)
 	}
 	return nil
+}
+
+// lockHolders returns ", held by the server process(es) with PID …" naming
+// who holds the fleet's set-up lock of schema, "" if none can be read.
+func lockHolders(ctx context.Context, pool *pgxpool.Pool, schema string) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	rows, err := pool.Query(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND classid = hashtext('refine-go/fleet')::oid AND objid = hashtext($1)::oid AND objsubid = 2
+		ORDER BY pid`, schema)
+	if err != nil {
+		return ""
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil || len(pids) == 0 {
+		return ""
+	}
+	list := make([]string, len(pids))
+	for i, p := range pids {
+		list[i] = strconv.Itoa(int(p))
+	}
+	return ", held by the server process(es) with PID " + strings.Join(list, ", ")
 }
 
 // kindName is what a kind's name may be: it names a River queue too.
