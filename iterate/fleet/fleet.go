@@ -393,6 +393,22 @@ func lockHolders(ctx context.Context, pool *pgxpool.Pool, schema string) string 
 	return ", held by the server process(es) with PID " + strings.Join(list, ", ")
 }
 
+// GrantSQL returns the SQL statements that give role the least privileges
+// a fleet's processes need on the fleet's schema (River's, the store's and
+// the fleet's tables): USAGE on the schema, SELECT, INSERT, UPDATE and
+// DELETE on its tables, USAGE on its sequences (River's job ids). Run them
+// as the schema's owner after the tables exist (a [New] with the right to
+// create them, run once by an operator, makes them); a process of that
+// role then opens the fleet with New, which changes nothing on a current
+// schema. Tables added by later versions need the statements again.
+func GrantSQL(schema, role string) string {
+	q, r := pgx.Identifier{schema}.Sanitize(), pgx.Identifier{role}.Sanitize()
+	return fmt.Sprintf(`GRANT USAGE ON SCHEMA %[1]s TO %[2]s;
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA %[1]s TO %[2]s;
+GRANT USAGE ON ALL SEQUENCES IN SCHEMA %[1]s TO %[2]s;
+`, q, r)
+}
+
 // kindName is what a kind's name may be: it names a River queue too.
 var kindName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 

@@ -1,13 +1,20 @@
 package fleet_test
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/refine-go/refine/checkpoint/pgcheckpoint"
+	"github.com/refine-go/refine/iterate"
 	"github.com/refine-go/refine/iterate/fleet"
 )
 
@@ -55,4 +62,80 @@ func TestNewSchemaLocked(t *testing.T) {
 		t.Fatalf("New once the lock is free: %v", err)
 	}
 	f.Store().Close()
+}
+
+// Rule: a role with only the grants of GrantSQL (no CREATE, no ownership)
+// runs the fleet: New on the current schema, submit, work, escalate,
+// answer, cancel, retry. (Mutation caught: grants without USAGE on the
+// sequences, as pgcheckpoint's alone — submit fails with "permission
+// denied for sequence river_job_id_seq".)
+func TestLeastPrivilege(t *testing.T) {
+	url := serverURL(t)
+	pool := newPool(t, 4)
+	schema := newSchema(t, pool)
+	ctx := waitCtx(t)
+	admin, err := fleet.New(ctx, pool, fleet.Schema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin.Store().Close()
+	var b [4]byte
+	rand.Read(b[:])
+	role := "fleet_app_" + hex.EncodeToString(b[:])
+	r := pgx.Identifier{role}.Sanitize()
+	if _, err := pool.Exec(ctx, `CREATE ROLE `+r+` LOGIN`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+		pool.Exec(context.Background(), `DROP OWNED BY `+r+`; DROP ROLE `+r)
+	})
+	if _, err := pool.Exec(ctx, fleet.GrantSQL(schema, role)); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.User = role
+	cfg.MaxConns = 20
+	app, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(app.Close)
+	f, err := fleet.New(ctx, app, fleet.Schema(schema), fleet.Poll(100*time.Millisecond))
+	if err != nil {
+		t.Fatalf("New as %s: %v", role, err)
+	}
+	t.Cleanup(func() { f.Store().Close() })
+	kind := registerSynth(f, nil)
+	work(t, f)
+	if _, err := kind.Submit(ctx, "lp", synthArgs{Name: "lp", Iterations: 3, TaskMillis: 1, EscalateAt: 1}); err != nil {
+		t.Fatalf("Submit as %s: %v", role, err)
+	}
+	if _, err := kind.Wait(ctx, "lp"); !errors.As(err, new(*iterate.EscalationError)) {
+		t.Fatalf("Wait: %v", err)
+	}
+	if err := f.Reply(ctx, "lp", fleet.Answer{Text: "go", By: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := kind.Wait(ctx, "lp"); err != nil || res.Status != iterate.Converged {
+		t.Fatalf("Wait after the answer: %v, %v", res, err)
+	}
+	if _, err := kind.Submit(ctx, "lp-2", synthArgs{Name: "lp-2", Iterations: 1000, TaskMillis: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Cancel(ctx, "lp-2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kind.Wait(ctx, "lp-2"); !errors.Is(err, fleet.ErrCancelled) {
+		t.Fatalf("Wait of a cancelled session: %v", err)
+	}
+	if err := f.Retry(ctx, "lp"); !errors.Is(err, fleet.ErrNotFailed) {
+		t.Errorf("Retry: %v", err)
+	}
+	if _, err := f.Sessions(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
