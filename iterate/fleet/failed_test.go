@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/refine-go/refine/iterate"
 	"github.com/refine-go/refine/iterate/fleet"
 )
@@ -16,7 +19,8 @@ import (
 // function that panics) is not stranded: Session says iterate.Failed with
 // the last error, Kind.Wait returns a *FailedError (ErrFailed) instead of
 // blocking, Retry runs it again (a fresh allowance of attempts) and it
-// converges; Retry of a session that has not failed is ErrNotFailed.
+// converges; Retry of a session that has not failed is ErrNotFailed. The
+// worker logs each panic and the session given up.
 // (Mutations caught: listing a discarded job's session by its checkpoint
 // alone — "queued" and Wait blocks until its deadline; Retry through
 // River's JobRetry or reconcile's retries of discarded jobs — one attempt,
@@ -25,7 +29,8 @@ func TestFailedRetried(t *testing.T) {
 	url := serverURL(t)
 	pool := newPool(t, 4)
 	schema := newSchema(t, pool)
-	w, _ := startFleet(t, url, schema, fleet.Lease(time.Second), fleet.MaxAttempts(3))
+	core, logs := observer.New(zap.WarnLevel)
+	w, _ := startFleet(t, url, schema, fleet.Lease(time.Second), fleet.MaxAttempts(3), fleet.Logger(zap.New(core)))
 	var broken atomic.Bool
 	broken.Store(true)
 	kind := fleet.MustRegister(w, "synthetic", func(_ context.Context, a synthArgs) (fleet.Loop[synthState], error) {
@@ -49,6 +54,13 @@ func TestFailedRetried(t *testing.T) {
 	s, err := w.Session(ctx, "doomed")
 	if err != nil || s.Status != iterate.Failed || !strings.Contains(s.LastError, "the build is broken") {
 		t.Fatalf("Session: %+v, %v; want failed with the panic", s, err)
+	}
+	// What the worker logs: each panic with its stack, the session given up.
+	if n := logs.FilterMessage("fleet: panic running a session").Len(); n != 3 {
+		t.Errorf("%d panics logged; want 3", n)
+	}
+	if n := logs.FilterMessage("fleet: session failed: its job is given up; Fleet.Retry runs it again").Len(); n != 1 {
+		t.Errorf("the failure logged %d times; want 1", n)
 	}
 	if ok, err := kind.Submit(ctx, "doomed", a); ok || err != nil {
 		t.Errorf("Submit of a failed session: %v, %v; want false, nil", ok, err)

@@ -264,8 +264,26 @@ type jobWorker struct {
 //   - JobCancel when the session was cancelled, once that is saved;
 //   - an error otherwise (a lost lease, a storage fault, settings that differ
 //     from the session's), so that River retries it.
-func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) error {
+func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) (err error) {
 	session := rj.Args.Session
+	defer func() {
+		if p := recover(); p != nil {
+			// A panic of the host's code out of the loop (a build
+			// function): an error of this attempt, logged with its stack.
+			err = fmt.Errorf("fleet: session %q: panic: %v", session, p)
+			w.f.cfg.log.Error("fleet: panic running a session", zap.String("session", session),
+				zap.Any("panic", p), zap.StackSkip("stack", 2))
+		}
+		var snooze *river.JobSnoozeError
+		var cancelled *river.JobCancelError
+		if err != nil && !errors.As(err, &snooze) && !errors.As(err, &cancelled) && rj.Attempt >= rj.MaxAttempts {
+			w.f.cfg.log.Error("fleet: session failed: its job is given up; Fleet.Retry runs it again",
+				zap.String("session", session), zap.Int("attempts", rj.Attempt), zap.Error(err))
+		} else if err != nil && !errors.As(err, &snooze) && !errors.As(err, &cancelled) {
+			w.f.cfg.log.Warn("fleet: session run failed; retried", zap.String("session", session),
+				zap.Int("attempt", rj.Attempt), zap.Int("max_attempts", rj.MaxAttempts), zap.Error(err))
+		}
+	}()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(w.shutdown, func() { cancel(context.Cause(w.shutdown)) })()
