@@ -1,10 +1,12 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -178,6 +180,136 @@ func (k *Kind[A, S]) SubmitTx(ctx context.Context, tx pgx.Tx, session string, ar
 		return false, fmt.Errorf("fleet: submitting session %q: %w", session, err)
 	}
 	return true, nil
+}
+
+// Submission is one session of a [Kind.SubmitMany]: its name and arguments.
+type Submission[A any] struct {
+	Session string
+	Args    A
+}
+
+// SubmitMany submits many sessions of this kind in one transaction (a few
+// statements, whatever their number), as [Kind.Submit] would one by one:
+// submitted[i] reports whether subs[i] was submitted now (false for a
+// session that exists with the same arguments, or named earlier in subs).
+// It is all or nothing: a name refused as Submit would refuse it (another
+// kind, other arguments, cancelled, invalid) fails the whole call, with
+// every refusal joined in err, and submits nothing.
+func (k *Kind[A, S]) SubmitMany(ctx context.Context, subs []Submission[A]) (submitted []bool, err error) {
+	err = pgx.BeginFunc(ctx, k.f.pool, func(tx pgx.Tx) error {
+		submitted, err = k.SubmitManyTx(ctx, tx, subs)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return submitted, nil
+}
+
+// SubmitManyTx is [Kind.SubmitMany] inside the host's own transaction; on
+// an error, roll tx back: some sessions may be submitted in it.
+func (k *Kind[A, S]) SubmitManyTx(ctx context.Context, tx pgx.Tx, subs []Submission[A]) ([]bool, error) {
+	submitted := make([]bool, len(subs))
+	first := make(map[string]int, len(subs)) // each name's first index
+	data := make(map[string][]byte, len(subs))
+	var errs []error
+	var names []string
+	var args [][]byte
+	for i, sub := range subs {
+		if err := checkpoint.ValidateSession(sub.Session); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		d, err := json.Marshal(sub.Args)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("fleet: session %q: encoding its arguments: %w", sub.Session, err))
+			continue
+		}
+		if _, dup := first[sub.Session]; dup {
+			if !jsonEqual(data[sub.Session], d) {
+				errs = append(errs, &ArgsError{Session: sub.Session, Kind: k.name, Submitted: data[sub.Session], Given: d})
+			}
+			continue
+		}
+		first[sub.Session], data[sub.Session] = i, d
+		names, args = append(names, sub.Session), append(args, d)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if len(names) == 0 {
+		return submitted, nil
+	}
+	// In the names' order, so that concurrent batches lock their rows in
+	// one order.
+	rows, err := tx.Query(ctx, `INSERT INTO `+k.f.table("fleet_sessions")+` AS s (session, kind, args)
+		SELECT n, $2, a FROM unnest($1::text[], $3::jsonb[]) AS u(n, a) ORDER BY n
+		ON CONFLICT (session) DO UPDATE SET kind = s.kind
+		RETURNING s.session, s.xmax = 0, s.kind, s.cancelled_at IS NOT NULL, s.args`, names, k.name, args)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: submitting %d sessions: %w", len(names), err)
+	}
+	type result struct {
+		session   string
+		inserted  bool
+		kind      string
+		cancelled bool
+		args      []byte
+	}
+	results, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (result, error) {
+		var x result
+		return x, r.Scan(&x.session, &x.inserted, &x.kind, &x.cancelled, &x.args)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: submitting %d sessions: %w", len(names), err)
+	}
+	var params []river.InsertManyParams
+	var fresh []string
+	for _, x := range results {
+		switch {
+		case !x.inserted && x.kind != k.name:
+			errs = append(errs, &KindError{Session: x.session, Kind: x.kind, Want: k.name})
+		case !x.inserted && x.cancelled:
+			errs = append(errs, errf(ErrCancelled, "cannot submit session %q: it was cancelled", x.session))
+		case !x.inserted && !jsonEqual(x.args, data[x.session]):
+			errs = append(errs, &ArgsError{Session: x.session, Kind: k.name, Submitted: x.args, Given: data[x.session]})
+		case x.inserted:
+			submitted[first[x.session]] = true
+			fresh = append(fresh, x.session)
+			params = append(params, river.InsertManyParams{Args: jobArgs{Session: x.session, LoopKind: k.name},
+				InsertOpts: &river.InsertOpts{Queue: queue(k.name), MaxAttempts: k.f.cfg.maxAttempts,
+					UniqueOpts: river.UniqueOpts{ByArgs: true}}})
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if len(params) == 0 {
+		return submitted, nil
+	}
+	jobs, err := k.f.river.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: submitting %d sessions: queueing their jobs: %w", len(params), err)
+	}
+	ids := make([]int64, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.Job.ID
+	}
+	if _, err := tx.Exec(ctx, `UPDATE `+k.f.table("fleet_sessions")+` s SET job_id = u.id
+		FROM unnest($1::text[], $2::bigint[]) AS u(n, id) WHERE s.session = u.n`, fresh, ids); err != nil {
+		return nil, fmt.Errorf("fleet: submitting %d sessions: %w", len(params), err)
+	}
+	return submitted, nil
+}
+
+// jsonEqual reports whether two JSON texts are the same value, as
+// PostgreSQL's jsonb compares them (objects by their keys, in any order).
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // Wait waits until the session stops for good, parks on an escalation, is
