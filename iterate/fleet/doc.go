@@ -33,6 +33,27 @@
 // retried, by this or another worker), rather than continuing a session
 // under other rules.
 //
+// # Upgrades
+//
+// A kind says which settings its sessions may continue under when they
+// differ from the ones they were saved under: [Loop.AllowChanges] names
+// them as the error does ("max iterations", "strategy", "host settings",
+// …). A version is [iterate.WithFingerprint] ("v2") with "host settings"
+// allowed. During a rolling deploy a session refused by every worker
+// [MaxAttempts] times fails; [Fleet.Retry] continues it once the new
+// workers run.
+//
+// # Operations
+//
+// [GrantSQL] gives a role the least privileges the fleet needs on a
+// schema created by a process that may; [New] on a current schema then
+// changes nothing and takes no lock, and a New that migrates waits for
+// another's set-up lock at most [MigrationTimeout]
+// ([pgcheckpoint.ErrSchemaLocked]). [Kind.SubmitMany] submits a batch in
+// one transaction. A fleet logs through [Logger] (nothing by default):
+// failed runs at Warn; sessions given up and panics at Error; the newest
+// error of each session is also [Session.LastError].
+//
 // # What the fleet promises
 //
 //   - A session's job completes only once the session's final checkpoint
