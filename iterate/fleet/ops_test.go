@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,5 +138,40 @@ func TestLeastPrivilege(t *testing.T) {
 	}
 	if _, err := f.Sessions(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Rule: a session a worker runs before its first checkpoint is listed as
+// running, not queued. (Mutation caught: the status taken from the
+// checkpoint alone, as before — "queued" while its job runs.)
+func TestRunningBeforeCheckpoint(t *testing.T) {
+	url := serverURL(t)
+	pool := newPool(t, 4)
+	schema := newSchema(t, pool)
+	w, _ := startFleet(t, url, schema)
+	building, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	kind := fleet.MustRegister(w, "synthetic", func(ctx context.Context, a synthArgs) (fleet.Loop[synthState], error) {
+		once.Do(func() { close(building) }) // Result builds too
+		<-release
+		return synthLoop(a, nil), nil
+	})
+	work(t, w)
+	ctx := waitCtx(t)
+	if _, err := kind.Submit(ctx, "slow-start", synthArgs{Name: "slow-start", Iterations: 2}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-building:
+	case <-ctx.Done():
+		t.Fatal("the session never started")
+	}
+	s, err := w.Session(ctx, "slow-start")
+	close(release)
+	if err != nil || s.Status != iterate.Running || s.Job != "running" {
+		t.Fatalf("Session while its build runs: %+v, %v; want running", s, err)
+	}
+	if res, err := kind.Wait(ctx, "slow-start"); err != nil || res.Status != iterate.Converged {
+		t.Fatalf("Wait: %v, %v", res, err)
 	}
 }
