@@ -35,7 +35,8 @@
 // nothing changed. Otherwise creation or migration runs in one
 // transaction under an advisory lock, so hosts starting at once take turns
 // and find the work done; no lock (that one, or one on a table) is waited
-// for longer than [MigrationTimeout] (30s by default), after which New
+// for longer than [MigrationTimeout] (30s by default), also while reading
+// the version of a current schema, after which New
 // fails with an error matching [ErrSchemaLocked] that names the lock; it
 // returns within twice that, whatever the database does. A schema newer
 // than [SchemaVersion] is refused.
@@ -75,6 +76,12 @@
 // A save with a token also ends as soon as the Store counts its lease
 // lost. A connection that stops forwarding, or a lock the server waits
 // for, cannot hold a loop for much longer than its lease.
+//
+// pgx keeps a connection's buffers as large as the largest message it
+// sent or received: the connection that saved or loaded a checkpoint of 4
+// MiB or more is closed afterwards rather than returned to the pool, so
+// that an idle process does not hold copies of its largest state (the
+// next use opens a new one).
 //
 // # Leases and fencing
 //

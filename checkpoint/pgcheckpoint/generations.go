@@ -183,9 +183,14 @@ func (s *Store) LoadGeneration(ctx context.Context, session string, gen uint64) 
 func (s *Store) load(ctx context.Context, session, where string, args ...any) (*checkpoint.Checkpoint, error) {
 	c := &checkpoint.Checkpoint{Session: session}
 	var e envelope
-	err := s.pool.QueryRow(ctx, `SELECT `+envelopeColumns+`, engine, state FROM `+s.table("checkpoints")+` `+where+`
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, wrap(ctx, "loading", session, err)
+	}
+	err = conn.QueryRow(ctx, `SELECT `+envelopeColumns+`, engine, state FROM `+s.table("checkpoints")+` `+where+`
 		ORDER BY generation DESC LIMIT 1`, append([]any{session}, args...)...).
 		Scan(append(e.dest(c), &c.Engine, &c.State)...)
+	releaseAfter(conn, len(c.Engine)+len(c.State))
 	if errors.Is(err, pgx.ErrNoRows) {
 		if len(args) > 0 {
 			return nil, fmt.Errorf("%w: generation %v of session %q in schema %s", checkpoint.ErrNotFound, args[0], session, s.q)

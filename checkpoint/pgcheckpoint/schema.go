@@ -119,13 +119,11 @@ func missing(err error) bool {
 // first, without a lock, and creates or migrates the schema only when it
 // is older (unless Migrate(false)).
 func (s *Store) prepare(ctx context.Context) error {
-	// One implicit transaction, so that lock_timeout bounds the wait for
-	// the table of versions too (a migration in progress may lock it).
-	var b pgx.Batch
-	b.Queue(`SELECT set_config('lock_timeout', $1, true)`, s.lockTimeoutSetting())
-	var v int
-	b.Queue(`SELECT coalesce(max(version), 0) FROM ` + s.table("schema_version")).QueryRow(func(row pgx.Row) error { return row.Scan(&v) })
-	err := s.pool.SendBatch(ctx, &b).Close()
+	// One simple query, one implicit transaction, so that lock_timeout
+	// bounds the wait for the table of versions too (a migration in
+	// progress may lock it): a prepared statement would be described
+	// first, which takes the lock too, before any setting applies.
+	v, err := s.readVersion(ctx)
 	switch {
 	case missing(err):
 		v = 0
@@ -145,6 +143,26 @@ func (s *Store) prepare(ctx context.Context) error {
 		return fmt.Errorf("schema %s is at version %d, older than this package's %d, and Migrate(false) forbids migrating it: migrate it first (the file schema.sql of package pgcheckpoint, or a New allowed to migrate)", s.q, v, SchemaVersion)
 	}
 	return s.migrate(ctx)
+}
+
+// readVersion reads the schema's version, 0 without rows, waiting for a
+// lock no longer than the migration timeout.
+func (s *Store) readVersion(ctx context.Context) (int, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	// The setting is a number: the text is safe to send as it is.
+	res, err := conn.Conn().PgConn().Exec(ctx, `SET LOCAL lock_timeout = `+s.lockTimeoutSetting()+`;
+		SELECT coalesce(max(version), 0) FROM `+s.table("schema_version")).ReadAll()
+	if err != nil {
+		return 0, err
+	}
+	if len(res) != 2 || len(res[1].Rows) != 1 || len(res[1].Rows[0]) != 1 {
+		return 0, errors.New("reading the schema's version: unexpected result")
+	}
+	return strconv.Atoi(string(res[1].Rows[0][0]))
 }
 
 // migrate creates the schema or brings it up to SchemaVersion, in one

@@ -345,7 +345,7 @@ func (s *Store) write(ctx context.Context, c *checkpoint.Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Release()
+	defer releaseAfter(conn, len(c.Engine)+len(c.State))
 	t := c.Time.UTC().Truncate(time.Microsecond) // what timestamptz keeps
 	var b pgx.Batch
 	b.Queue(s.sqlSettings, s.saveSettings(ctx))
@@ -386,6 +386,24 @@ func (s *Store) write(ctx context.Context, c *checkpoint.Checkpoint) error {
 		}
 	}
 	return br.Close()
+}
+
+// bigMessage is the size of a checkpoint whose connection is closed after
+// it was written or read, not returned to the pool: pgx keeps a
+// connection's buffers as large as the largest message it sent or
+// received, so that an idle process would hold a copy of its largest
+// state per connection. Closing costs a new connection on the next use.
+const bigMessage = 4 << 20
+
+// releaseAfter returns conn to its pool, or, after a checkpoint of n bytes
+// of at least bigMessage, closes it (and the pool replaces it).
+func releaseAfter(conn *pgxpool.Conn, n int) {
+	if n >= bigMessage {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn.Conn().Close(ctx)
+		cancel()
+	}
+	conn.Release()
 }
 
 // saveSettings returns the settings of a save's transaction, for

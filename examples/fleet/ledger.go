@@ -69,7 +69,22 @@ type ledger struct {
 // creates the schema) and returns the ledger of the worker holder.
 func newLedger(ctx context.Context, pool *pgxpool.Pool, schema, holder string) (*ledger, error) {
 	q := pgx.Identifier{schema}.Sanitize()
-	if _, err := pool.Exec(ctx, fmt.Sprintf(ledgerDDL, q)); err != nil {
+	// Under a lock: two CREATE TABLE IF NOT EXISTS at once can both
+	// find the table missing, and one fails on the catalog's unique key.
+	// Nothing is taken nor created when the tables exist.
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`,
+			q+".fleet_task_runs", q+".fleet_integrations").Scan(&exists); err != nil || exists {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('refine-go/examples/fleet'), hashtext($1))`, schema); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, fmt.Sprintf(ledgerDDL, q))
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("ledger tables: %w", err)
 	}
 	return &ledger{pool: pool, q: q, holder: holder}, nil

@@ -38,8 +38,9 @@ commands:
   serve    run a worker: sessions from the queue, run to their end
   submit   submit sessions (--count N synthetic ones, or one research question per line of --file)
   status   list sessions: kind, status, iteration, holder, age, job (--json)
-  answer   answer the open question of an escalated session: fleet answer [flags] SESSION TEXT
+  answer   answer the open question of an escalated session, once: fleet answer [--by NAME] [flags] SESSION TEXT
   cancel   cancel a session for good: fleet cancel [flags] SESSION
+  retry    run a failed session (its job given up) again: fleet retry [flags] SESSION
 
 Run "fleet <command> -h" for its flags; "fleet --version" prints the version.
 `
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = answer(ctx, args[1:], stdout, stderr)
 	case "cancel":
 		err = cancel(ctx, args[1:], stdout, stderr)
+	case "retry":
+		err = retry(ctx, args[1:], stdout, stderr)
 	case "-version", "--version", "version":
 		fmt.Fprintln(stdout, buildinfo.Version("fleet"))
 		return 0

@@ -57,27 +57,35 @@ func submit(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	added, known := 0, 0
 	err = pgx.BeginFunc(ctx, h.pool, func(tx pgx.Tx) error {
 		added, known = 0, 0
-		note := func(ok bool, err error) error {
-			if ok {
-				added++
-			} else if err == nil {
-				known++
+		note := func(oks []bool) {
+			for _, ok := range oks {
+				if ok {
+					added++
+				} else {
+					known++
+				}
 			}
-			return err
 		}
+		var synth []fleet.Submission[syntheticArgs]
 		for i := 1; i <= *count; i++ {
 			name := fmt.Sprintf("%s-%03d", *prefix, i)
-			a := syntheticArgs{Name: name, Iterations: *iterations, TaskMillis: *taskMS, EscalateAt: *escalateAt}
-			if err := note(h.synthetic.SubmitTx(ctx, tx, name, a)); err != nil {
-				return err
-			}
+			synth = append(synth, fleet.Submission[syntheticArgs]{Session: name,
+				Args: syntheticArgs{Name: name, Iterations: *iterations, TaskMillis: *taskMS, EscalateAt: *escalateAt}})
 		}
+		var research []fleet.Submission[researchArgs]
 		for _, q := range questions {
-			a := researchQuestion(q, *root, *maxIter)
-			if err := note(h.research.SubmitTx(ctx, tx, questionSession(q), a)); err != nil {
-				return err
-			}
+			research = append(research, fleet.Submission[researchArgs]{Session: questionSession(q), Args: researchQuestion(q, *root, *maxIter)})
 		}
+		oks, err := h.synthetic.SubmitManyTx(ctx, tx, synth)
+		if err != nil {
+			return err
+		}
+		note(oks)
+		oks, err = h.research.SubmitManyTx(ctx, tx, research)
+		if err != nil {
+			return err
+		}
+		note(oks)
 		return nil
 	})
 	if err != nil {
@@ -147,6 +155,11 @@ type row struct {
 	Attempt   int       `json:"attempt,omitempty"`
 	Question  string    `json:"question,omitempty"` // of an open escalation
 	Answered  bool      `json:"answered,omitempty"`
+	// Answer, AnsweredBy and AnsweredAt are the newest accepted answer's.
+	Answer     string    `json:"answer,omitempty"`
+	AnsweredBy string    `json:"answered_by,omitempty"`
+	AnsweredAt time.Time `json:"answered_at,omitzero"`
+	LastError  string    `json:"last_error,omitempty"` // the job's newest error
 }
 
 func status(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -169,7 +182,11 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	rows := make([]row, 0, len(list))
 	for _, s := range list {
 		r := row{Session: s.Name, Kind: s.Kind, Status: string(s.Status), Iteration: s.Iteration, Holder: s.Holder,
-			Updated: s.Saved, Job: s.Job, Attempt: s.Attempt, Question: s.Question, Answered: s.Answered}
+			Updated: s.Saved, Job: s.Job, Attempt: s.Attempt, Question: s.Question, Answered: s.Answered,
+			LastError: s.LastError}
+		if s.Answer != nil {
+			r.Answer, r.AnsweredBy, r.AnsweredAt = s.Answer.Text, s.Answer.By, s.Answer.At
+		}
 		if !s.Saved.IsZero() {
 			r.Age = s.Age.Round(time.Second).String()
 		}
@@ -192,7 +209,7 @@ func status(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	fmt.Fprintf(stdout, "%d sessions", len(rows))
-	for _, st := range []iterate.Status{iterate.Converged, iterate.Running, iterate.Interrupted, iterate.Escalated, fleet.Queued, fleet.Cancelled} {
+	for _, st := range []iterate.Status{iterate.Converged, iterate.Running, iterate.Interrupted, iterate.Escalated, fleet.Queued, fleet.Cancelled, iterate.Failed} {
 		if counts[string(st)] > 0 {
 			fmt.Fprintf(stdout, ", %d %s", counts[string(st)], st)
 		}
@@ -209,11 +226,25 @@ func dash(s string) string {
 }
 
 func answer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return onSession(ctx, "answer", args, stderr, 2, func(h *host, args []string) error {
-		if err := h.fleet.Answer(ctx, args[0], args[1]); err != nil {
+	var by string
+	flags := func(fs *flag.FlagSet) {
+		fs.StringVar(&by, "by", "", "who answers, recorded with the answer (default this process's holder name)")
+	}
+	return onSessionFlags(ctx, "answer", args, stderr, 2, flags, func(h *host, args []string) error {
+		if err := h.fleet.Reply(ctx, args[0], fleet.Answer{Text: args[1], By: by}); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "fleet answer: session %s answered; a worker resumes it\n", args[0])
+		return nil
+	})
+}
+
+func retry(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return onSession(ctx, "retry", args, stderr, 1, func(h *host, args []string) error {
+		if err := h.fleet.Retry(ctx, args[0]); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "fleet retry: session %s queued again\n", args[0])
 		return nil
 	})
 }
@@ -232,9 +263,19 @@ func cancel(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // flags and want positional arguments (the session first), opens the fleet
 // and calls do with the arguments.
 func onSession(ctx context.Context, name string, args []string, stderr io.Writer, want int, do func(h *host, args []string) error) error {
+	return onSessionFlags(ctx, name, args, stderr, want, nil, do)
+}
+
+// onSessionFlags is onSession with the command's own flags, registered by
+// flags.
+func onSessionFlags(ctx context.Context, name string, args []string, stderr io.Writer, want int,
+	flags func(*flag.FlagSet), do func(h *host, args []string) error) error {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var c common
 	c.register(fs)
+	if flags != nil {
+		flags(fs)
+	}
 	if err := parse(fs, args, stderr, want); err != nil {
 		return err
 	}

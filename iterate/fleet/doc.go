@@ -33,6 +33,27 @@
 // retried, by this or another worker), rather than continuing a session
 // under other rules.
 //
+// # Upgrades
+//
+// A kind says which settings its sessions may continue under when they
+// differ from the ones they were saved under: [Loop.AllowChanges] names
+// them as the error does ("max iterations", "strategy", "host settings",
+// …). A version is [iterate.WithFingerprint] ("v2") with "host settings"
+// allowed. During a rolling deploy a session refused by every worker
+// [MaxAttempts] times fails; [Fleet.Retry] continues it once the new
+// workers run.
+//
+// # Operations
+//
+// [GrantSQL] gives a role the least privileges the fleet needs on a
+// schema created by a process that may; [New] on a current schema then
+// changes nothing and takes no lock, and a New that migrates waits for
+// another's set-up lock at most [MigrationTimeout]
+// ([pgcheckpoint.ErrSchemaLocked]). [Kind.SubmitMany] submits a batch in
+// one transaction. A fleet logs through [Logger] (nothing by default):
+// failed runs at Warn; sessions given up and panics at Error; the newest
+// error of each session is also [Session.LastError].
+//
 // # What the fleet promises
 //
 //   - A session's job completes only once the session's final checkpoint
@@ -59,10 +80,21 @@
 //     charged too: a Work that spent nothing, or returns its context's
 //     error with no usage, costs nothing).
 //   - A session that escalates to a human is parked, not failed:
-//     [Fleet.Answer], from any process, resumes it on some worker with the
-//     answer. [Fleet.Cancel] stops a session for good: the worker running it
+//     [Fleet.Answer] (or [Fleet.Reply], naming who answers), from any
+//     process, resumes it on some worker with the answer. An open question
+//     is answered once: a second or late answer is refused with an
+//     *[AnswerError] ([ErrAnswered], naming the accepted answer, who gave
+//     it and when), never silently dropped; the accepted answer is
+//     recorded with the session ([Session.Answer], [Fleet.Answers]). [Fleet.Cancel] stops a session for good: the worker running it
 //     stops at the next safe point, its latest checkpoint is saved with
 //     status [Cancelled], and the pool never resumes it.
+//   - A session whose job fails [MaxAttempts] times (a build function that
+//     fails or panics, a worker refusing the session's settings, a lasting
+//     storage fault) is not stranded: River gives its job up, the session
+//     is listed as [iterate.Failed] with its last error, [Kind.Wait] and
+//     [Kind.Result] return a *[FailedError], and [Fleet.Retry] runs it
+//     again from its newest checkpoint. [Kind.Submit] does not revive it
+//     (a submit is idempotent: the session exists).
 //
 // # Fencing the loop's own side effects
 //

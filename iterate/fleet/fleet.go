@@ -9,10 +9,12 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -68,6 +70,7 @@ type config struct {
 	concurrency int
 	poll        time.Duration
 	maxAttempts int
+	migration   time.Duration
 	log         *zap.Logger
 	storeOpts   []pgcheckpoint.Option
 }
@@ -150,6 +153,23 @@ func MaxAttempts(n int) Option {
 	}
 }
 
+// MigrationTimeout sets how long [New] waits for each lock it needs to
+// create or migrate the fleet's tables (default
+// [pgcheckpoint.DefaultMigrationTimeout]): the fleet's set-up lock, held by
+// another process migrating, and the store's ([pgcheckpoint.MigrationTimeout]).
+// A lock not granted in time makes New fail with an error matching
+// [pgcheckpoint.ErrSchemaLocked] that names the lock and the server
+// processes holding it.
+func MigrationTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("fleet: migration timeout %v is not positive", d)
+		}
+		c.migration = d
+		return nil
+	}
+}
+
 // Logger sets the logger of the fleet and of its River client (default
 // zap.NewNop()). River's messages below warnings are dropped.
 func Logger(l *zap.Logger) Option {
@@ -180,7 +200,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Fleet, error
 		return nil, errors.New("fleet: nil pool")
 	}
 	cfg := config{schema: DefaultSchema, lease: DefaultLease, concurrency: DefaultConcurrency,
-		poll: DefaultPoll, maxAttempts: DefaultMaxAttempts, log: zap.NewNop()}
+		poll: DefaultPoll, maxAttempts: DefaultMaxAttempts, migration: pgcheckpoint.DefaultMigrationTimeout,
+		log: zap.NewNop()}
 	var errs []error
 	for _, o := range opts {
 		if o != nil {
@@ -199,11 +220,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Fleet, error
 		}
 		cfg.holder = host + " pid " + strconv.Itoa(os.Getpid())
 	}
-	if err := migrate(ctx, pool, cfg.schema); err != nil {
+	if err := migrate(ctx, pool, cfg.schema, cfg.migration); err != nil {
 		return nil, fmt.Errorf("fleet: preparing schema %q: %w", cfg.schema, err)
 	}
 	store, err := pgcheckpoint.New(ctx, pool, append(append([]pgcheckpoint.Option(nil), cfg.storeOpts...),
-		pgcheckpoint.Schema(cfg.schema), pgcheckpoint.Lease(cfg.lease), pgcheckpoint.Holder(cfg.holder))...)
+		pgcheckpoint.Schema(cfg.schema), pgcheckpoint.Lease(cfg.lease), pgcheckpoint.Holder(cfg.holder),
+		pgcheckpoint.MigrationTimeout(cfg.migration))...)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
@@ -230,9 +252,17 @@ func (f *Fleet) table(name string) string {
 	return pgx.Identifier{f.cfg.schema, name}.Sanitize()
 }
 
-// fleetDDL creates the fleet's own table, beside River's and the store's:
+// schemaVersion marks, as the comment of the fleet's table of sessions, the
+// version of the fleet's own tables: a process finding it current does no
+// DDL (a role without CREATE can work).
+const schemaVersion = "refine-go fleet schema 2"
+
+// fleetDDL creates the fleet's own tables, beside River's and the store's:
 // one row per submitted session, with its kind and arguments, its job, and
-// what a human asked of it (an answer, a cancellation).
+// what a human asked of it (the answer to its open question, a
+// cancellation); and one row per accepted answer, keyed by the escalation's
+// checkpoint generation, so that each question is answered once. Every
+// statement is idempotent: version 1's tables are brought to version 2.
 const fleetDDL = `
 CREATE TABLE IF NOT EXISTS %[1]s.fleet_sessions (
 	session           text        PRIMARY KEY,
@@ -244,20 +274,52 @@ CREATE TABLE IF NOT EXISTS %[1]s.fleet_sessions (
 	answer            text,
 	answer_generation bigint,
 	answered_at       timestamptz
-)`
+);
+CREATE TABLE IF NOT EXISTS %[1]s.fleet_answers (
+	session     text        NOT NULL REFERENCES %[1]s.fleet_sessions ON DELETE CASCADE,
+	generation  bigint      NOT NULL,
+	iteration   bigint      NOT NULL DEFAULT 0,
+	question    text        NOT NULL DEFAULT '',
+	answer      text        NOT NULL,
+	answered_by text        NOT NULL DEFAULT '',
+	answered_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+	PRIMARY KEY (session, generation)
+);
+INSERT INTO %[1]s.fleet_answers (session, generation, answer, answered_at)
+	SELECT session, answer_generation, answer, coalesce(answered_at, clock_timestamp())
+	FROM %[1]s.fleet_sessions WHERE answer IS NOT NULL AND answer_generation IS NOT NULL
+	ON CONFLICT DO NOTHING;
+COMMENT ON TABLE %[1]s.fleet_sessions IS '` + schemaVersion + `'`
 
 // migrate creates the schema and brings River's tables (rivermigrate) and
 // the fleet's up to date, under a session advisory lock on the schema's
-// name with a timeout, so that processes starting at once take turns. The
-// store's tables are migrated by pgcheckpoint.New.
-func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+// name, so that processes starting at once take turns; the lock is waited
+// for at most timeout (lock_timeout), and the whole at most twice that.
+// The store's tables are migrated by pgcheckpoint.New.
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, 2*timeout, errMigrationDeadline)
 	defer cancel()
+	err := migrateLocked(ctx, pool, schema, timeout)
+	if err != nil && context.Cause(ctx) == errMigrationDeadline {
+		err = fmt.Errorf("no answer within %v (twice the migration timeout): %w (%w)", 2*timeout, pgcheckpoint.ErrSchemaLocked, err)
+	}
+	return err
+}
+
+// errMigrationDeadline is the cause of the end of a migration's context.
+var errMigrationDeadline = errors.New("fleet: the migration took too long")
+
+// setupLock is the advisory lock the fleet's processes take, in turn, to
+// migrate a schema (%s: the schema's name, quoted as a literal).
+const setupLock = `pg_advisory_lock(hashtext('refine-go/fleet'), hashtext(%s))`
+
+func migrateLocked(ctx context.Context, pool *pgxpool.Pool, schema string, timeout time.Duration) error {
 	q := pgx.Identifier{schema}.Sanitize()
 	// Current already: no lock, no DDL (a role without CREATE can work).
 	var current bool
-	err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL`,
-		q+".fleet_sessions", q+".river_job").Scan(&current)
+	err := pool.QueryRow(ctx, `SELECT coalesce(obj_description(to_regclass($1), 'pg_class') = $3, false)
+		AND to_regclass($2) IS NOT NULL`,
+		q+".fleet_sessions", q+".river_job", schemaVersion).Scan(&current)
 	if err != nil {
 		return err
 	}
@@ -280,20 +342,71 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		return err
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext('refine-go/fleet'), hashtext($1))`, schema); err != nil {
-		return fmt.Errorf("waiting for the schema lock: %w", err)
+	lit := "'" + strings.ReplaceAll(schema, "'", "''") + "'"
+	lock := fmt.Sprintf(setupLock, lit)
+	ms := strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)
+	if _, err := conn.Exec(ctx, `SET lock_timeout = `+ms); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `RESET lock_timeout`)
+	if _, err := conn.Exec(ctx, `SELECT `+lock); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "55P03" {
+			return fmt.Errorf("waited %v for the set-up lock of schema %s (%s%s): %w", timeout, q, lock,
+				lockHolders(ctx, pool, schema), pgcheckpoint.ErrSchemaLocked)
+		}
+		return fmt.Errorf("taking the set-up lock of schema %s: %w", q, err)
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext('refine-go/fleet'), hashtext($1))`, schema)
 	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+q); err != nil {
 		return err
 	}
 	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		return fmt.Errorf("river migrations: %w", err)
+		return fmt.Errorf("migrating the job queue's tables: %w", err)
 	}
 	if _, err := conn.Exec(ctx, fmt.Sprintf(fleetDDL, q)); err != nil {
-		return fmt.Errorf("fleet tables: %w", err)
+		return fmt.Errorf("creating the fleet's tables: %w", err)
 	}
 	return nil
+}
+
+// lockHolders returns ", held by the server process(es) with PID …" naming
+// who holds the fleet's set-up lock of schema, "" if none can be read.
+func lockHolders(ctx context.Context, pool *pgxpool.Pool, schema string) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	rows, err := pool.Query(ctx, `SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND classid = hashtext('refine-go/fleet')::oid AND objid = hashtext($1)::oid AND objsubid = 2
+		ORDER BY pid`, schema)
+	if err != nil {
+		return ""
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil || len(pids) == 0 {
+		return ""
+	}
+	list := make([]string, len(pids))
+	for i, p := range pids {
+		list[i] = strconv.Itoa(int(p))
+	}
+	return ", held by the server process(es) with PID " + strings.Join(list, ", ")
+}
+
+// GrantSQL returns the SQL statements that give role the least privileges
+// a fleet's processes need on the fleet's schema (River's, the store's and
+// the fleet's tables): USAGE on the schema, SELECT, INSERT, UPDATE and
+// DELETE on its tables, USAGE on its sequences (River's job ids). Run them
+// as the schema's owner after the tables exist (a [New] with the right to
+// create them, run once by an operator, makes them); a process of that
+// role then opens the fleet with New, which changes nothing on a current
+// schema. Tables added by later versions need the statements again.
+func GrantSQL(schema, role string) string {
+	q, r := pgx.Identifier{schema}.Sanitize(), pgx.Identifier{role}.Sanitize()
+	return fmt.Sprintf(`GRANT USAGE ON SCHEMA %[1]s TO %[2]s;
+GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA %[1]s TO %[2]s;
+GRANT USAGE ON ALL SEQUENCES IN SCHEMA %[1]s TO %[2]s;
+`, q, r)
 }
 
 // kindName is what a kind's name may be: it names a River queue too.

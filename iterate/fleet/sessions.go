@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +31,132 @@ var (
 	ErrNotStopped = errors.New("fleet: session not stopped")
 )
 
+// ErrFailed is matched by every *[FailedError].
+var ErrFailed = errors.New("fleet: session failed")
+
+// FailedError reports a session whose job was given up: its runs failed
+// [MaxAttempts] times (a build function that fails or panics, a worker
+// refusing the session's settings, a storage fault that lasted). The
+// session stays as its newest checkpoint left it; [Fleet.Retry] runs it
+// again.
+type FailedError struct {
+	Session string
+	// Attempts is how many runs failed; LastError, the newest one's error.
+	Attempts  int
+	LastError string
+}
+
+func (e *FailedError) Error() string {
+	return fmt.Sprintf("fleet: session %q failed: its job was given up after %d attempts: %s", e.Session, e.Attempts, e.LastError)
+}
+
+// Is reports whether target is ErrFailed.
+func (e *FailedError) Is(target error) bool { return target == ErrFailed }
+
+// ErrNotFailed: [Fleet.Retry] of a session that has not failed.
+var ErrNotFailed = errors.New("fleet: session not failed")
+
+// failed returns a *FailedError when the session's job was discarded while
+// its newest checkpoint is not final.
+func (f *Fleet) failed(ctx context.Context, session string, jobID int64) error {
+	var state, lastError string
+	var attempt int32
+	var final bool
+	err := f.pool.QueryRow(ctx, `SELECT j.state::text, j.attempt, coalesce(j.errors[array_upper(j.errors, 1)]->>'error', ''),
+			coalesce((SELECT status FROM `+f.table("checkpoints")+` c WHERE c.session = $2
+				ORDER BY generation DESC LIMIT 1), '') NOT IN ('', 'running', 'interrupted', 'escalated')
+		FROM `+f.table("river_job")+` j WHERE j.id = $1`, jobID, session).Scan(&state, &attempt, &lastError, &final)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("fleet: reading the job of session %q: %w", session, err)
+	}
+	if state == "discarded" && !final {
+		return &FailedError{Session: session, Attempts: int(attempt), LastError: lastError}
+	}
+	return nil
+}
+
+// Retry runs a failed session again ([Session.Status] [iterate.Failed]: its
+// job was given up after [MaxAttempts] failed runs), from any process: its
+// job is queued again with [MaxAttempts] more attempts, and the session
+// continues from its newest checkpoint (or starts, without one). Retrying
+// a session that has not failed is an error matching [ErrNotFailed]; a
+// cancelled one, [ErrCancelled]; an unknown one, [ErrUnknownSession].
+func (f *Fleet) Retry(ctx context.Context, session string) error {
+	return pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+		var jobID *int64
+		var cancelled bool
+		err := tx.QueryRow(ctx, `SELECT job_id, cancelled_at IS NOT NULL FROM `+f.table("fleet_sessions")+`
+			WHERE session = $1 FOR UPDATE`, session).Scan(&jobID, &cancelled)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errf(ErrUnknownSession, "unknown session %q", session)
+		}
+		if err != nil {
+			return fmt.Errorf("fleet: retrying session %q: %w", session, err)
+		}
+		if cancelled {
+			return errf(ErrCancelled, "cannot retry session %q: it was cancelled", session)
+		}
+		if jobID == nil {
+			return errf(ErrNotFailed, "cannot retry session %q: it has not failed (it has no job)", session)
+		}
+		if err := f.failed(ctx, session, *jobID); err == nil {
+			return errf(ErrNotFailed, "cannot retry session %q: it has not failed", session)
+		} else if !errors.Is(err, ErrFailed) {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE `+f.table("river_job")+` SET state = 'available',
+				max_attempts = attempt + $2, scheduled_at = now(), finalized_at = NULL
+			WHERE id = $1 AND state = 'discarded'`, *jobID, f.cfg.maxAttempts)
+		if err != nil {
+			return fmt.Errorf("fleet: retrying session %q: %w", session, err)
+		}
+		if tag.RowsAffected() != 1 {
+			return errf(ErrNotFailed, "cannot retry session %q: it has not failed", session)
+		}
+		return nil
+	})
+}
+
+// ErrArgsDiffer is matched by every *[ArgsError].
+var ErrArgsDiffer = errors.New("fleet: session submitted with other arguments")
+
+// ArgsError reports a session submitted again under its name with other
+// arguments than the ones it was submitted with: the session keeps its
+// first arguments.
+type ArgsError struct {
+	Session, Kind string
+	// Submitted are the session's arguments, Given the refused ones, as
+	// JSON.
+	Submitted, Given []byte
+}
+
+func (e *ArgsError) Error() string {
+	return fmt.Sprintf("fleet: session %q of kind %q was submitted with other arguments: %s, not %s",
+		e.Session, e.Kind, e.Submitted, e.Given)
+}
+
+// Is reports whether target is ErrArgsDiffer.
+func (e *ArgsError) Is(target error) bool { return target == ErrArgsDiffer }
+
+// sentinelError is a sentinel with what happened: its text says it all,
+// with the package's prefix once.
+type sentinelError struct {
+	msg string
+	err error
+}
+
+func (e *sentinelError) Error() string { return e.msg }
+func (e *sentinelError) Unwrap() error { return e.err }
+
+// errf returns an error matching sentinel whose text is "fleet: " and the
+// formatted message, which says what the sentinel says, in context.
+func errf(sentinel error, format string, args ...any) error {
+	return &sentinelError{msg: "fleet: " + fmt.Sprintf(format, args...), err: sentinel}
+}
+
 // KindError reports a session used as a kind it is not of.
 type KindError struct {
 	Session string
@@ -47,7 +174,10 @@ type Session struct {
 	Name, Kind string
 	// Status is the newest checkpoint's status; Cancelled once the session
 	// is cancelled and no worker runs it (before its checkpoint says so
-	// too); [Queued] for a session not started yet.
+	// too); [iterate.Failed] once its job was given up after [MaxAttempts]
+	// failed runs (LastError says why; [Fleet.Retry] runs it again);
+	// [iterate.Running] while a worker runs a session that has no
+	// checkpoint yet; [Queued] for a session not started yet.
 	Status iterate.Status
 	// Reason and Iteration are the newest checkpoint's.
 	Reason    string
@@ -57,6 +187,11 @@ type Session struct {
 	// session then waits for a worker).
 	Question string
 	Answered bool
+	// Answer is the newest answer accepted for the session's questions
+	// (for the open one when Answered; for an earlier one otherwise), with
+	// who gave it and when; nil when none was. [Fleet.Answers] lists
+	// them all.
+	Answer *Answer
 	// Holder names the worker holding the session's lease, "" unless live.
 	Holder string
 	// Saved is when the newest checkpoint was stored; Age, how long ago.
@@ -93,7 +228,7 @@ func (f *Fleet) sessionRow(ctx context.Context, session string) (sessionRow, err
 		FROM `+f.table("fleet_sessions")+` WHERE session = $1`, session).
 		Scan(&r.kind, &r.args, &r.jobID, &r.cancelled, &r.answer, &gen)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, fmt.Errorf("%w: %q", ErrUnknownSession, session)
+		return r, errf(ErrUnknownSession, "unknown session %q", session)
 	}
 	if err != nil {
 		return r, fmt.Errorf("fleet: reading session %q: %w", session, err)
@@ -112,10 +247,13 @@ const sessionsQuery = `
 		CASE WHEN l.holder <> '' AND l.expires_at > clock_timestamp() THEN l.holder ELSE '' END,
 		coalesce(j.state::text, ''), coalesce(j.attempt, 0),
 		coalesce(j.errors[array_upper(j.errors, 1)]->>'error', ''),
-		clock_timestamp()
+		clock_timestamp(),
+		a.answer, coalesce(a.answered_by, ''), coalesce(a.question, ''), coalesce(a.iteration, 0), a.answered_at
 	FROM %[1]s.fleet_sessions s
 	LEFT JOIN LATERAL (SELECT * FROM %[1]s.checkpoints x WHERE x.session = s.session
 		ORDER BY x.generation DESC LIMIT 1) c ON true
+	LEFT JOIN LATERAL (SELECT * FROM %[1]s.fleet_answers x WHERE x.session = s.session
+		ORDER BY x.generation DESC LIMIT 1) a ON true
 	LEFT JOIN %[1]s.leases l ON l.session = s.session
 	LEFT JOIN %[1]s.river_job j ON j.id = s.job_id`
 
@@ -127,9 +265,21 @@ func scanSession(row pgx.CollectableRow) (Session, error) {
 	var saved *time.Time
 	var now time.Time
 	var attempt int32
+	var answer *string
+	var a Answer
+	var answerIteration int64
+	var answeredAt *time.Time
 	if err := row.Scan(&s.Name, &s.Kind, &s.Submitted, &cancelled, &s.Answered, &status, &s.Reason, &iteration,
-		&s.Question, &saved, &s.Holder, &s.Job, &attempt, &s.LastError, &now); err != nil {
+		&s.Question, &saved, &s.Holder, &s.Job, &attempt, &s.LastError, &now,
+		&answer, &a.By, &a.Question, &answerIteration, &answeredAt); err != nil {
 		return s, err
+	}
+	if answer != nil {
+		a.Text, a.Iteration = *answer, int(answerIteration)
+		if answeredAt != nil {
+			a.At = answeredAt.UTC()
+		}
+		s.Answer = &a
 	}
 	s.Status, s.Iteration, s.Attempt = iterate.Status(status), int(iteration), int(attempt)
 	if saved != nil {
@@ -138,6 +288,10 @@ func scanSession(row pgx.CollectableRow) (Session, error) {
 	switch {
 	case cancelled && !s.Status.Final() && s.Job != "running":
 		s.Status = Cancelled
+	case s.Job == "discarded" && !s.Status.Final():
+		s.Status = iterate.Failed
+	case s.Status == "" && s.Job == "running":
+		s.Status = iterate.Running
 	case s.Status == "":
 		s.Status = Queued
 	}
@@ -169,7 +323,7 @@ func (f *Fleet) Session(ctx context.Context, name string) (Session, error) {
 	}
 	s, err := pgx.CollectExactlyOneRow(rows, scanSession)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Session{}, fmt.Errorf("%w: %q", ErrUnknownSession, name)
+		return Session{}, errf(ErrUnknownSession, "unknown session %q", name)
 	}
 	if err != nil {
 		return Session{}, fmt.Errorf("fleet: reading session %q: %w", name, err)
@@ -177,51 +331,200 @@ func (f *Fleet) Session(ctx context.Context, name string) (Session, error) {
 	return s, nil
 }
 
+// Answer is an answer accepted for a session's question, as [Fleet.Reply]
+// gives it and [Session.Answer] and [Fleet.Answers] record it.
+type Answer struct {
+	// Text is the answer, given to the loop as [iterate.WithAnswer].
+	Text string
+	// By names who gave it, as the caller of [Fleet.Reply] says (the
+	// answering process's [Fleet.Holder] by default).
+	By string
+	// Question is the question answered. Given to [Fleet.Reply], it must
+	// be the question open now, or the answer is refused with an
+	// *[AnswerError] matching [ErrQuestionChanged].
+	Question string
+	// Iteration is the iteration the question was asked at; At, when the
+	// answer was accepted. Both are set by the fleet.
+	Iteration int
+	At        time.Time
+}
+
+// Errors of an answer refused, matched with errors.Is on an *[AnswerError].
+var (
+	// ErrAnswered: the open question was answered already (by someone
+	// else, or by the same caller twice); the session runs, or will run,
+	// with that answer.
+	ErrAnswered = errors.New("fleet: question already answered")
+	// ErrQuestionChanged: the question the answer was for is no longer
+	// the open one.
+	ErrQuestionChanged = errors.New("fleet: question changed")
+)
+
+// AnswerError reports an answer that was not accepted, and why. It matches
+// (errors.Is) its Err: [ErrAnswered], [ErrNotEscalated],
+// [ErrQuestionChanged] or [ErrCancelled].
+type AnswerError struct {
+	Session string
+	Err     error
+	// Status is the session's status: for ErrNotEscalated, not
+	// [iterate.Escalated] ([Queued] before it started).
+	Status iterate.Status
+	// Question and Iteration are the open question and the iteration it
+	// was asked at, when the session is escalated.
+	Question  string
+	Iteration int
+	// Accepted is the answer accepted for the open question (ErrAnswered).
+	Accepted *Answer
+}
+
+func (e *AnswerError) Error() string {
+	what := strings.TrimPrefix(e.Err.Error(), "fleet: ")
+	switch {
+	case errors.Is(e.Err, ErrAnswered) && e.Accepted != nil:
+		what = fmt.Sprintf("question %q already answered %q by %q at %s", e.Accepted.Question, e.Accepted.Text,
+			e.Accepted.By, e.Accepted.At.UTC().Format(time.RFC3339Nano))
+	case errors.Is(e.Err, ErrQuestionChanged):
+		what = fmt.Sprintf("question changed: the open question is %q (iteration %d)", e.Question, e.Iteration)
+	case errors.Is(e.Err, ErrNotEscalated):
+		what = fmt.Sprintf("session not escalated: it is %s", e.Status)
+	}
+	return fmt.Sprintf("fleet: answer to session %q refused: %s", e.Session, what)
+}
+
+func (e *AnswerError) Unwrap() error { return e.Err }
+
 // Answer answers the open question of an escalated session, from any
-// process: the session is resumed on some worker with the answer (as
-// [iterate.WithAnswer]). Answering a session that is not escalated is an
-// error matching [ErrNotEscalated]; a cancelled one, [ErrCancelled]. The
-// answer applies to the escalation open now: answering twice before a
-// worker resumes the session replaces it.
+// process, as [Fleet.Reply] does with the answer given by this process
+// ([Fleet.Holder]).
 func (f *Fleet) Answer(ctx context.Context, session, answer string) error {
+	return f.Reply(ctx, session, Answer{Text: answer})
+}
+
+// Reply answers the open question of an escalated session, from any
+// process: the session is resumed on some worker with a.Text (as
+// [iterate.WithAnswer]), and the answer, a.By and when it was accepted are
+// recorded with the session ([Session.Answer], [Fleet.Answers]).
+//
+// An open question is answered once, whoever answers first (a
+// compare-and-set in the database): a second answer, concurrent or late
+// (the session runs with the first, or has not saved since), is refused
+// with an *[AnswerError] matching [ErrAnswered] and naming the answer
+// accepted, its author and time. A session that is not escalated refuses
+// an answer with [ErrNotEscalated], a cancelled one with [ErrCancelled],
+// and, when a.Question is set, a session whose open question is another
+// one (it went on and asked again) with [ErrQuestionChanged]. Only a nil
+// error means the session will run with this answer. An unknown session
+// is an error matching [ErrUnknownSession].
+func (f *Fleet) Reply(ctx context.Context, session string, a Answer) error {
+	if a.By == "" {
+		a.By = f.Holder()
+	}
 	return pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
 		var jobID *int64
 		var cancelled bool
+		// The row lock orders the answers and cancellations of one
+		// session; the answers' primary key makes the answer once only.
 		err := tx.QueryRow(ctx, `SELECT job_id, cancelled_at IS NOT NULL FROM `+f.table("fleet_sessions")+`
 			WHERE session = $1 FOR UPDATE`, session).Scan(&jobID, &cancelled)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %q", ErrUnknownSession, session)
+			return errf(ErrUnknownSession, "unknown session %q", session)
 		}
 		if err != nil {
 			return fmt.Errorf("fleet: answering session %q: %w", session, err)
 		}
 		if cancelled {
-			return fmt.Errorf("fleet: answering session %q: %w", session, ErrCancelled)
+			return &AnswerError{Session: session, Err: ErrCancelled, Status: Cancelled}
 		}
-		c, err := f.store.Load(ctx, session)
-		if errors.Is(err, checkpoint.ErrNotFound) {
-			return fmt.Errorf("fleet: answering session %q: %w: not started", session, ErrNotEscalated)
+		// The newest checkpoint's head, not its state.
+		var gen, iteration int64
+		var status, question string
+		err = tx.QueryRow(ctx, `SELECT generation, status, question, iteration FROM `+f.table("checkpoints")+`
+			WHERE session = $1 ORDER BY generation DESC LIMIT 1`, session).Scan(&gen, &status, &question, &iteration)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return &AnswerError{Session: session, Err: ErrNotEscalated, Status: Queued}
 		}
 		if err != nil {
 			return fmt.Errorf("fleet: answering session %q: %w", session, err)
 		}
-		if iterate.Status(c.Status) != iterate.Escalated {
-			return fmt.Errorf("fleet: answering session %q: %w: it is %s", session, ErrNotEscalated, c.Status)
+		if iterate.Status(status) != iterate.Escalated {
+			return &AnswerError{Session: session, Err: ErrNotEscalated, Status: iterate.Status(status)}
 		}
+		if a.Question != "" && a.Question != question {
+			return &AnswerError{Session: session, Err: ErrQuestionChanged, Status: iterate.Escalated,
+				Question: question, Iteration: int(iteration)}
+		}
+		var inserted bool
+		var acc Answer
+		var accIteration int64
+		err = tx.QueryRow(ctx, `WITH ins AS (
+				INSERT INTO `+f.table("fleet_answers")+` (session, generation, iteration, question, answer, answered_by)
+				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (session, generation) DO NOTHING
+				RETURNING answer, answered_by, question, iteration, answered_at)
+			SELECT true, * FROM ins
+			UNION ALL
+			SELECT false, answer, answered_by, question, iteration, answered_at FROM `+f.table("fleet_answers")+`
+			WHERE session = $1 AND generation = $2 AND NOT EXISTS (SELECT 1 FROM ins)`,
+			session, gen, iteration, question, a.Text, a.By).
+			Scan(&inserted, &acc.Text, &acc.By, &acc.Question, &accIteration, &acc.At)
+		if err != nil {
+			return fmt.Errorf("fleet: answering session %q: %w", session, err)
+		}
+		acc.Iteration = int(accIteration)
+		if !inserted {
+			return &AnswerError{Session: session, Err: ErrAnswered, Status: iterate.Escalated,
+				Question: question, Iteration: int(iteration), Accepted: &acc}
+		}
+		// The session's row names the answer to resume with (workers read
+		// it there).
 		if _, err := tx.Exec(ctx, `UPDATE `+f.table("fleet_sessions")+`
-			SET answer = $2, answer_generation = $3, answered_at = clock_timestamp() WHERE session = $1`,
-			session, answer, int64(c.Generation)); err != nil {
+			SET answer = $2, answer_generation = $3, answered_at = $4 WHERE session = $1`,
+			session, a.Text, gen, acc.At); err != nil {
 			return fmt.Errorf("fleet: answering session %q: %w", session, err)
 		}
 		if jobID != nil {
 			// A job still running (completing as parked) is not touched:
 			// the workers' reconciliation retries it once it completed.
 			if _, err := f.river.JobRetryTx(ctx, tx, *jobID); err != nil {
-				return fmt.Errorf("fleet: answering session %q: %w", session, err)
+				return fmt.Errorf("fleet: answering session %q: retrying its job: %w", session, err)
 			}
 		}
 		return nil
 	})
+}
+
+// Answers returns the answers accepted for a session's questions, oldest
+// first, or an error matching [ErrUnknownSession].
+func (f *Fleet) Answers(ctx context.Context, session string) ([]Answer, error) {
+	rows, err := f.pool.Query(ctx, `SELECT a.answer, a.answered_by, a.question, a.iteration, a.answered_at
+		FROM `+f.table("fleet_sessions")+` s LEFT JOIN `+f.table("fleet_answers")+` a ON a.session = s.session
+		WHERE s.session = $1 ORDER BY a.generation`, session)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: reading the answers of session %q: %w", session, err)
+	}
+	var found bool
+	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Answer, error) {
+		found = true
+		var text, by, question *string
+		var iteration *int64
+		var at *time.Time
+		if err := r.Scan(&text, &by, &question, &iteration, &at); err != nil || text == nil {
+			return nil, err
+		}
+		return &Answer{Text: *text, By: *by, Question: *question, Iteration: int(*iteration), At: at.UTC()}, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: reading the answers of session %q: %w", session, err)
+	}
+	if !found {
+		return nil, errf(ErrUnknownSession, "unknown session %q", session)
+	}
+	var out []Answer
+	for _, a := range list {
+		if a != nil {
+			out = append(out, *a)
+		}
+	}
+	return out, nil
 }
 
 // Cancel cancels a session for good, from any process: a worker running it
@@ -238,7 +541,7 @@ func (f *Fleet) Cancel(ctx context.Context, session string) error {
 		err := tx.QueryRow(ctx, `UPDATE `+f.table("fleet_sessions")+`
 			SET cancelled_at = coalesce(cancelled_at, clock_timestamp()) WHERE session = $1 RETURNING job_id`, session).Scan(&jobID)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %q", ErrUnknownSession, session)
+			return errf(ErrUnknownSession, "unknown session %q", session)
 		}
 		if err != nil {
 			return fmt.Errorf("fleet: cancelling session %q: %w", session, err)

@@ -264,8 +264,26 @@ type jobWorker struct {
 //   - JobCancel when the session was cancelled, once that is saved;
 //   - an error otherwise (a lost lease, a storage fault, settings that differ
 //     from the session's), so that River retries it.
-func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) error {
+func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) (err error) {
 	session := rj.Args.Session
+	defer func() {
+		if p := recover(); p != nil {
+			// A panic of the host's code out of the loop (a build
+			// function): an error of this attempt, logged with its stack.
+			err = fmt.Errorf("fleet: session %q: panic: %v", session, p)
+			w.f.cfg.log.Error("fleet: panic running a session", zap.String("session", session),
+				zap.Any("panic", p), zap.StackSkip("stack", 2))
+		}
+		var snooze *river.JobSnoozeError
+		var cancelled *river.JobCancelError
+		if err != nil && !errors.As(err, &snooze) && !errors.As(err, &cancelled) && rj.Attempt >= rj.MaxAttempts {
+			w.f.cfg.log.Error("fleet: session failed: its job is given up; Fleet.Retry runs it again",
+				zap.String("session", session), zap.Int("attempts", rj.Attempt), zap.Error(err))
+		} else if err != nil && !errors.As(err, &snooze) && !errors.As(err, &cancelled) {
+			w.f.cfg.log.Warn("fleet: session run failed; retried", zap.String("session", session),
+				zap.Int("attempt", rj.Attempt), zap.Int("max_attempts", rj.MaxAttempts), zap.Error(err))
+		}
+	}()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(w.shutdown, func() { cancel(context.Cause(w.shutdown)) })()
@@ -356,18 +374,25 @@ func (w *jobWorker) cancelled(ctx context.Context, session string) error {
 	if err := w.f.markCancelled(ctx, session); err != nil {
 		return fmt.Errorf("fleet: saving session %q as cancelled: %w", session, err)
 	}
-	return river.JobCancel(fmt.Errorf("session %q: %w", session, ErrCancelled))
+	return river.JobCancel(errf(ErrCancelled, "session %q cancelled", session))
 }
 
 // durable checks that the store's newest checkpoint of session is the one
-// of the stop st.
+// of the stop st, from its head alone: the state is not read back (a large
+// one would take a long time, under the completion's deadline).
 func (f *Fleet) durable(ctx context.Context, session string, st stopped) error {
-	c, err := f.store.Load(ctx, session)
+	var status string
+	var iteration int64
+	err := f.pool.QueryRow(ctx, `SELECT status, iteration FROM `+f.table("checkpoints")+`
+		WHERE session = $1 ORDER BY generation DESC LIMIT 1`, session).Scan(&status, &iteration)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errors.New("it has no checkpoint")
+	}
 	if err != nil {
 		return err
 	}
-	if c.Status != string(st.status) || c.Iteration != st.iterations {
-		return fmt.Errorf("the newest checkpoint is %s at iteration %d", c.Status, c.Iteration)
+	if status != string(st.status) || int(iteration) != st.iterations {
+		return fmt.Errorf("the newest checkpoint is %s at iteration %d", status, iteration)
 	}
 	return nil
 }
@@ -423,7 +448,7 @@ func (w *jobWorker) stopCancelled(ctx context.Context) error {
 	defer w.mu.Unlock()
 	for _, s := range cancelled {
 		if cancel := w.running[s]; cancel != nil {
-			cancel(fmt.Errorf("session %q: %w", s, ErrCancelled))
+			cancel(errf(ErrCancelled, "session %q cancelled", s))
 		}
 	}
 	return nil
@@ -497,7 +522,8 @@ func (f *Fleet) reconcile(ctx context.Context) error {
 		JOIN LATERAL (SELECT generation, status FROM `+f.table("checkpoints")+` c
 			WHERE c.session = s.session ORDER BY generation DESC LIMIT 1) c ON true
 		WHERE j.state IN ('completed', 'cancelled', 'discarded') AND (
-			(s.cancelled_at IS NULL AND s.answer_generation = c.generation AND c.status = 'escalated')
+			-- a job given up (discarded) stays failed until Fleet.Retry
+			(s.cancelled_at IS NULL AND j.state = 'completed' AND s.answer_generation = c.generation AND c.status = 'escalated')
 			OR (s.cancelled_at IS NOT NULL AND c.status IN ('', 'running', 'interrupted', 'escalated')))
 		LIMIT 100`)
 	if err != nil {
