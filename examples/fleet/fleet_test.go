@@ -425,14 +425,19 @@ func (c *cancelOn) task(_ context.Context, it, idx int) {
 func (c *cancelOn) integrated(context.Context, int) {}
 
 // TestGracefulInterruptBooks: a loop interrupted gracefully just as a task
-// fails ends, once resumed, exactly as the uninterrupted run: the failed
-// task is journaled, so it is neither run nor charged again.
+// fails ends, once resumed, as the uninterrupted run, but for the books of
+// that task: it failed once the loop's context had ended, so it was
+// interrupted, not failed (iterate's rule since issue 28: exec's "signal:
+// killed" cannot be told from a failure of its own), is not journaled, and
+// runs — and is charged — again. The session counts its failure once.
 func TestGracefulInterruptBooks(t *testing.T) {
 	a := syntheticArgs{Name: "synthetic-001", Iterations: 4, TaskMillis: 20}
 	if !fails(1, 1) || fails(1, 0) {
 		t.Fatal("the loop changed: task 1.2 should fail and 1.1 not")
 	}
 	want := reference(t, a, "")
+	// Task 1.2's interrupted attempt, charged, and run again on resume.
+	want.Usage = want.Usage.Add(taskUsage(1, 1))
 	store := new(checkpoint.Memory)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
