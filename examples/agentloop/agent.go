@@ -394,7 +394,7 @@ func (a *agent) runCommand(ctx context.Context, kind, what, command, stdin strin
 	}
 	a.running.set(label)
 	defer a.running.set("")
-	err := cmd.Start()
+	err := xcmd.Start(cmd)
 	if err == nil {
 		stop := whenClosed(a.hurry, func() { xcmd.KillGroup(cmd) })
 		err = xcmd.Wait(cmd)
