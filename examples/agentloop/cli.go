@@ -116,14 +116,15 @@ func parseArgs(args []string, cwd string, stdout io.Writer) (*invocation, error)
 		aiCmd, prompts, workspace       string
 		maxIter, threshold, tokenBudget int
 		gates, contexts                 stringList
-		aiTimeout, gateTimeout          time.Duration
+		aiTimeout, gateTimeout, maxTime time.Duration
 		aiOutput, doneMarker, doneFile  string
 		gitMode                         string
 		maxCost                         float64
 		maxTokens                       int64
 	)
 	fs.StringVar(&aiCmd, "ai-cmd", "", "AI CLI `command` run each iteration with the prompt on stdin (env AGENTLOOP_AI_CMD)")
-	fs.DurationVar(&aiTimeout, "ai-timeout", 0, "time limit of each run of the AI CLI, e.g. 10m; a run that exceeds it is stopped (SIGTERM, then SIGKILL) and the iteration fails (0 = none; env AGENTLOOP_AI_TIMEOUT)")
+	fs.DurationVar(&aiTimeout, "ai-timeout", defaultAITimeout, "time limit of each run of the AI CLI, e.g. 10m; a run that exceeds it is stopped (SIGTERM, then SIGKILL) and the iteration fails (0 = none; env AGENTLOOP_AI_TIMEOUT)")
+	fs.DurationVar(&maxTime, "max-time", 0, "wall-time limit of the loop, e.g. 2h: no iteration starts that would end past it, and an AI CLI still running at the limit is stopped (0 = none; env AGENTLOOP_MAX_TIME)")
 	fs.StringVar(&aiOutput, "ai-output", formatAuto, "`format` of the AI CLI's output, read for what the call cost and its answer: auto (sniff), claude (--output-format json or stream-json), codex (exec --json), gemini (--output-format json) or text (env AGENTLOOP_AI_OUTPUT)")
 	fs.Float64Var(&maxCost, "max-cost", 0, "stop the loop before the next iteration would spend more than `USD` in all, by the cost the AI CLI reports (0 = no limit; env AGENTLOOP_MAX_COST)")
 	fs.Int64Var(&maxTokens, "max-tokens", 0, "stop the loop before the next iteration would spend more than `N` tokens in all, input and output, as the AI CLI reports them or else the prompt's estimate (0 = no limit; env AGENTLOOP_MAX_TOKENS)")
@@ -210,6 +211,8 @@ func parseArgs(args []string, cwd string, stdout io.Writer) (*invocation, error)
 			inv.flags.TokenBudget = &tokenBudget
 		case "ai-timeout":
 			inv.flags.AITimeout = (*duration)(&aiTimeout)
+		case "max-time":
+			inv.flags.MaxTime = (*duration)(&maxTime)
 		case "gate-timeout":
 			inv.flags.GateTimeout = (*duration)(&gateTimeout)
 		case "ai-output":

@@ -165,7 +165,9 @@ func TestResolveAITimeout(t *testing.T) {
 		global    string
 		want      time.Duration
 	}{
-		{name: "none_by_default", want: 0},
+		// Issue 32: an AI CLI can wait forever (Codex offline); catches a
+		// default of none.
+		{name: "30m_by_default", want: 30 * time.Minute},
 		{name: "global_config", global: `{"ai_timeout": "1m"}`, want: time.Minute},
 		{name: "global_procedure_over_global_top_level", global: `{"ai_timeout": "1m", "procedures": {"build": {"ai_timeout": "2m"}}}`, want: 2 * time.Minute},
 		{name: "workspace_over_global", workspace: `{"ai_timeout": "90s"}`, global: `{"procedures": {"build": {"ai_timeout": "2m"}}}`, want: 90 * time.Second},

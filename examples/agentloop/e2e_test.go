@@ -290,7 +290,8 @@ func TestEveryIterationFailed(t *testing.T) {
 		"WARNING: AI CLI failed (exit 1), consecutive failures: 2/3",
 		"Iteration 2/2 completed in D",
 		"Reached max iterations: 2 (total: D)",
-		"ERROR: every iteration failed (2 of 2); the last: AI CLI failed (exit 1)",
+		// The CLI's own reason, the last line of its stderr (issue 32).
+		"ERROR: every iteration failed (2 of 2); the last: AI CLI failed (exit 1): fakeai: failing iteration 2",
 	)
 	checkRun(t, got, exitError, want)
 
@@ -1341,7 +1342,7 @@ func TestJSONResult(t *testing.T) {
 		{
 			name: "every_iteration_failed", env: map[string]string{"FAKEAI_FAIL_ON": "1"}, args: []string{"build", "--max-iterations", "1"}, wantCode: exitError,
 			want: map[string]any{"status": "max_iterations", "iterations": 1.0, "succeeded": 0.0, "exit_code": 1.0,
-				"last_error": "AI CLI failed (exit 1)"},
+				"last_error": "AI CLI failed (exit 1): fakeai: failing iteration 1"},
 		},
 	}
 	for _, tt := range tests {
