@@ -78,7 +78,7 @@ const epilogue = `
 Environment (overridden by flags, overriding config files):
   AGENTLOOP_AI_CMD, AGENTLOOP_AI_TIMEOUT, AGENTLOOP_AI_OUTPUT,
   AGENTLOOP_MAX_ITERATIONS, AGENTLOOP_FAILURE_THRESHOLD, AGENTLOOP_TOKEN_BUDGET,
-  AGENTLOOP_MAX_COST, AGENTLOOP_MAX_TOKENS, AGENTLOOP_DONE_MARKER,
+  AGENTLOOP_MAX_COST, AGENTLOOP_MAX_TOKENS, AGENTLOOP_MAX_TIME, AGENTLOOP_DONE_MARKER,
   AGENTLOOP_DONE_FILE, AGENTLOOP_GATE_TIMEOUT, AGENTLOOP_GIT,
   AGENTLOOP_PROMPTS, AGENTLOOP_WORKSPACE
   AGENTLOOP_GLOBAL_CONFIG   path of the global config file (default
@@ -91,10 +91,11 @@ file procedures.<name> overrides the top level):
   {"ai_cmd": "claude -p", "ai_timeout": "20m", "max_iterations": 5,
    "failure_threshold": 3, "token_budget": 100000, "gates": ["go test ./..."],
    "context": ["AGENTS.md"], "prompts": "prompts/build", "ai_output": "claude",
-   "max_cost": 5, "max_tokens": 2000000, "done_marker": "<promise>COMPLETE</promise>",
+   "max_cost": 5, "max_tokens": 2000000, "max_time": "2h", "done_marker": "<promise>COMPLETE</promise>",
    "done_file": "DONE", "gate_timeout": "10m", "git": "commit",
    "procedures": {"build": {"max_iterations": 10}}}
-  ("default_iterations" is accepted as another name for "max_iterations";
+  ("default_iterations" is accepted as another name for "max_iterations",
+  in procedures.<name> too;
   relative paths are relative to the workspace.)
 
 The AI CLI and the gates see AGENTLOOP_PROCEDURE, AGENTLOOP_ITERATION

@@ -152,14 +152,21 @@ type fileConfig struct {
 	layer
 	// DefaultIterations is another name for max_iterations (seed 004's
 	// example 5 configures "default_iterations: 0"); max_iterations wins.
-	DefaultIterations *int              `json:"default_iterations,omitempty"`
-	Procedures        map[string]*layer `json:"procedures,omitempty"`
+	DefaultIterations *int                        `json:"default_iterations,omitempty"`
+	Procedures        map[string]*procedureConfig `json:"procedures,omitempty"`
+}
+
+// procedureConfig is the settings of one procedure in a config file, where
+// default_iterations is another name for max_iterations too.
+type procedureConfig struct {
+	layer
+	DefaultIterations *int `json:"default_iterations,omitempty"`
 }
 
 // procedure returns the layer of the procedure, empty when the file has none.
 func (c *fileConfig) procedure(name string) *layer {
 	if p := c.Procedures[name]; p != nil {
-		return p
+		return &p.layer
 	}
 	return &layer{}
 }
@@ -196,6 +203,9 @@ func loadConfig(path, workspace string) (*fileConfig, error) {
 	for name, p := range c.Procedures {
 		if p == nil {
 			return nil, usagef("config %s: procedures.%s must be an object", path, name)
+		}
+		if p.MaxIterations == nil {
+			p.MaxIterations = p.DefaultIterations
 		}
 		if err := p.validate(func(key string) string { return fmt.Sprintf("config %s: procedures.%s.%s", path, name, key) }); err != nil {
 			return nil, err
