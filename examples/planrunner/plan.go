@@ -118,20 +118,46 @@ var (
 // depSepRe splits the value of a dependency line into its words.
 var depSepRe = regexp.MustCompile(`[\s,;&]+`)
 
-// parseDeps reads the value of a `Depends on:` line: phase numbers, each
-// with or without the word "Phase" ("Phase 1, Phase 3", "Phases 1 and 3",
-// "[1, 3]", "#2"), or "none" for no dependencies. Anything else ("phase
-// one", "the parser") returns why it is not a list of phases, rather than
-// being taken for no dependency at all.
+// rangeRe is a range of phases in a dependency line: "1-5" (seed 003's
+// "**Dependencies**: Phase 1-5 complete").
+var rangeRe = regexp.MustCompile(`^(\d+)[-–—](\d+)$`)
+
+// maxDepRange bounds the phases of one range ("1-99999999" is a typo).
+const maxDepRange = 1000
+
+// doneWords end a dependency list: what follows is a remark ("Phase 6
+// complete (testing relies on it)").
+var doneWords = map[string]bool{"complete": true, "completed": true, "done": true, "finished": true, "✅": true}
+
+// parseDeps reads the value of a `Depends on:` line: phase numbers or
+// ranges, each with or without the word "Phase" ("Phase 1, Phase 3",
+// "Phases 1 and 3", "[1, 3]", "#2", "Phase 1-5"), then possibly a remark
+// that starts with "complete" or "done" ("Phase 1-5 complete ✅"); or
+// "none" or "[]" for no dependencies. Anything else ("phase one", "the
+// parser") returns why it is not a list of phases, rather than being taken
+// for no dependency at all.
 func parseDeps(value string) (deps []int, msg string) {
 	value = strings.Trim(strings.TrimSpace(value), "*_`. ")
-	if strings.EqualFold(value, "none") {
+	if strings.EqualFold(value, "none") || strings.Join(strings.Fields(value), "") == "[]" {
 		return nil, ""
 	}
 	words := depSepRe.Split(strings.NewReplacer("[", " ", "]", " ", "(", " ", ")", " ").Replace(value), -1)
+words:
 	for _, w := range words {
 		w = strings.TrimPrefix(strings.Trim(w, "*_`."), "#")
 		switch lw := strings.ToLower(w); {
+		case len(deps) > 0 && doneWords[lw]:
+			break words
+		case rangeRe.MatchString(w):
+			m := rangeRe.FindStringSubmatch(w)
+			from, err1 := strconv.Atoi(m[1])
+			to, err2 := strconv.Atoi(m[2])
+			if err1 != nil || err2 != nil || from > to || to-from >= maxDepRange {
+				return nil, "not a range of phases: " + w
+			}
+			for n := from; n <= to; n++ {
+				deps = append(deps, n)
+			}
 		case lw == "" || lw == "phase" || lw == "phases" || lw == "and":
 		case numberRe.FindString(w) == w:
 			n, err := strconv.Atoi(w)
