@@ -53,7 +53,10 @@ func (e *CycleError) Error() string {
 func (e *CycleError) Is(target error) bool { return target == ErrInvalidPlan }
 
 // markerComplete is the phase marker of a finished phase.
-const markerComplete = "COMPLETE"
+const (
+	markerComplete   = "COMPLETE"
+	markerInProgress = "IN PROGRESS"
+)
 
 // Plan is a parsed Markdown plan: its lines, the `### Phase N: title`
 // headings with their `- [ ]` / `- [x]` tasks and `Depends on:` lines, and
@@ -439,6 +442,22 @@ func (p *Plan) Status() (string, bool) {
 	return strings.Trim(m[2], "[] "), true
 }
 
+// started reports whether work on the plan has begun: a phase is marked
+// [COMPLETE] or a task is checked.
+func (p *Plan) started() bool {
+	for _, ph := range p.Phases {
+		if strings.EqualFold(ph.Marker, markerComplete) {
+			return true
+		}
+		for _, t := range ph.Tasks {
+			if t.Done {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // SetStatus sets the value of the **Status** line, keeping its brackets if
 // it had them. It reports whether the line changed.
 func (p *Plan) SetStatus(value string) bool {
@@ -610,6 +629,9 @@ func (p *Plan) Recover() Recovery {
 			status = markerComplete
 		} else if strings.EqualFold(status, markerComplete) {
 			rec.Warnings = append(rec.Warnings, "plan status is COMPLETE but some phases are incomplete")
+		} else if p.started() && !strings.EqualFold(status, markerInProgress) && !strings.EqualFold(status, "BLOCKED") {
+			rec.StatusChanged = p.SetStatus(markerInProgress)
+			status = markerInProgress
 		}
 		rec.Status = status
 	}

@@ -293,6 +293,20 @@ func TestRecover(t *testing.T) {
 			wantText: head + "### Phase 1: A [COMPLETE]\n- [x] a\n### Phase 2: B [COMPLETE]\n- [x] b\n### Phase 3: C [COMPLETE]\n- [x] c\n" +
 				"### Phase 4: D\n- [x] d1\n- [ ] d2\n### Phase 5: E\n- [ ] e\n",
 		},
+		// Issue 32: a plan whose work has begun is IN PROGRESS (seed 003:
+		// "Plan metadata remains IN PROGRESS"). Catches a status left
+		// NOT STARTED.
+		{
+			name:     "started_plan_becomes_in_progress",
+			text:     "# P\n\n- **Status**: [NOT STARTED]\n\n### Phase 1: A\n- [x] a\n- [ ] b\n",
+			want:     Recovery{Total: 1, Status: "IN PROGRESS", StatusChanged: true},
+			wantText: "# P\n\n- **Status**: [IN PROGRESS]\n\n### Phase 1: A\n- [x] a\n- [ ] b\n",
+		},
+		{
+			name: "unstarted_plan_keeps_its_status",
+			text: "# P\n\n- **Status**: [NOT STARTED]\n\n### Phase 1: A\n- [ ] a\n",
+			want: Recovery{Total: 1, Status: "NOT STARTED"},
+		},
 		{
 			name:     "in_progress_marker_replaced",
 			text:     "### Phase 1: A [IN PROGRESS]\n- [x] a\n",
