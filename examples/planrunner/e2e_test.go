@@ -1064,3 +1064,19 @@ func TestKillLeavesNoImplementer(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestReportedTokensEstimateContext (issue 32): the tokens implementers
+// report are the context estimate of the phases they ran, in place of
+// budget's default per completed phase (8,000). Catches reported tokens
+// ignored (24,000 for the three phases here).
+func TestReportedTokensEstimateContext(t *testing.T) {
+	t.Parallel()
+	path := fixture(t, "single_iteration.md")
+	r := runOnEnv(t, path, []string{"IMPL_TOKENS=1000"}, "--implementer-cmd", script(t, "impl_ok.sh"))
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if s := r.summary(t, 1); !strings.Contains(s, "**Current Context Usage**: ~3,000 / ") {
+		t.Errorf("summary does not estimate the context by the reported tokens (3 × 1,000):\n%s", s)
+	}
+}
