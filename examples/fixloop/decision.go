@@ -184,17 +184,23 @@ func feedbackPriority(gaps []gap.Gap) string {
 }
 
 // escalateDoc is seed 002's escalate decision, with the command that
-// answers it; gaps are the open gaps its feedback consolidates.
-func escalateDoc(taskID string, esc *iterate.Escalation, gaps []gap.Gap, resume string) obj {
+// answers it; gaps are the open gaps its feedback consolidates, diff what
+// the attempts changed in the working copy (seed 002's
+// escalation_includes_diff), left out when "".
+func escalateDoc(taskID string, esc *iterate.Escalation, gaps []gap.Gap, diff, resume string) obj {
+	context := obj{
+		{"attempts_summary", block(strings.Join(esc.Attempts, "\n"))},
+		{"pattern_detected", esc.Pattern},
+	}
+	if diff != "" {
+		context = append(context, field{"diff", block(strings.TrimSuffix(diff, "\n"))})
+	}
 	return obj{{"decision", obj{
 		{"action", "escalate"},
 		{"task_id", taskID},
 		{"iteration", esc.Iteration},
 		{"reason", esc.Reason},
-		{"context", obj{
-			{"attempts_summary", block(strings.Join(esc.Attempts, "\n"))},
-			{"pattern_detected", esc.Pattern},
-		}},
+		{"context", context},
 		{"question", block(esc.Question)},
 		{"feedback", feedbackDoc(esc.Feedback, feedbackPriority(gaps))},
 		{"resume", resume},

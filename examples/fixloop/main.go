@@ -288,7 +288,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if res != nil {
 			open = res.History.Gaps
 		}
-		pr.print(escalateDoc(cfg.TaskID, ee.Escalation, open, hint))
+		// Seed 002's escalation_includes_diff: what the attempts changed,
+		// for the human to judge (a diff that cannot be made is left out).
+		diff, _ := treeDiff(cfg.Source, cfg.Workdir, maxDiff)
+		pr.print(escalateDoc(cfg.TaskID, ee.Escalation, open, diff, hint))
 		answer, ok := ask.next()
 		if !ok {
 			if o.report && res != nil {

@@ -79,6 +79,7 @@ type decisionJSON struct {
 	Context   struct {
 		AttemptsSummary string `json:"attempts_summary"`
 		PatternDetected string `json:"pattern_detected"`
+		Diff            string `json:"diff"`
 	} `json:"context"`
 	Question string `json:"question"`
 	Resume   string `json:"resume"`
@@ -369,6 +370,12 @@ func TestSeed002EscalateAndResume(t *testing.T) {
 			if p := fmt.Sprintf("Iteration %d: ", i+1); !strings.HasPrefix(l, p) || !strings.HasSuffix(l, " - "+problem) {
 				t.Errorf("attempt line %q: want prefix %q and suffix %q", l, p, " - "+problem)
 			}
+		}
+	})
+	// Catches an escalation without the diff of what the attempts changed.
+	t.Run("seed002_escalation_includes_diff", func(t *testing.T) {
+		if !strings.HasPrefix(esc.Context.Diff, "--- a/claims.go\n+++ b/claims.go\n@@ ") {
+			t.Errorf("escalation diff = %q, want the change to claims.go", esc.Context.Diff)
 		}
 	})
 	t.Run("seed002_escalate_pattern_and_question", func(t *testing.T) {
