@@ -462,6 +462,16 @@ func TestAnswerInProcess(t *testing.T) {
 			[]step{{"retry", 2}, {"retry", 3}, {"escalate", 3}}},
 		{"stdin_not_a_terminal", "use number\n", nil, exitEscalated,
 			[]step{{"retry", 2}, {"retry", 3}, {"escalate", 3}}},
+		// Seed 002's auto_retry_on_test_fail off (issue 32): the first
+		// failed attempt escalates, without a retry; the answer gets one
+		// attempt, whose failure escalates again. Catches the setting
+		// ignored, and an escalation repeated before the answer's attempt.
+		{"no_auto_retry_on_test_fail", "", []string{"--auto-retry-on-test-fail=false", "--answer", "use number"}, exitEscalated,
+			[]step{{"escalate", 1}, {"retry", 2}, {"escalate", 2}}},
+		// The review approves every attempt of these patches: its setting
+		// changes nothing.
+		{"no_auto_retry_on_review_reject", "", []string{"--auto-retry-on-review-reject=false"}, exitEscalated,
+			[]step{{"retry", 2}, {"retry", 3}, {"escalate", 3}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -40,6 +40,11 @@ type config struct {
 	MaxIterations int   `json:"max_iterations"`
 	FeedbackLimit int   `json:"feedback_limit"`
 	TokenBudget   int64 `json:"token_budget,omitempty"`
+	// NoRetryOnTestFail and NoRetryOnReviewReject turn off seed 002's
+	// auto_retry_on_test_fail and auto_retry_on_review_reject: an attempt
+	// whose tests fail (whose review rejects it) escalates at once.
+	NoRetryOnTestFail     bool `json:"no_retry_on_test_fail,omitempty"`
+	NoRetryOnReviewReject bool `json:"no_retry_on_review_reject,omitempty"`
 }
 
 // state is the loop's state: the configuration, the attempt log and the
