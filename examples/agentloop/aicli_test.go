@@ -5,6 +5,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -265,9 +267,9 @@ func TestGateTimeout(t *testing.T) {
 		env    map[string]string
 		config string
 	}{
-		{name: "flag", args: []string{"--gate-timeout", "300ms"}},
-		{name: "env", env: map[string]string{"AGENTLOOP_GATE_TIMEOUT": "300ms"}},
-		{name: "config", config: `{"gate_timeout": "300ms"}`},
+		{name: "flag", args: []string{"--gate-timeout", "2s"}},
+		{name: "env", env: map[string]string{"AGENTLOOP_GATE_TIMEOUT": "2s"}},
+		{name: "config", config: `{"gate_timeout": "2s"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -279,16 +281,22 @@ func TestGateTimeout(t *testing.T) {
 			pidFile := filepath.Join(f.aux, "gate-child.pid")
 			gate := `sleep 1000 & echo $! >"` + pidFile + `"; wait`
 			got := f.run(tt.env, append([]string{"build", "--max-iterations", "1", "--gate", gate}, tt.args...)...)
-			want := `WARNING: Quality gates failed: ` + gate + ` (timed out after 300ms), consecutive failures: 1/3`
+			want := `WARNING: Quality gates failed: ` + gate + ` (timed out after 2s), consecutive failures: 1/3`
 			if got.code != exitError || !strings.Contains(got.stdout, want) {
 				t.Errorf("exit %d, stdout:\n%s\nwant a line with %q; stderr:\n%s", got.code, got.stdout, want, got.stderr)
 			}
+			// On a loaded machine the limit may stop the gate before it
+			// started its child: then there is no child to outlive it.
 			data, err := os.ReadFile(pidFile)
+			if errors.Is(err, fs.ErrNotExist) {
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-			waitGone(t, pid)
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid > 0 {
+				waitGone(t, pid)
+			}
 		})
 	}
 }
