@@ -48,6 +48,7 @@ type runSettings struct {
 	Prompts     string   `json:"prompts"`
 	TokenBudget int      `json:"token_budget"`
 	AITimeout   duration `json:"ai_timeout,omitempty"`
+	MaxTime     duration `json:"max_time,omitempty"`
 	AIOutput    string   `json:"ai_output,omitempty"`
 	DoneMarker  string   `json:"done_marker,omitempty"`
 	DoneFile    string   `json:"done_file,omitempty"`
@@ -65,7 +66,7 @@ type runSettings struct {
 // runSettingsOf returns the settings of set that a resume takes over.
 func runSettingsOf(set *settings) *runSettings {
 	return &runSettings{AICmd: set.AICmd, Gates: set.Gates, Context: set.Context, Prompts: set.Prompts, TokenBudget: set.TokenBudget,
-		AITimeout: duration(set.AITimeout), AIOutput: set.AIOutput, DoneMarker: set.DoneMarker, DoneFile: set.DoneFile,
+		AITimeout: duration(set.AITimeout), MaxTime: duration(set.MaxTime), AIOutput: set.AIOutput, DoneMarker: set.DoneMarker, DoneFile: set.DoneFile,
 		GateTimeout: duration(set.GateTimeout), Git: set.Git, MaxCost: set.MaxCost, MaxTokens: set.MaxTokens,
 		MaxIterations: set.MaxIterations, FailureThreshold: set.FailureThreshold}
 }
@@ -90,6 +91,9 @@ func (r *runSettings) apply(set *settings, flags *layer) {
 	}
 	if flags.AITimeout == nil {
 		set.AITimeout = time.Duration(r.AITimeout)
+	}
+	if flags.MaxTime == nil {
+		set.MaxTime = time.Duration(r.MaxTime)
 	}
 	if flags.AIOutput == nil && r.AIOutput != "" {
 		set.AIOutput = r.AIOutput
@@ -128,12 +132,38 @@ type commandError struct {
 	Code int
 	// Signal names the signal that ended the command, if any.
 	Signal string
+	// timedOut is set for the error of a run stopped by its time limit,
+	// notStarted for a command that could not be started.
+	timedOut, notStarted bool
 	// Err is set when the command could not be run at all.
 	Err error
+	// Reason is the command's own reason for its failure (the AI CLI's
+	// error message), "" when it gives none.
+	Reason string
 }
 
+// Error is the failure as seed 004's progress lines show it: "AI CLI
+// failed (exit 1)", without the reason (see withReason).
 func (e *commandError) Error() string {
 	return e.What + " failed (" + e.status() + ")"
+}
+
+// withReason describes err with the command's own reason for its failure,
+// when it gave one: "AI CLI failed (exit 1): Not logged in · Please run
+// /login". It is err.Error() for any other error.
+func withReason(err error) string {
+	var ce *commandError
+	if errors.As(err, &ce) && ce.Reason != "" && err == error(ce) {
+		return ce.Error() + ": " + ce.Reason
+	}
+	return err.Error()
+}
+
+// notRun reports whether the command never ran: it could not be started,
+// or its shell could not find or execute it (exit 126 or 127). Such a run
+// sent no prompt.
+func (e *commandError) notRun() bool {
+	return e.notStarted || e.Code == 126 || e.Code == 127
 }
 
 func (e *commandError) status() string {
@@ -174,6 +204,9 @@ type agent struct {
 	// running says what command runs, for the message of a second
 	// interrupt; nil when nobody asks.
 	running *activity
+	// deadline is when the run's time limit (--max-time) stops the AI
+	// CLI; zero without one.
+	deadline time.Time
 
 	// done is why the last iteration said the work is done ("" when it did
 	// not); the loop's convergence policy reads it (doneReason).
@@ -232,16 +265,28 @@ func (a *agent) iteration(ctx context.Context, s loopState, r iterate.Round) (lo
 	}
 
 	start = time.Now()
-	out, err := a.runAI(ctx, prompt, env)
-	// The prompt was sent whatever happened next: the iteration spends what
-	// the AI CLI reports it spent, or else the prompt's estimate, as input
-	// (Result.Usage, across resumes; the budget's limits).
+	out, errOut, err := a.runAI(ctx, prompt, env)
+	// The iteration spends what the AI CLI reports it spent, even when it
+	// failed or was stopped (what it reported before, zero when it never
+	// reached the model); else, unless it never ran, the prompt's
+	// estimate, as input: the prompt may have been sent (Result.Usage,
+	// across resumes; the budget's limits).
 	rep := parseOutput(a.set.AIOutput, out)
 	r.Output(rep.Text) // its tail is kept in the iteration's record, for inspectors and viewers
-	if rep.Format != "" {
+	var ce *commandError
+	switch {
+	case rep.Counted:
 		r.Charge(rep.usage())
-	} else {
+	case errors.As(err, &ce) && ce.notRun():
+	default:
 		r.Charge(budget.Usage{Tokens: int64(tokens), InputTokens: int64(tokens)})
+	}
+	if errors.As(err, &ce) && ce.Reason == "" {
+		// The CLI's own reason: from its report, else its stderr.
+		ce.Reason = rep.Reason
+		if ce.Reason == "" && !ce.timedOut {
+			ce.Reason = stderrReason(errOut)
+		}
 	}
 	log.Info("AI CLI finished", zap.String("phase", "ai_cli"), zap.Duration("duration", time.Since(start)),
 		zap.String("outcome", outcome(err == nil, "succeeded", "failed")), zap.Int("exit_code", exitCode(err)),
@@ -346,37 +391,49 @@ func (a *agent) runGate(ctx context.Context, gate string, env []string) error {
 			What: gate, Code: -1, Err: fmt.Errorf("timed out after %s", a.set.GateTimeout)})
 		defer cancel()
 	}
-	return a.runCommand(ctx, "quality gate", gate, gate, "", env, nil)
+	return a.runCommand(ctx, "quality gate", gate, gate, "", env, nil, nil)
 }
 
 // runAI runs the AI CLI with the prompt, within the AI timeout if there is
-// one: a run that exceeds it is stopped as a cancelled one is, and fails
-// the iteration. It returns the end of the AI CLI's standard output (the
-// last aiOutputMax bytes), which it also passes on.
-func (a *agent) runAI(ctx context.Context, prompt string, env []string) ([]byte, error) {
-	if a.set.AITimeout > 0 {
+// one and within the run's time limit (--max-time): a run that exceeds
+// either is stopped as a cancelled one is, and fails the iteration. It
+// returns the end of the AI CLI's standard output (the last aiOutputMax
+// bytes) and of its standard error (aiStderrMax), which it also passes on.
+func (a *agent) runAI(ctx context.Context, prompt string, env []string) (stdout, stderr []byte, err error) {
+	timeout, what := a.set.AITimeout, "timed out after "+a.set.AITimeout.String()
+	if !a.deadline.IsZero() {
+		if left := time.Until(a.deadline); timeout <= 0 || left < timeout {
+			timeout, what = max(left, time.Nanosecond), "stopped at the time limit ("+a.set.MaxTime.String()+")"
+		}
+	}
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, a.set.AITimeout, &commandError{
-			What: "AI CLI", Code: -1, Err: fmt.Errorf("timed out after %s", a.set.AITimeout)})
+		ctx, cancel = context.WithTimeoutCause(ctx, timeout, &commandError{
+			What: "AI CLI", Code: -1, Err: errors.New(what), timedOut: true})
 		defer cancel()
 	}
 	out := &xcmd.Tail{Max: aiOutputMax}
-	err := a.runCommand(ctx, "AI CLI", "AI CLI", a.set.AICmd, prompt, env, out)
-	return out.Bytes(), err
+	errOut := &xcmd.Tail{Max: aiStderrMax}
+	err = a.runCommand(ctx, "AI CLI", "AI CLI", a.set.AICmd, prompt, env, out, errOut)
+	return out.Bytes(), errOut.Bytes(), err
 }
 
 // aiOutputMax bounds the AI CLI output agentloop keeps to read its report:
-// a report is at the end of the output.
-const aiOutputMax = 8 << 20
+// a report is at the end of the output. aiStderrMax bounds the end of its
+// standard error kept for its reason of a failure.
+const (
+	aiOutputMax = 8 << 20
+	aiStderrMax = 64 << 10
+)
 
 // runCommand runs command with sh -c in the workspace, stdin on its
-// standard input, in its own process group (xcmd); its standard output also
-// goes to capture, when not nil. Cancelling ctx sends SIGTERM to the group,
+// standard input, in its own process group (xcmd); its standard output and
+// error also go to capture and capErr, when not nil. Cancelling ctx sends SIGTERM to the group,
 // then SIGKILL after killGrace; whatever is left of the group is killed as
 // soon as the command exits, and the whole group at once when a.hurry is
 // closed. kind says what runs ("AI CLI", "quality gate") for the message
 // of a second interrupt; what names the command in its error.
-func (a *agent) runCommand(ctx context.Context, kind, what, command, stdin string, env []string, capture io.Writer) error {
+func (a *agent) runCommand(ctx context.Context, kind, what, command, stdin string, env []string, capture, capErr io.Writer) error {
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
 	cmd.Dir = a.set.Workspace
 	cmd.Env = env
@@ -387,6 +444,9 @@ func (a *agent) runCommand(ctx context.Context, kind, what, command, stdin strin
 	if capture != nil {
 		cmd.Stdout = io.MultiWriter(a.stdout, capture)
 	}
+	if capErr != nil {
+		cmd.Stderr = io.MultiWriter(a.stderr, capErr)
+	}
 	xcmd.Prepare(cmd, killGrace)
 	label := kind
 	if kind != "AI CLI" {
@@ -394,7 +454,7 @@ func (a *agent) runCommand(ctx context.Context, kind, what, command, stdin strin
 	}
 	a.running.set(label)
 	defer a.running.set("")
-	err := cmd.Start()
+	err := xcmd.Start(cmd)
 	if err == nil {
 		stop := whenClosed(a.hurry, func() { xcmd.KillGroup(cmd) })
 		err = xcmd.Wait(cmd)
@@ -415,6 +475,7 @@ func (a *agent) runCommand(ctx context.Context, kind, what, command, stdin strin
 		ce.Signal = xcmd.SignalName(ee.ProcessState)
 	default:
 		ce.Err = err
+		ce.notStarted = cmd.Process == nil
 	}
 	return ce
 }

@@ -78,7 +78,7 @@ const epilogue = `
 Environment (overridden by flags, overriding config files):
   AGENTLOOP_AI_CMD, AGENTLOOP_AI_TIMEOUT, AGENTLOOP_AI_OUTPUT,
   AGENTLOOP_MAX_ITERATIONS, AGENTLOOP_FAILURE_THRESHOLD, AGENTLOOP_TOKEN_BUDGET,
-  AGENTLOOP_MAX_COST, AGENTLOOP_MAX_TOKENS, AGENTLOOP_DONE_MARKER,
+  AGENTLOOP_MAX_COST, AGENTLOOP_MAX_TOKENS, AGENTLOOP_MAX_TIME, AGENTLOOP_DONE_MARKER,
   AGENTLOOP_DONE_FILE, AGENTLOOP_GATE_TIMEOUT, AGENTLOOP_GIT,
   AGENTLOOP_PROMPTS, AGENTLOOP_WORKSPACE
   AGENTLOOP_GLOBAL_CONFIG   path of the global config file (default
@@ -91,10 +91,11 @@ file procedures.<name> overrides the top level):
   {"ai_cmd": "claude -p", "ai_timeout": "20m", "max_iterations": 5,
    "failure_threshold": 3, "token_budget": 100000, "gates": ["go test ./..."],
    "context": ["AGENTS.md"], "prompts": "prompts/build", "ai_output": "claude",
-   "max_cost": 5, "max_tokens": 2000000, "done_marker": "<promise>COMPLETE</promise>",
+   "max_cost": 5, "max_tokens": 2000000, "max_time": "2h", "done_marker": "<promise>COMPLETE</promise>",
    "done_file": "DONE", "gate_timeout": "10m", "git": "commit",
    "procedures": {"build": {"max_iterations": 10}}}
-  ("default_iterations" is accepted as another name for "max_iterations";
+  ("default_iterations" is accepted as another name for "max_iterations",
+  in procedures.<name> too;
   relative paths are relative to the workspace.)
 
 The AI CLI and the gates see AGENTLOOP_PROCEDURE, AGENTLOOP_ITERATION
@@ -116,14 +117,15 @@ func parseArgs(args []string, cwd string, stdout io.Writer) (*invocation, error)
 		aiCmd, prompts, workspace       string
 		maxIter, threshold, tokenBudget int
 		gates, contexts                 stringList
-		aiTimeout, gateTimeout          time.Duration
+		aiTimeout, gateTimeout, maxTime time.Duration
 		aiOutput, doneMarker, doneFile  string
 		gitMode                         string
 		maxCost                         float64
 		maxTokens                       int64
 	)
 	fs.StringVar(&aiCmd, "ai-cmd", "", "AI CLI `command` run each iteration with the prompt on stdin (env AGENTLOOP_AI_CMD)")
-	fs.DurationVar(&aiTimeout, "ai-timeout", 0, "time limit of each run of the AI CLI, e.g. 10m; a run that exceeds it is stopped (SIGTERM, then SIGKILL) and the iteration fails (0 = none; env AGENTLOOP_AI_TIMEOUT)")
+	fs.DurationVar(&aiTimeout, "ai-timeout", defaultAITimeout, "time limit of each run of the AI CLI, e.g. 10m; a run that exceeds it is stopped (SIGTERM, then SIGKILL) and the iteration fails (0 = none; env AGENTLOOP_AI_TIMEOUT)")
+	fs.DurationVar(&maxTime, "max-time", 0, "wall-time limit of the loop, e.g. 2h: no iteration starts that would end past it, and an AI CLI still running at the limit is stopped (0 = none; env AGENTLOOP_MAX_TIME)")
 	fs.StringVar(&aiOutput, "ai-output", formatAuto, "`format` of the AI CLI's output, read for what the call cost and its answer: auto (sniff), claude (--output-format json or stream-json), codex (exec --json), gemini (--output-format json) or text (env AGENTLOOP_AI_OUTPUT)")
 	fs.Float64Var(&maxCost, "max-cost", 0, "stop the loop before the next iteration would spend more than `USD` in all, by the cost the AI CLI reports (0 = no limit; env AGENTLOOP_MAX_COST)")
 	fs.Int64Var(&maxTokens, "max-tokens", 0, "stop the loop before the next iteration would spend more than `N` tokens in all, input and output, as the AI CLI reports them or else the prompt's estimate (0 = no limit; env AGENTLOOP_MAX_TOKENS)")
@@ -210,6 +212,8 @@ func parseArgs(args []string, cwd string, stdout io.Writer) (*invocation, error)
 			inv.flags.TokenBudget = &tokenBudget
 		case "ai-timeout":
 			inv.flags.AITimeout = (*duration)(&aiTimeout)
+		case "max-time":
+			inv.flags.MaxTime = (*duration)(&maxTime)
 		case "gate-timeout":
 			inv.flags.GateTimeout = (*duration)(&gateTimeout)
 		case "ai-output":

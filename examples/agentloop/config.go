@@ -19,6 +19,10 @@ import (
 const (
 	defaultFailureThreshold = 3
 	defaultTokenBudget      = 100_000
+	// defaultAITimeout bounds a run of the AI CLI unless configured: an
+	// AI CLI can wait forever (Codex offline retries "waiting for
+	// network" without end).
+	defaultAITimeout = 30 * time.Minute
 )
 
 // layer is one source of settings: the command line, the environment, a
@@ -33,6 +37,8 @@ type layer struct {
 	Prompts          *string   `json:"prompts,omitempty"`
 	// AITimeout bounds each run of the AI CLI; 0 means no bound.
 	AITimeout *duration `json:"ai_timeout,omitempty"`
+	// MaxTime bounds the wall time of the loop; 0 means no bound.
+	MaxTime *duration `json:"max_time,omitempty"`
 	// AIOutput is the format of the AI CLI's output (outputFormats).
 	AIOutput *string `json:"ai_output,omitempty"`
 	// MaxCost and MaxTokens bound what the loop spends, as the AI CLI
@@ -89,6 +95,8 @@ func (l *layer) validate(name func(key string) string) error {
 		return usagef("%s must not be empty", name("prompts"))
 	case l.AITimeout != nil && *l.AITimeout < 0:
 		return usagef("%s must be 0 (none) or more, got %s", name("ai_timeout"), time.Duration(*l.AITimeout))
+	case l.MaxTime != nil && *l.MaxTime < 0:
+		return usagef("%s must be 0 (none) or more, got %s", name("max_time"), time.Duration(*l.MaxTime))
 	case l.GateTimeout != nil && *l.GateTimeout < 0:
 		return usagef("%s must be 0 (none) or more, got %s", name("gate_timeout"), time.Duration(*l.GateTimeout))
 	case l.MaxCost != nil && (math.IsNaN(*l.MaxCost) || math.IsInf(*l.MaxCost, 0) || *l.MaxCost < 0):
@@ -144,14 +152,21 @@ type fileConfig struct {
 	layer
 	// DefaultIterations is another name for max_iterations (seed 004's
 	// example 5 configures "default_iterations: 0"); max_iterations wins.
-	DefaultIterations *int              `json:"default_iterations,omitempty"`
-	Procedures        map[string]*layer `json:"procedures,omitempty"`
+	DefaultIterations *int                        `json:"default_iterations,omitempty"`
+	Procedures        map[string]*procedureConfig `json:"procedures,omitempty"`
+}
+
+// procedureConfig is the settings of one procedure in a config file, where
+// default_iterations is another name for max_iterations too.
+type procedureConfig struct {
+	layer
+	DefaultIterations *int `json:"default_iterations,omitempty"`
 }
 
 // procedure returns the layer of the procedure, empty when the file has none.
 func (c *fileConfig) procedure(name string) *layer {
 	if p := c.Procedures[name]; p != nil {
-		return p
+		return &p.layer
 	}
 	return &layer{}
 }
@@ -188,6 +203,9 @@ func loadConfig(path, workspace string) (*fileConfig, error) {
 	for name, p := range c.Procedures {
 		if p == nil {
 			return nil, usagef("config %s: procedures.%s must be an object", path, name)
+		}
+		if p.MaxIterations == nil {
+			p.MaxIterations = p.DefaultIterations
 		}
 		if err := p.validate(func(key string) string { return fmt.Sprintf("config %s: procedures.%s.%s", path, name, key) }); err != nil {
 			return nil, err
@@ -248,6 +266,13 @@ func envLayer(getenv func(string) string, cwd string) (*layer, error) {
 		}
 		l.AITimeout = (*duration)(&d)
 	}
+	if v := getenv("AGENTLOOP_MAX_TIME"); v != "" {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil {
+			return nil, usagef("AGENTLOOP_MAX_TIME: %q is not a duration (such as 10m)", v)
+		}
+		l.MaxTime = (*duration)(&d)
+	}
 	if v := getenv("AGENTLOOP_GATE_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil {
@@ -299,6 +324,8 @@ type settings struct {
 	Prompts          string
 	// AITimeout bounds each run of the AI CLI; 0 means no bound.
 	AITimeout time.Duration
+	// MaxTime bounds the loop's wall time; 0 means no bound.
+	MaxTime time.Duration
 	// AIOutput is the format of the AI CLI's output (outputFormats).
 	AIOutput string
 	// MaxCost (US dollars) and MaxTokens bound the loop's spending; 0
@@ -379,7 +406,8 @@ func resolve(inv *invocation, getenv func(string) string, cwd string) (*settings
 	s.Gates = first(layers, func(l *layer) *[]string { return l.Gates }, nil)
 	s.Context = first(layers, func(l *layer) *[]string { return l.Context }, nil)
 	s.Prompts = first(layers, func(l *layer) *string { return l.Prompts }, filepath.Join(s.Workspace, "prompts", s.Procedure))
-	s.AITimeout = time.Duration(first(layers, func(l *layer) *duration { return l.AITimeout }, 0))
+	s.AITimeout = time.Duration(first(layers, func(l *layer) *duration { return l.AITimeout }, duration(defaultAITimeout)))
+	s.MaxTime = time.Duration(first(layers, func(l *layer) *duration { return l.MaxTime }, 0))
 	s.AIOutput = first(layers, func(l *layer) *string { return l.AIOutput }, formatAuto)
 	s.MaxCost = first(layers, func(l *layer) *float64 { return l.MaxCost }, 0)
 	s.MaxTokens = first(layers, func(l *layer) *int64 { return l.MaxTokens }, 0)
@@ -388,7 +416,7 @@ func resolve(inv *invocation, getenv func(string) string, cwd string) (*settings
 	s.GateTimeout = time.Duration(first(layers, func(l *layer) *duration { return l.GateTimeout }, 0))
 	s.Git = first(layers, func(l *layer) *string { return l.Git }, gitOff)
 	s.LimitsFromFlags = inv.flags.MaxIterations != nil || inv.flags.FailureThreshold != nil ||
-		inv.flags.MaxCost != nil || inv.flags.MaxTokens != nil
+		inv.flags.MaxCost != nil || inv.flags.MaxTokens != nil || inv.flags.MaxTime != nil
 	return s, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,7 +166,9 @@ func TestResolveAITimeout(t *testing.T) {
 		global    string
 		want      time.Duration
 	}{
-		{name: "none_by_default", want: 0},
+		// Issue 32: an AI CLI can wait forever (Codex offline); catches a
+		// default of none.
+		{name: "30m_by_default", want: 30 * time.Minute},
 		{name: "global_config", global: `{"ai_timeout": "1m"}`, want: time.Minute},
 		{name: "global_procedure_over_global_top_level", global: `{"ai_timeout": "1m", "procedures": {"build": {"ai_timeout": "2m"}}}`, want: 2 * time.Minute},
 		{name: "workspace_over_global", workspace: `{"ai_timeout": "90s"}`, global: `{"procedures": {"build": {"ai_timeout": "2m"}}}`, want: 90 * time.Second},
@@ -364,5 +367,47 @@ func TestAssemblePrompt(t *testing.T) {
 	_, err = assemblePrompt(filepath.Join(dir, "p"), nil, dir)
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing phase file: err = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestREADMEConfig (issue 32): the README's own example config works: read
+// from the README, it resolves for the procedures it names, and
+// default_iterations inside procedures.<name> sets that procedure's
+// iteration limit. Catches default_iterations refused there as an unknown
+// field, or ignored.
+func TestREADMEConfig(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var config string
+	for _, block := range strings.Split(string(readme), "```json\n")[1:] {
+		block = block[:strings.Index(block, "```")]
+		if strings.Contains(block, `"procedures"`) {
+			config = block
+			break
+		}
+	}
+	if config == "" {
+		t.Fatal("README has no example config with procedures")
+	}
+	for _, tt := range []struct {
+		procedure string
+		want      int
+	}{{"build", 10}, {"plan", 1}, {"other", 5}} {
+		ws := t.TempDir()
+		writeFile(t, filepath.Join(ws, ".agentloop", "config.json"), config)
+		inv, err := parseArgs([]string{tt.procedure}, ws, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{"AGENTLOOP_GLOBAL_CONFIG": filepath.Join(ws, "none.json")}
+		s, err := resolve(inv, func(k string) string { return env[k] }, ws)
+		if err != nil {
+			t.Fatalf("the README's config: %v", err)
+		}
+		if s.MaxIterations != tt.want {
+			t.Errorf("%s: MaxIterations = %d, want %d", tt.procedure, s.MaxIterations, tt.want)
+		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/examples/internal/e2etest"
 	"github.com/refine-go/refine/examples/internal/textfmt"
 )
 
@@ -289,7 +290,8 @@ func TestEveryIterationFailed(t *testing.T) {
 		"WARNING: AI CLI failed (exit 1), consecutive failures: 2/3",
 		"Iteration 2/2 completed in D",
 		"Reached max iterations: 2 (total: D)",
-		"ERROR: every iteration failed (2 of 2); the last: AI CLI failed (exit 1)",
+		// The CLI's own reason, the last line of its stderr (issue 32).
+		"ERROR: every iteration failed (2 of 2); the last: AI CLI failed (exit 1): fakeai: failing iteration 2",
 	)
 	checkRun(t, got, exitError, want)
 
@@ -678,14 +680,23 @@ func TestResumeAfterCrash(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	cmd, _, _, child := f.hang("build", "--max-iterations", "7")
+	pgid, err := syscall.Getpgid(child)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd.Process.Kill() // a crash: no chance to clean up
-	// The fake AI CLI outlives a crashed agentloop, holding its output
-	// pipes: end its process group.
-	if pgid, err := syscall.Getpgid(child); err == nil {
-		syscall.Kill(-pgid, syscall.SIGKILL)
+	// The AI CLI and its child die with agentloop (rule: no command
+	// outlives its orchestrator; catches an AI CLI started without xcmd's
+	// watchdog, whose child the parent-death signal does not reach).
+	for deadline := time.Now().Add(30 * time.Second); len(e2etest.GroupMembers(pgid)) > 0; {
+		if time.Now().After(deadline) {
+			t.Errorf("processes %v of the AI CLI's group outlived agentloop, killed", e2etest.GroupMembers(pgid))
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	cmd.Wait()
-	waitGone(t, child)
 
 	if st := f.summaryFile(); st["status"] != "running" || st["iteration"] != 5.0 {
 		t.Errorf("state after a crash: %v", st)
@@ -1331,7 +1342,7 @@ func TestJSONResult(t *testing.T) {
 		{
 			name: "every_iteration_failed", env: map[string]string{"FAKEAI_FAIL_ON": "1"}, args: []string{"build", "--max-iterations", "1"}, wantCode: exitError,
 			want: map[string]any{"status": "max_iterations", "iterations": 1.0, "succeeded": 0.0, "exit_code": 1.0,
-				"last_error": "AI CLI failed (exit 1)"},
+				"last_error": "AI CLI failed (exit 1): fakeai: failing iteration 1"},
 		},
 	}
 	for _, tt := range tests {

@@ -64,7 +64,7 @@ func (a *agent) git(ctx context.Context, args ...string) (string, error) {
 	stdout.Max, stderr.Max = 64<<10, 4<<10
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	xcmd.Prepare(cmd, killGrace)
-	err := cmd.Start()
+	err := xcmd.Start(cmd)
 	if err == nil {
 		err = xcmd.Wait(cmd)
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -200,8 +202,11 @@ func (l *loopRun) run() int {
 		iterate.WithLogger(l.log),
 		iterate.WithObserver(rep.observe),
 	}
-	if set.MaxCost > 0 || set.MaxTokens > 0 {
-		opts = append(opts, iterate.WithBudget(budget.Limits{Cost: set.MaxCost, Tokens: set.MaxTokens}))
+	if set.MaxCost > 0 || set.MaxTokens > 0 || set.MaxTime > 0 {
+		opts = append(opts, iterate.WithBudget(budget.Limits{Cost: set.MaxCost, Tokens: set.MaxTokens, Wall: set.MaxTime}))
+	}
+	if set.MaxTime > 0 {
+		ag.deadline = time.Now().Add(set.MaxTime)
 	}
 	if persist {
 		flags := iterate.Cleanup
@@ -251,7 +256,7 @@ func (l *loopRun) run() int {
 	case allFailed(res, rep.lastErr):
 		// Seed 004 counts the iterations below the failure threshold as
 		// done; a run that never succeeded did nothing, and says so.
-		out.error(fmt.Sprintf("every iteration failed (%d of %d); the last: %v", res.Iterations, res.Iterations, rep.lastErr))
+		out.error(fmt.Sprintf("every iteration failed (%d of %d); the last: %s", res.Iterations, res.Iterations, withReason(rep.lastErr)))
 		return exitError
 	case res.Status == iterate.MaxIterations || res.Status == iterate.BudgetExhausted || res.Status.Success():
 		// A limit the user set (iterations, spending) or the AI CLI's word

@@ -327,7 +327,7 @@ func writeResult(w io.Writer, code int, res *iterate.Result[loopState], err erro
 		r.Error = errLine
 	}
 	if rep != nil && rep.lastErr != nil {
-		r.LastError = rep.lastErr.Error()
+		r.LastError = withReason(rep.lastErr)
 	}
 	data, _ := json.Marshal(r) // plain fields: cannot fail
 	fmt.Fprintf(w, "%s\n", data)

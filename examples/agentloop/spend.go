@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/refine-go/refine/budget"
 )
@@ -16,14 +18,17 @@ const (
 	// and Codex whose format it matches, else plain text.
 	formatAuto = "auto"
 	// formatClaude is Claude Code's `claude -p --output-format json` (one
-	// result object) or `--output-format stream-json` (JSON lines, the
-	// last of them the result object).
+	// result object) or `--output-format stream-json --verbose` (JSON
+	// lines: the assistant's messages with their usage, then the result
+	// object).
 	formatClaude = "claude"
 	// formatCodex is Codex's `codex exec --json`: JSON lines of events,
 	// each turn.completed carrying the turn's token usage.
 	formatCodex = "codex"
-	// formatGemini is Gemini CLI's `gemini -p ... --output-format json`:
-	// one object with the response and stats per model.
+	// formatGemini is Gemini CLI's `gemini -p ... --output-format json`
+	// (one object with the response and stats per model) or
+	// `--output-format stream-json` (JSON lines of events, the last a
+	// result with the run's stats).
 	formatGemini = "gemini"
 	// formatText reads nothing: the output is plain text.
 	formatText = "text"
@@ -46,6 +51,14 @@ type aiReport struct {
 	// Cost is what the call cost in US dollars, when the CLI says (HasCost).
 	Cost    float64
 	HasCost bool
+	// Counted is true when Input, Output and Cost are the CLI's own count
+	// of what the run spent, zero included (a run that never reached the
+	// model); false when the output does not say (a Codex run stopped in
+	// the middle of a turn, whose usage comes only at the turn's end).
+	Counted bool
+	// Reason is the CLI's own reason for a failure ("Not logged in ·
+	// Please run /login", "API Error: ..."), "" when it gives none.
+	Reason string
 }
 
 // usage is the report as the budget's usage: input and output tokens, and
@@ -90,6 +103,40 @@ func parseOutput(format string, out []byte) aiReport {
 		}
 	}
 	return aiReport{Text: string(out)}
+}
+
+// maxReason bounds the length of a CLI's reason for a failure.
+const maxReason = 300
+
+// oneLine makes s a reason: its lines joined, its spaces squeezed, cut at
+// maxReason bytes (on a rune boundary).
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= maxReason {
+		return s
+	}
+	cut := maxReason
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// stderrReason returns the reason a CLI gives on its standard error for a
+// failure: the message of a JSON error object ({"error": {"message": ...}},
+// Gemini CLI's in --output-format json), else the last line that is not
+// blank.
+func stderrReason(stderr []byte) string {
+	for _, obj := range jsonLines(stderr) {
+		var e struct {
+			Message string `json:"message"`
+		}
+		if field(obj, "error", &e) && e.Message != "" {
+			return oneLine(e.Message)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
+	return oneLine(lines[len(lines)-1])
 }
 
 // jsonLines returns the JSON objects of out: the whole output when it is
@@ -142,22 +189,36 @@ func field(obj map[string]json.RawMessage, key string, v any) bool {
 
 // claudeResult is the result object of Claude Code's JSON output.
 type claudeResult struct {
-	Type         string   `json:"type"`
-	Subtype      string   `json:"subtype"`
-	IsError      bool     `json:"is_error"`
-	Result       string   `json:"result"`
-	TotalCostUSD *float64 `json:"total_cost_usd"`
-	Usage        *struct {
-		InputTokens              int64 `json:"input_tokens"`
-		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-		OutputTokens             int64 `json:"output_tokens"`
-	} `json:"usage"`
+	Type         string       `json:"type"`
+	Subtype      string       `json:"subtype"`
+	IsError      bool         `json:"is_error"`
+	Result       string       `json:"result"`
+	Errors       []string     `json:"errors"`
+	TotalCostUSD *float64     `json:"total_cost_usd"`
+	Usage        *claudeUsage `json:"usage"`
 }
 
-// parseClaude reads the last result object of Claude Code's output: its
-// cost (total_cost_usd) and its tokens, the input being the uncached
-// input tokens plus those written to and read from the prompt cache.
+// claudeUsage is the usage of Claude's messages and results.
+type claudeUsage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+}
+
+// input is the uncached input plus the input written to and read from the
+// prompt cache.
+func (u claudeUsage) input() int64 {
+	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
+// parseClaude reads Claude Code's output. Its last result object gives
+// the run's cost (total_cost_usd) and tokens, and its reason when it is an
+// error (is_error: the result's text). Without one (a stream-json run
+// interrupted or timed out before its end), the run spent what its
+// assistant messages reported: each message counted once, though
+// stream-json prints it once per content block, with the largest count
+// any of its lines gives.
 func parseClaude(out []byte) (aiReport, bool) {
 	objs := jsonLines(out)
 	for i := len(objs) - 1; i >= 0; i-- {
@@ -170,27 +231,94 @@ func parseClaude(out []byte) (aiReport, bool) {
 		if json.Unmarshal(raw, &res) != nil || (res.TotalCostUSD == nil && res.Usage == nil) {
 			continue
 		}
-		r := aiReport{Text: res.Result}
+		r := aiReport{Text: res.Result, Counted: true}
 		if res.Usage != nil {
-			u := res.Usage
-			r.Input = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-			r.Output = u.OutputTokens
+			r.Input, r.Output = res.Usage.input(), res.Usage.OutputTokens
 		}
 		if res.TotalCostUSD != nil && *res.TotalCostUSD >= 0 {
 			r.Cost, r.HasCost = *res.TotalCostUSD, true
 		}
+		if res.IsError {
+			r.Reason = oneLine(res.Result)
+			if r.Reason == "" {
+				r.Reason = oneLine(res.Subtype + " " + strings.Join(res.Errors, "; "))
+			}
+		}
 		return r, validReport(r)
 	}
-	return aiReport{}, false
+	// No result: the assistant messages' usage.
+	seen := map[string]claudeUsage{}
+	var order []string
+	var r aiReport
+	for _, obj := range objs {
+		var typ string
+		var msg struct {
+			ID      string       `json:"id"`
+			Usage   *claudeUsage `json:"usage"`
+			Content []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if !field(obj, "type", &typ) || typ != "assistant" || !field(obj, "message", &msg) || msg.Usage == nil {
+			continue
+		}
+		for _, c := range msg.Content {
+			if c.Type == "text" && c.Text != "" {
+				r.Text = c.Text
+			}
+		}
+		id := msg.ID
+		if id == "" { // no id to tell its lines apart: each line a message
+			id = strconv.Itoa(len(order))
+		}
+		u, ok := seen[id]
+		if !ok {
+			order = append(order, id)
+		}
+		seen[id] = claudeUsage{max(u.InputTokens, msg.Usage.InputTokens), max(u.CacheCreationInputTokens, msg.Usage.CacheCreationInputTokens),
+			max(u.CacheReadInputTokens, msg.Usage.CacheReadInputTokens), max(u.OutputTokens, msg.Usage.OutputTokens)}
+	}
+	if len(order) == 0 {
+		return aiReport{}, false
+	}
+	for _, id := range order {
+		r.Input += seen[id].input()
+		r.Output += seen[id].OutputTokens
+	}
+	r.Counted = true
+	return r, validReport(r)
 }
 
-// parseGemini reads Gemini CLI's JSON output: the response, and the tokens
-// of every model in stats.models (input: prompt; output: candidates and
-// thoughts). Gemini CLI reports no cost.
+// parseGemini reads Gemini CLI's output. Gemini CLI reports no cost.
+//
+// In --output-format json, one object: the response and the tokens of
+// every model in stats.models (input: prompt and tool, the tool-use
+// prompt; output: candidates and thoughts), or an error object
+// ({"error": {"message": ...}}) with no stats: the run spent nothing that
+// it reports.
+//
+// In --output-format stream-json, JSON lines of events: the assistant's
+// messages (the answer is their text since the last user message, deltas
+// joined), error events, and a result event with the run's stats
+// (input_tokens; output: the rest of total_tokens, thoughts and tool
+// included) and, when it failed, its error.
 func parseGemini(out []byte) (aiReport, bool) {
 	objs := jsonLines(out)
-	if len(objs) != 1 {
-		return aiReport{}, false
+	if len(objs) == 1 {
+		if r, ok := parseGeminiJSON(objs[0]); ok {
+			return r, true
+		}
+	}
+	return parseGeminiStream(objs)
+}
+
+func parseGeminiJSON(obj map[string]json.RawMessage) (aiReport, bool) {
+	var e struct {
+		Message string `json:"message"`
+	}
+	if _, hasStats := obj["stats"]; !hasStats && field(obj, "error", &e) && e.Message != "" {
+		return aiReport{Counted: true, Reason: oneLine(e.Message)}, true
 	}
 	var stats struct {
 		Models map[string]struct {
@@ -198,31 +326,112 @@ func parseGemini(out []byte) (aiReport, bool) {
 				Prompt     int64 `json:"prompt"`
 				Candidates int64 `json:"candidates"`
 				Thoughts   int64 `json:"thoughts"`
+				Tool       int64 `json:"tool"`
 			} `json:"tokens"`
 		} `json:"models"`
 	}
-	if !field(objs[0], "stats", &stats) || stats.Models == nil {
+	if !field(obj, "stats", &stats) || stats.Models == nil {
 		return aiReport{}, false
 	}
-	var r aiReport
-	field(objs[0], "response", &r.Text)
+	r := aiReport{Counted: true}
+	field(obj, "response", &r.Text)
+	if field(obj, "error", &e) {
+		r.Reason = oneLine(e.Message)
+	}
 	for _, m := range stats.Models {
-		r.Input += m.Tokens.Prompt
+		r.Input += m.Tokens.Prompt + m.Tokens.Tool
 		r.Output += m.Tokens.Candidates + m.Tokens.Thoughts
 	}
 	return r, validReport(r)
 }
 
+func parseGeminiStream(objs []map[string]json.RawMessage) (aiReport, bool) {
+	var r aiReport
+	var text strings.Builder
+	started := false
+	for _, obj := range objs {
+		var typ string
+		field(obj, "type", &typ)
+		switch typ {
+		case "init":
+			var model string
+			started = started || field(obj, "model", &model)
+		case "message":
+			var m struct {
+				Role    string `json:"role"`
+				Content string `json:"content"`
+				Delta   bool   `json:"delta"`
+			}
+			if !field(obj, "message", new(json.RawMessage)) && field(obj, "role", &m.Role) {
+				field(obj, "content", &m.Content)
+				field(obj, "delta", &m.Delta)
+				switch {
+				case m.Role == "user":
+					text.Reset()
+				case m.Role == "assistant" && !m.Delta && text.Len() > 0:
+					text.WriteString("\n")
+					fallthrough
+				case m.Role == "assistant":
+					text.WriteString(m.Content)
+				}
+			}
+		case "error":
+			var e struct {
+				Severity string `json:"severity"`
+				Message  string `json:"message"`
+			}
+			if field(obj, "severity", &e.Severity) && field(obj, "message", &e.Message) && e.Severity == "error" {
+				r.Reason = oneLine(e.Message)
+			}
+		case "result":
+			var st struct {
+				TotalTokens  int64 `json:"total_tokens"`
+				InputTokens  int64 `json:"input_tokens"`
+				OutputTokens int64 `json:"output_tokens"`
+			}
+			var status string
+			if !field(obj, "status", &status) || !field(obj, "stats", &st) {
+				continue
+			}
+			var e struct {
+				Message string `json:"message"`
+			}
+			if field(obj, "error", &e) && e.Message != "" {
+				r.Reason = oneLine(e.Message)
+			}
+			r.Input = st.InputTokens
+			r.Output = max(st.OutputTokens, st.TotalTokens-st.InputTokens)
+			r.Counted = true
+		}
+	}
+	if !started && !r.Counted {
+		return aiReport{}, false
+	}
+	// Started but no result: the run was stopped, or failed, before its
+	// end; stream-json reports no usage until then.
+	r.Text = text.String()
+	return r, validReport(r)
+}
+
 // parseCodex reads the events of `codex exec --json`: the usage of every
-// turn.completed (input_tokens, cached ones included, and output_tokens)
-// and the text of the last agent_message item. Codex reports no cost.
+// turn.completed (input_tokens, cached ones included, and output_tokens),
+// the text of the last agent_message item, and the message of the last
+// error or turn.failed event. Codex reports no cost, and a turn's usage
+// only at its end: the usage of a run stopped in the middle of a turn is
+// unknown (Counted is false), unless the turn has had nothing back from
+// the model (no item completed: Codex offline, waiting for the network),
+// when it spent nothing.
 func parseCodex(out []byte) (aiReport, bool) {
 	var r aiReport
-	turns := 0
+	events, items := 0, false
+	open := false // a turn started and not ended
 	for _, obj := range jsonLines(out) {
 		var typ string
 		field(obj, "type", &typ)
 		switch typ {
+		case "thread.started", "turn.started":
+			events++
+			open = open || typ == "turn.started"
 		case "turn.completed":
 			var u struct {
 				InputTokens  int64 `json:"input_tokens"`
@@ -231,19 +440,38 @@ func parseCodex(out []byte) (aiReport, bool) {
 			if field(obj, "usage", &u) {
 				r.Input += u.InputTokens
 				r.Output += u.OutputTokens
-				turns++
+				events++
+				open, items = false, false
+			}
+		case "turn.failed":
+			var e struct {
+				Message string `json:"message"`
+			}
+			if field(obj, "error", &e) {
+				r.Reason = oneLine(e.Message)
+				events++
+			}
+		case "error":
+			var msg string
+			if field(obj, "message", &msg) {
+				r.Reason = oneLine(msg)
+				events++
 			}
 		case "item.completed":
 			var item struct {
 				Type string `json:"type"`
 				Text string `json:"text"`
 			}
-			if field(obj, "item", &item) && item.Type == "agent_message" {
-				r.Text = item.Text
+			if field(obj, "item", &item) {
+				items = true
+				if item.Type == "agent_message" {
+					r.Text = item.Text
+				}
 			}
 		}
 	}
-	return r, turns > 0 && validReport(r)
+	r.Counted = !(open && items)
+	return r, events > 0 && validReport(r)
 }
 
 // validReport rejects negative counts, which no CLI reports.

@@ -15,12 +15,12 @@ import (
 func TestParseOutput(t *testing.T) {
 	claude := aiReport{Format: formatClaude,
 		Text:  "Closed the gap: parsePlan reports a malformed heading with its line number; go test ./... passes.\n\n<promise>COMPLETE</promise>",
-		Input: 31 + 18342 + 120517, Output: 2874, Cost: 0.18420315, HasCost: true}
+		Input: 31 + 18342 + 120517, Output: 2874, Cost: 0.18420315, HasCost: true, Counted: true}
 	claudeStream := aiReport{Format: formatClaude, Text: "Added the missing test for the empty plan.",
-		Input: 12 + 6120 + 40210, Output: 911, Cost: 0.0513, HasCost: true}
-	codex := aiReport{Format: formatCodex, Text: "Fixed the off-by-one in the pager; the tests pass.", Input: 24763, Output: 1122}
+		Input: 12 + 6120 + 40210, Output: 911, Cost: 0.0513, HasCost: true, Counted: true}
+	codex := aiReport{Format: formatCodex, Text: "Fixed the off-by-one in the pager; the tests pass.", Input: 24763, Output: 1122, Counted: true}
 	gemini := aiReport{Format: formatGemini, Text: "Refactored the config loader and added table tests. DONE",
-		Input: 24939 + 1200, Output: 20 + 154 + 80}
+		Input: 24939 + 500 + 1200, Output: 20 + 154 + 80, Counted: true}
 	plain := read(t, "plain.txt")
 	tests := []struct {
 		file, format string
@@ -62,7 +62,6 @@ func TestParseOutputEdges(t *testing.T) {
 		"claude_result_no_cost": `{"type":"result","result":"hi"}`,
 		"claude_negative":       `{"type":"result","total_cost_usd":0.1,"usage":{"input_tokens":-5,"output_tokens":1}}`,
 		"gemini_no_models":      `{"response":"hi","stats":{}}`,
-		"codex_no_turn":         `{"type":"thread.started","thread_id":"x"}` + "\n" + `{"type":"turn.started"}`,
 		"cut_json":              `{"type":"result","total_cost_usd":0.1,"usage":{"input_tok`,
 		"json_array":            `[{"type":"result","total_cost_usd":0.1}]`,
 	} {
@@ -79,7 +78,7 @@ func TestParseOutputEdges(t *testing.T) {
 	}
 	// A notice before a pretty-printed object does not hide it.
 	out = "Loaded cached credentials.\n" + read(t, "gemini.json")
-	if got := parseOutput(formatAuto, []byte(out)); got.Format != formatGemini || got.Input != 24939+1200 {
+	if got := parseOutput(formatAuto, []byte(out)); got.Format != formatGemini || got.Input != 24939+500+1200 {
 		t.Errorf("gemini after a notice: %+v", got)
 	}
 	if err := validOutputFormat("--ai-output", "claude"); err != nil {
@@ -87,6 +86,73 @@ func TestParseOutputEdges(t *testing.T) {
 	}
 	if err := validOutputFormat("--ai-output", "gpt"); err == nil || !strings.Contains(err.Error(), "auto, claude, codex, gemini, text") {
 		t.Errorf("validOutputFormat(gpt) = %v", err)
+	}
+}
+
+// TestParseOutputSpendAndReason (issue 32): what a run stopped or failed
+// before its end spent, and the CLI's own reason for a failure, from the
+// CLIs' recorded outputs.
+func TestParseOutputSpendAndReason(t *testing.T) {
+	tests := []struct {
+		name, file, format string
+		want               aiReport
+	}{
+		// Rule: a Claude stream-json run that never printed its result
+		// spent what its assistant messages reported, each message id
+		// counted once with its largest count. Catches charging only the
+		// result line (nothing here), and counting a message once per
+		// line (twice the tokens).
+		{"claude_stream_interrupted", "claude-stream-interrupted.jsonl", formatAuto, aiReport{Format: formatClaude,
+			Text:  "The heading check is missing; fixing parsePlan.",
+			Input: (4 + 21034) + (6 + 412 + 21034), Output: 96 + 187, Counted: true}},
+		// Rule: Claude's reason for an error result is surfaced, and a
+		// run that reached no model spent nothing.
+		{"claude_not_logged_in", "claude-not-logged-in.json", formatAuto, aiReport{Format: formatClaude,
+			Text: "Not logged in · Please run /login", HasCost: true, Counted: true, Reason: "Not logged in · Please run /login"}},
+		{"claude_api_error", "claude-api-error.jsonl", formatClaude, aiReport{Format: formatClaude,
+			Text: "API Error: Unable to connect to API (ConnectionRefused)", HasCost: true, Counted: true,
+			Reason: "API Error: Unable to connect to API (ConnectionRefused)"}},
+		// Rule: Gemini's stream-json is read; its result's total_tokens is
+		// charged whole (thoughts and tool tokens included). Catches
+		// charging input_tokens + output_tokens only (25,113).
+		{"gemini_stream", "gemini-stream.jsonl", formatAuto, aiReport{Format: formatGemini,
+			Text:  "Running the tests first.Refactored the config loader and added table tests. DONE",
+			Input: 24939, Output: 25613 - 24939, Counted: true}},
+		{"gemini_stream_error", "gemini-stream-error.jsonl", formatGemini, aiReport{Format: formatGemini,
+			Counted: true, Reason: "[API Error: exception TypeError: fetch failed sending request]"}},
+		// Rule: Codex offline (no item back from the model) spent nothing;
+		// its last error is the reason. Catches charging the prompt
+		// estimate for it.
+		{"codex_offline", "codex-offline.jsonl", formatAuto, aiReport{Format: formatCodex, Counted: true,
+			Reason: "Reconnecting... 2/5 (stream disconnected before completion: error sending request for url (https://api.openai.com/v1/responses))"}},
+		// Rule: a Codex turn stopped after the model answered has an
+		// unknown spend (Codex counts a turn at its end): not Counted, so
+		// the prompt estimate is charged.
+		{"codex_midturn", "codex-midturn.jsonl", formatAuto, aiReport{Format: formatCodex}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := parseOutput(tt.format, []byte(read(t, tt.file)))
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("parseOutput (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStderrReason: the reason a CLI gives on stderr: Gemini's JSON error
+// object (--output-format json sends its errors there, with no stats),
+// else the last line.
+func TestStderrReason(t *testing.T) {
+	for _, tt := range []struct{ stderr, want string }{
+		{read(t, "gemini-error.stderr"), "Please set an Auth method in your /root/.gemini/settings.json or specify one of the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA"},
+		{"Loading...\nError: Not logged in\n\n", "Error: Not logged in"},
+		{"", ""},
+		{strings.Repeat("é", 400), strings.Repeat("é", 150) + "..."},
+	} {
+		if got := stderrReason([]byte(tt.stderr)); got != tt.want {
+			t.Errorf("stderrReason(%.40q) = %q, want %q", tt.stderr, got, tt.want)
+		}
 	}
 }
 

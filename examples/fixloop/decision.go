@@ -184,17 +184,23 @@ func feedbackPriority(gaps []gap.Gap) string {
 }
 
 // escalateDoc is seed 002's escalate decision, with the command that
-// answers it; gaps are the open gaps its feedback consolidates.
-func escalateDoc(taskID string, esc *iterate.Escalation, gaps []gap.Gap, resume string) obj {
+// answers it; gaps are the open gaps its feedback consolidates, diff what
+// the attempts changed in the working copy (seed 002's
+// escalation_includes_diff), left out when "".
+func escalateDoc(taskID string, esc *iterate.Escalation, gaps []gap.Gap, diff, resume string) obj {
+	context := obj{
+		{"attempts_summary", block(strings.Join(esc.Attempts, "\n"))},
+		{"pattern_detected", esc.Pattern},
+	}
+	if diff != "" {
+		context = append(context, field{"diff", block(strings.TrimSuffix(diff, "\n"))})
+	}
 	return obj{{"decision", obj{
 		{"action", "escalate"},
 		{"task_id", taskID},
 		{"iteration", esc.Iteration},
 		{"reason", esc.Reason},
-		{"context", obj{
-			{"attempts_summary", block(strings.Join(esc.Attempts, "\n"))},
-			{"pattern_detected", esc.Pattern},
-		}},
+		{"context", context},
 		{"question", block(esc.Question)},
 		{"feedback", feedbackDoc(esc.Feedback, feedbackPriority(gaps))},
 		{"resume", resume},
@@ -367,4 +373,47 @@ func gapItems(gaps []gap.Gap, limit int) []string {
 		items = append(items, d)
 	}
 	return items
+}
+
+// noAutoRetry is the policy of seed 002's auto_retry_on_test_fail and
+// auto_retry_on_review_reject when cfg turns them off: an attempt (not the
+// baseline, before which h.Iteration is 0) whose tests fail, or whose review rejects it,
+// escalates to the human at once instead of retrying.
+//
+// After the human's answer, the engine decides again before the next
+// attempt: the escalation is not repeated until an attempt was made since
+// the answer (the iteration limit moved to the answer's iteration plus
+// MaxIterations tells when it came; in the same process, the policy also
+// remembers where it escalated).
+func noAutoRetry(cfg config) converge.Policy {
+	var mu sync.Mutex
+	escalatedAt := -1
+	return converge.PolicyFunc(func(h *converge.History) converge.Decision {
+		mu.Lock()
+		defer mu.Unlock()
+		answeredAt := 0
+		if cfg.MaxIterations > 0 && h.MaxIterations > cfg.MaxIterations {
+			answeredAt = h.MaxIterations - cfg.MaxIterations
+		}
+		if h.Iteration < 1 || h.Iteration <= answeredAt || h.Iteration == escalatedAt {
+			return converge.Decision{Verdict: converge.Continue}
+		}
+		for _, g := range h.Gaps {
+			if (g.Kind == gap.TestFailure && cfg.NoRetryOnTestFail) || (g.Kind == gap.ReviewRejected && cfg.NoRetryOnReviewReject) {
+				escalatedAt = h.Iteration
+				break
+			}
+		}
+		for _, g := range h.Gaps {
+			switch {
+			case g.Kind == gap.TestFailure && cfg.NoRetryOnTestFail:
+				return converge.Decision{Verdict: converge.Escalate,
+					Reason: fmt.Sprintf("escalate: the tests failed after attempt %d and auto_retry_on_test_fail is off", h.Iteration)}
+			case g.Kind == gap.ReviewRejected && cfg.NoRetryOnReviewReject:
+				return converge.Decision{Verdict: converge.Escalate,
+					Reason: fmt.Sprintf("escalate: the review rejected attempt %d and auto_retry_on_review_reject is off", h.Iteration)}
+			}
+		}
+		return converge.Decision{Verdict: converge.Continue}
+	})
 }

@@ -66,6 +66,7 @@ type options struct {
 	workdir, patches, implementer, reviewer string
 	answer, ask, session, taskID, testArgs  string
 	noReview, report, json, clean, quiet    bool
+	retryOnTestFail, retryOnReviewReject    bool
 	resume, verbose, version                bool
 	maxIterations, feedbackLimit            int
 	tokenBudget                             int64
@@ -114,6 +115,8 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.feedbackLimit, "feedback-limit", iterate.DefaultFeedbackLimit, "bound of the synthesised feedback in `bytes`")
 	fs.Int64Var(&o.tokenBudget, "token-budget", 0, "token budget of the session (estimated tokens; 0: unlimited)")
 	fs.DurationVar(&o.taskTimeout, "task-timeout", 0, "time limit of one attempt of the implementer command (0: none)")
+	fs.BoolVar(&o.retryOnTestFail, "auto-retry-on-test-fail", true, "retry an attempt whose tests fail (seed 002's auto_retry_on_test_fail); false escalates it at once")
+	fs.BoolVar(&o.retryOnReviewReject, "auto-retry-on-review-reject", true, "retry an attempt the review rejects (seed 002's auto_retry_on_review_reject); false escalates it at once")
 	fs.StringVar(&o.answer, "answer", "", "answer to the first escalation (otherwise asked at the terminal)")
 	fs.StringVar(&o.ask, "ask", "auto", "read answers from stdin: auto (when it is a terminal), always, never")
 	fs.StringVar(&o.session, "session", "fixloop", "session `name` of the checkpoints")
@@ -246,7 +249,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		iterate.WithMaxIterations(cfg.MaxIterations),
 		iterate.WithCheckpointer(checkpoint.NewDir(filepath.Join(cfg.Workdir, stateDir))),
 		// Seed 002: proceed when the checks pass, escalate at the limit.
-		iterate.WithConvergence(converge.Any(converge.Passing{}, converge.IterationLimit{Escalate: true})),
+		// Seed 002's auto_retry_on_test_fail and auto_retry_on_review_reject,
+		// when turned off, escalate a failed attempt at once.
+		iterate.WithConvergence(converge.Any(converge.Passing{}, noAutoRetry(cfg), converge.IterationLimit{Escalate: true})),
 		// One attempt per iteration: the implementer role groups every gap.
 		// Seed 002 has a human to ask: when the same problems survive three
 		// attempts before the limit, escalate rather than stop as stuck
@@ -288,7 +293,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if res != nil {
 			open = res.History.Gaps
 		}
-		pr.print(escalateDoc(cfg.TaskID, ee.Escalation, open, hint))
+		// Seed 002's escalation_includes_diff: what the attempts changed,
+		// for the human to judge (a diff that cannot be made is left out).
+		diff, _ := treeDiff(cfg.Source, cfg.Workdir, maxDiff)
+		pr.print(escalateDoc(cfg.TaskID, ee.Escalation, open, diff, hint))
 		answer, ok := ask.next()
 		if !ok {
 			if o.report && res != nil {
@@ -403,6 +411,9 @@ func newSession(o *options, pkg string) (config, error) {
 		MaxIterations: o.maxIterations,
 		FeedbackLimit: o.feedbackLimit,
 		TokenBudget:   o.tokenBudget,
+
+		NoRetryOnTestFail:     !o.retryOnTestFail,
+		NoRetryOnReviewReject: !o.retryOnReviewReject,
 	}
 	if cfg.TaskID == "" {
 		cfg.TaskID = filepath.Base(src)
@@ -582,6 +593,12 @@ func loadSession(ctx context.Context, o *options) (config, iterate.Status, error
 	}
 	if o.set["token-budget"] {
 		cfg.TokenBudget = o.tokenBudget
+	}
+	if o.set["auto-retry-on-test-fail"] {
+		cfg.NoRetryOnTestFail = !o.retryOnTestFail
+	}
+	if o.set["auto-retry-on-review-reject"] {
+		cfg.NoRetryOnReviewReject = !o.retryOnReviewReject
 	}
 	return cfg, iterate.Status(c.Status), nil
 }

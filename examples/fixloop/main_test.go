@@ -79,6 +79,7 @@ type decisionJSON struct {
 	Context   struct {
 		AttemptsSummary string `json:"attempts_summary"`
 		PatternDetected string `json:"pattern_detected"`
+		Diff            string `json:"diff"`
 	} `json:"context"`
 	Question string `json:"question"`
 	Resume   string `json:"resume"`
@@ -402,6 +403,12 @@ func TestSeed002EscalateAndResume(t *testing.T) {
 			}
 		}
 	})
+	// Catches an escalation without the diff of what the attempts changed.
+	t.Run("seed002_escalation_includes_diff", func(t *testing.T) {
+		if !strings.HasPrefix(esc.Context.Diff, "--- a/claims.go\n+++ b/claims.go\n@@ ") {
+			t.Errorf("escalation diff = %q, want the change to claims.go", esc.Context.Diff)
+		}
+	})
 	t.Run("seed002_escalate_pattern_and_question", func(t *testing.T) {
 		if esc.Context.PatternDetected != problem {
 			t.Errorf("pattern = %q, want %q", esc.Context.PatternDetected, problem)
@@ -485,6 +492,16 @@ func TestAnswerInProcess(t *testing.T) {
 		{"empty_answer_stops", "\n", []string{"--ask", "always"}, exitEscalated,
 			[]step{{"retry", 2}, {"retry", 3}, {"escalate", 3}}},
 		{"stdin_not_a_terminal", "use number\n", nil, exitEscalated,
+			[]step{{"retry", 2}, {"retry", 3}, {"escalate", 3}}},
+		// Seed 002's auto_retry_on_test_fail off (issue 32): the first
+		// failed attempt escalates, without a retry; the answer gets one
+		// attempt, whose failure escalates again. Catches the setting
+		// ignored, and an escalation repeated before the answer's attempt.
+		{"no_auto_retry_on_test_fail", "", []string{"--auto-retry-on-test-fail=false", "--answer", "use number"}, exitEscalated,
+			[]step{{"escalate", 1}, {"retry", 2}, {"escalate", 2}}},
+		// The review approves every attempt of these patches: its setting
+		// changes nothing.
+		{"no_auto_retry_on_review_reject", "", []string{"--auto-retry-on-review-reject=false"}, exitEscalated,
 			[]step{{"retry", 2}, {"retry", 3}, {"escalate", 3}}},
 	}
 	for _, tt := range tests {

@@ -40,6 +40,11 @@ type config struct {
 	MaxIterations int   `json:"max_iterations"`
 	FeedbackLimit int   `json:"feedback_limit"`
 	TokenBudget   int64 `json:"token_budget,omitempty"`
+	// NoRetryOnTestFail and NoRetryOnReviewReject turn off seed 002's
+	// auto_retry_on_test_fail and auto_retry_on_review_reject: an attempt
+	// whose tests fail (whose review rejects it) escalates at once.
+	NoRetryOnTestFail     bool `json:"no_retry_on_test_fail,omitempty"`
+	NoRetryOnReviewReject bool `json:"no_retry_on_review_reject,omitempty"`
 }
 
 // state is the loop's state: the configuration, the attempt log and the
@@ -213,6 +218,7 @@ func (w *worker) check(ctx context.Context, attempts int) (*checks, error) {
 // input. It changes the working copy on disk and returns the attempt as
 // the outcome's Part.
 func (w *worker) Work(ctx context.Context, s state, t iterate.Task) (iterate.Outcome[state], error) {
+	t.Answer = standingAnswer(s, t)
 	a := attempt{Iteration: t.Iteration, Action: string(t.Action), Answer: t.Answer}
 	var err error
 	if w.cfg.Implementer != "" {
@@ -228,6 +234,22 @@ func (w *worker) Work(ctx context.Context, s state, t iterate.Task) (iterate.Out
 	}
 	out := iterate.Outcome[state]{Part: state{Attempts: []attempt{a}}, Usage: budget.Usage{Tokens: a.Tokens}, Output: output}
 	return out, err
+}
+
+// standingAnswer is the human's answer an attempt works under: the task's
+// (the engine gives it to the first attempt after the escalation only),
+// else that of the latest attempt that had one. A human's answer holds for
+// every attempt after it, until the next answer.
+func standingAnswer(s state, t iterate.Task) string {
+	if t.Answer != "" {
+		return t.Answer
+	}
+	for i := len(s.Attempts) - 1; i >= 0; i-- {
+		if s.Attempts[i].Answer != "" {
+			return s.Attempts[i].Answer
+		}
+	}
+	return ""
 }
 
 // applyPatch applies the n-th candidate patch.

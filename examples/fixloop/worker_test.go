@@ -50,6 +50,28 @@ func TestChecks(t *testing.T) {
 	}
 }
 
+// TestStandingAnswer (issue 32): a human's answer holds for every attempt
+// after it, not only the first one (the engine's Task.Answer), until the
+// next answer. Catches an answer passed to the first attempt only.
+func TestStandingAnswer(t *testing.T) {
+	answered := state{Attempts: []attempt{{Iteration: 1}, {Iteration: 2, Answer: "use number"}, {Iteration: 3, Answer: "use number"}, {Iteration: 4}}}
+	tests := []struct {
+		name string
+		s    state
+		task iterate.Task
+		want string
+	}{
+		{"none", state{Attempts: []attempt{{Iteration: 1}}}, iterate.Task{}, ""},
+		{"the_tasks_own", answered, iterate.Task{Answer: "use string"}, "use string"},
+		{"kept_after_the_first_attempt", answered, iterate.Task{}, "use number"},
+	}
+	for _, tt := range tests {
+		if got := standingAnswer(tt.s, tt.task); got != tt.want {
+			t.Errorf("%s: standingAnswer = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
 // TestImplementerInput: the implementer reads the feedback, then the
 // human's answer after an escalation.
 func TestImplementerInput(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/examples/internal/e2etest"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -1011,4 +1012,71 @@ func inspectSession(t *testing.T, dir string) *iterate.Report {
 		t.Fatal(err)
 	}
 	return rep
+}
+
+// TestKillLeavesNoImplementer: planrunner killed outright (kill -9) takes
+// its implementer and the implementer's children with it (rule: no
+// external command outlives its orchestrator; catches an implementer
+// started without xcmd's watchdog, whose child sleep the parent-death
+// signal does not reach).
+func TestKillLeavesNoImplementer(t *testing.T) {
+	t.Parallel()
+	path := fixture(t, "single_iteration.md")
+	dir := filepath.Dir(path)
+	cmd := exec.Command(binary, "--quiet", "--max-iterations", "1", "--parallel", "1",
+		"--implementer-cmd", script(t, "impl_orphan.sh"), path)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "ORPHAN_DIR="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pidfile := filepath.Join(dir, "1.pid")
+	var child int
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, err := os.ReadFile(pidfile)
+		if err == nil {
+			if child, err = strconv.Atoi(strings.TrimSpace(string(data))); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the implementer did not start: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	pgid, err := syscall.Getpgid(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	deadline = time.Now().Add(30 * time.Second)
+	for members := e2etest.GroupMembers(pgid); len(members) > 0; members = e2etest.GroupMembers(pgid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			t.Fatalf("processes %v of the implementer's group outlived planrunner", members)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestReportedTokensEstimateContext (issue 32): the tokens implementers
+// report are the context estimate of the phases they ran, in place of
+// budget's default per completed phase (8,000). Catches reported tokens
+// ignored (24,000 for the three phases here).
+func TestReportedTokensEstimateContext(t *testing.T) {
+	t.Parallel()
+	path := fixture(t, "single_iteration.md")
+	r := runOnEnv(t, path, []string{"IMPL_TOKENS=1000"}, "--implementer-cmd", script(t, "impl_ok.sh"))
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if s := r.summary(t, 1); !strings.Contains(s, "**Current Context Usage**: ~3,000 / ") {
+		t.Errorf("summary does not estimate the context by the reported tokens (3 × 1,000):\n%s", s)
+	}
 }

@@ -53,7 +53,10 @@ func (e *CycleError) Error() string {
 func (e *CycleError) Is(target error) bool { return target == ErrInvalidPlan }
 
 // markerComplete is the phase marker of a finished phase.
-const markerComplete = "COMPLETE"
+const (
+	markerComplete   = "COMPLETE"
+	markerInProgress = "IN PROGRESS"
+)
 
 // Plan is a parsed Markdown plan: its lines, the `### Phase N: title`
 // headings with their `- [ ]` / `- [x]` tasks and `Depends on:` lines, and
@@ -118,20 +121,46 @@ var (
 // depSepRe splits the value of a dependency line into its words.
 var depSepRe = regexp.MustCompile(`[\s,;&]+`)
 
-// parseDeps reads the value of a `Depends on:` line: phase numbers, each
-// with or without the word "Phase" ("Phase 1, Phase 3", "Phases 1 and 3",
-// "[1, 3]", "#2"), or "none" for no dependencies. Anything else ("phase
-// one", "the parser") returns why it is not a list of phases, rather than
-// being taken for no dependency at all.
+// rangeRe is a range of phases in a dependency line: "1-5" (seed 003's
+// "**Dependencies**: Phase 1-5 complete").
+var rangeRe = regexp.MustCompile(`^(\d+)[-–—](\d+)$`)
+
+// maxDepRange bounds the phases of one range ("1-99999999" is a typo).
+const maxDepRange = 1000
+
+// doneWords end a dependency list: what follows is a remark ("Phase 6
+// complete (testing relies on it)").
+var doneWords = map[string]bool{"complete": true, "completed": true, "done": true, "finished": true, "✅": true}
+
+// parseDeps reads the value of a `Depends on:` line: phase numbers or
+// ranges, each with or without the word "Phase" ("Phase 1, Phase 3",
+// "Phases 1 and 3", "[1, 3]", "#2", "Phase 1-5"), then possibly a remark
+// that starts with "complete" or "done" ("Phase 1-5 complete ✅"); or
+// "none" or "[]" for no dependencies. Anything else ("phase one", "the
+// parser") returns why it is not a list of phases, rather than being taken
+// for no dependency at all.
 func parseDeps(value string) (deps []int, msg string) {
 	value = strings.Trim(strings.TrimSpace(value), "*_`. ")
-	if strings.EqualFold(value, "none") {
+	if strings.EqualFold(value, "none") || strings.Join(strings.Fields(value), "") == "[]" {
 		return nil, ""
 	}
 	words := depSepRe.Split(strings.NewReplacer("[", " ", "]", " ", "(", " ", ")", " ").Replace(value), -1)
+words:
 	for _, w := range words {
 		w = strings.TrimPrefix(strings.Trim(w, "*_`."), "#")
 		switch lw := strings.ToLower(w); {
+		case len(deps) > 0 && doneWords[lw]:
+			break words
+		case rangeRe.MatchString(w):
+			m := rangeRe.FindStringSubmatch(w)
+			from, err1 := strconv.Atoi(m[1])
+			to, err2 := strconv.Atoi(m[2])
+			if err1 != nil || err2 != nil || from > to || to-from >= maxDepRange {
+				return nil, "not a range of phases: " + w
+			}
+			for n := from; n <= to; n++ {
+				deps = append(deps, n)
+			}
 		case lw == "" || lw == "phase" || lw == "phases" || lw == "and":
 		case numberRe.FindString(w) == w:
 			n, err := strconv.Atoi(w)
@@ -413,6 +442,22 @@ func (p *Plan) Status() (string, bool) {
 	return strings.Trim(m[2], "[] "), true
 }
 
+// started reports whether work on the plan has begun: a phase is marked
+// [COMPLETE] or a task is checked.
+func (p *Plan) started() bool {
+	for _, ph := range p.Phases {
+		if strings.EqualFold(ph.Marker, markerComplete) {
+			return true
+		}
+		for _, t := range ph.Tasks {
+			if t.Done {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // SetStatus sets the value of the **Status** line, keeping its brackets if
 // it had them. It reports whether the line changed.
 func (p *Plan) SetStatus(value string) bool {
@@ -584,6 +629,9 @@ func (p *Plan) Recover() Recovery {
 			status = markerComplete
 		} else if strings.EqualFold(status, markerComplete) {
 			rec.Warnings = append(rec.Warnings, "plan status is COMPLETE but some phases are incomplete")
+		} else if p.started() && !strings.EqualFold(status, markerInProgress) && !strings.EqualFold(status, "BLOCKED") {
+			rec.StatusChanged = p.SetStatus(markerInProgress)
+			status = markerInProgress
 		}
 		rec.Status = status
 	}

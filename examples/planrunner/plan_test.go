@@ -68,7 +68,11 @@ func TestParsePlan(t *testing.T) {
 				"### Phase 3: C\nDepends on: Phase 1, Phase 2\n- [ ] c\n\n" +
 				"### Phase 4: D\n**Dependencies**: [1, 3]\n- [ ] d\n\n" +
 				"### Phase 5: E\n- Depends on: none\n- [ ] e\n\n" +
-				"### Phase 6: F\n*Depends on*: Phases 2 and 4 (#5).\n- [ ] f\n",
+				"### Phase 6: F\n*Depends on*: Phases 2 and 4 (#5).\n- [ ] f\n" +
+				// Issue 32: seed 003's own plan writes these.
+				"### Phase 7: G\n**Dependencies**: []\n- [ ] g\n\n" +
+				"### Phase 8: H\n**Dependencies**: Phase 1-5 complete ✅\n- [ ] h\n\n" +
+				"### Phase 9: I\n**Dependencies**: Phase 6 complete (testing relies on rate limit coordination working)\n- [ ] i\n",
 			wantTitle: "T",
 			want: []phaseView{
 				{Num: 1, Title: "A", Tasks: []string{"  a"}},
@@ -77,6 +81,9 @@ func TestParsePlan(t *testing.T) {
 				{Num: 4, Title: "D", Deps: []int{1, 3}, Tasks: []string{"  d"}},
 				{Num: 5, Title: "E", Tasks: []string{"  e"}},
 				{Num: 6, Title: "F", Deps: []int{2, 4, 5}, Tasks: []string{"  f"}},
+				{Num: 7, Title: "G", Tasks: []string{"  g"}},
+				{Num: 8, Title: "H", Deps: []int{1, 2, 3, 4, 5}, Tasks: []string{"  h"}},
+				{Num: 9, Title: "I", Deps: []int{6}, Tasks: []string{"  i"}},
 			},
 		},
 		{
@@ -138,6 +145,10 @@ func TestParsePlanErrors(t *testing.T) {
 		{"depends_on_prose", "### Phase 1: A\n- [ ] a\n### Phase 2: B\n- Depends on: the parser, Phase 1\n- [ ] b\n", 4,
 			`malformed dependency line "- Depends on: the parser, Phase 1": "the" is not a phase number`},
 		{"depends_on_empty", "### Phase 1: A\n- [ ] a\n### Phase 2: B\n**Dependencies**:\n- [ ] b\n", 4, "it names no phase"},
+		{"depends_backward_range", "### Phase 1: A\n- [ ] a\n### Phase 2: B\nDepends on: Phase 5-1\n- [ ] b\n", 4,
+			`not a range of phases: 5-1`},
+		{"depends_remark_first", "### Phase 1: A\n- [ ] a\n### Phase 2: B\nDepends on: complete 1\n- [ ] b\n", 4,
+			`"complete" is not a phase number`},
 		{"depends_out_of_range", "### Phase 1: A\n- [ ] a\n### Phase 2: B\nDepends on: Phase 99999999999999999999\n- [ ] b\n", 4,
 			"dependency out of range"},
 	}
@@ -281,6 +292,20 @@ func TestRecover(t *testing.T) {
 			want: Recovery{Total: 5, MarkedAfter: 3, Recovered: []int{1, 2, 3}, Status: "IN PROGRESS"},
 			wantText: head + "### Phase 1: A [COMPLETE]\n- [x] a\n### Phase 2: B [COMPLETE]\n- [x] b\n### Phase 3: C [COMPLETE]\n- [x] c\n" +
 				"### Phase 4: D\n- [x] d1\n- [ ] d2\n### Phase 5: E\n- [ ] e\n",
+		},
+		// Issue 32: a plan whose work has begun is IN PROGRESS (seed 003:
+		// "Plan metadata remains IN PROGRESS"). Catches a status left
+		// NOT STARTED.
+		{
+			name:     "started_plan_becomes_in_progress",
+			text:     "# P\n\n- **Status**: [NOT STARTED]\n\n### Phase 1: A\n- [x] a\n- [ ] b\n",
+			want:     Recovery{Total: 1, Status: "IN PROGRESS", StatusChanged: true},
+			wantText: "# P\n\n- **Status**: [IN PROGRESS]\n\n### Phase 1: A\n- [x] a\n- [ ] b\n",
+		},
+		{
+			name: "unstarted_plan_keeps_its_status",
+			text: "# P\n\n- **Status**: [NOT STARTED]\n\n### Phase 1: A\n- [ ] a\n",
+			want: Recovery{Total: 1, Status: "NOT STARTED"},
 		},
 		{
 			name:     "in_progress_marker_replaced",

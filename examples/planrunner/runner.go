@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -376,6 +377,32 @@ func analyze(_ context.Context, a gap.Assessment, _ gap.Thresholds) ([]gap.Gap, 
 		gaps = append(gaps, g)
 	}
 	return gaps, nil
+}
+
+// contextTokens estimates the context an iteration used: the tokens the
+// implementers reported, plus budget's default for each completed phase
+// (or, in file mode, item) whose implementer did not report any, plus
+// budget's default for each remaining one.
+func contextTokens(rec *IterationRecord, remaining int) int64 {
+	var reported int64
+	unreported := rec.CompletedNow
+	for _, ph := range rec.Phases {
+		if ph.Tokens <= 0 {
+			continue
+		}
+		reported += ph.Tokens
+		switch {
+		case rec.FileMode:
+			unreported -= len(ph.Checked)
+		case ph.Complete && ph.Err == "":
+			unreported--
+		}
+	}
+	est := budget.EstimateContext(max(unreported, 0), remaining, 0, 0)
+	if reported > math.MaxInt64-est {
+		return math.MaxInt64
+	}
+	return reported + est
 }
 
 // capacity returns how many of the remaining phases one iteration can
@@ -799,7 +826,7 @@ func (r *runner) Integrate(_ context.Context, s State, outs []iterate.Outcome[St
 		}
 		remaining = len(rest)
 	}
-	rec.ContextTokens = budget.EstimateContext(rec.CompletedNow, remaining, 0, 0)
+	rec.ContextTokens = contextTokens(&rec, remaining)
 	rec.ContextExhausted = sch.contextCut || r.window.Exhausted(rec.ContextTokens)
 
 	if err := os.MkdirAll(r.summaries, 0o755); err != nil {

@@ -2,7 +2,6 @@ package xcmd
 
 import (
 	"os/exec"
-	"sync"
 	"time"
 )
 
@@ -11,10 +10,10 @@ import (
 // Ctrl+C to feel prompt.
 const DefaultGrace = 3 * time.Second
 
-// Run starts cmd, which [Prepare] has configured, and waits for it with
-// [Wait]. Its error is that of exec.Cmd.Run.
+// Run starts cmd, which [Prepare] has configured, with [Start] and waits
+// for it with [Wait]. Its error is that of exec.Cmd.Run.
 func Run(cmd *exec.Cmd) error {
-	if err := cmd.Start(); err != nil {
+	if err := Start(cmd); err != nil {
 		return err
 	}
 	return Wait(cmd)
@@ -29,28 +28,24 @@ func Run(cmd *exec.Cmd) error {
 // period to exit, even if the command exits first: sh -c exits at once,
 // the program it started may need the time to save its work.
 //
-// A command prepared by Prepare must be waited for with Wait (or run with
-// Run), not with exec.Cmd.Wait alone.
+// A command prepared by Prepare must be started with [Start] and waited
+// for with Wait (or run with Run), not with exec.Cmd's methods.
 func Wait(cmd *exec.Cmd) error {
-	defer cancelled.Delete(cmd)
+	defer release(cmd)
 	if waitExited(cmd) {
-		if _, ok := cancelled.Load(cmd); !ok {
-			// The command is a zombie until cmd.Wait reaps it: its
-			// group id cannot have been reused.
+		if _, ok := cancelledAt(cmd); !ok {
+			// The group's leader, the watchdog (or the command, a
+			// zombie until cmd.Wait reaps it), keeps the group id
+			// from being reused.
 			KillGroup(cmd)
 		}
 	}
 	err := cmd.Wait()
-	if at, ok := cancelled.Load(cmd); ok {
-		awaitGroup(cmd, at.(time.Time).Add(cmd.WaitDelay))
+	if at, ok := cancelledAt(cmd); ok {
+		awaitGroup(cmd, at.Add(cmd.WaitDelay))
 	}
-	KillGroup(cmd)
 	return err
 }
-
-// cancelled holds the time of the cancellation of the commands that
-// [Prepare]'s Cancel sent SIGTERM to, until [Wait] returns.
-var cancelled sync.Map // *exec.Cmd → time.Time
 
 // groupPoll is how often awaitGroup looks at a group.
 const groupPoll = 20 * time.Millisecond

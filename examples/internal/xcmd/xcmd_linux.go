@@ -38,19 +38,27 @@ func waitExited(cmd *exec.Cmd) bool {
 	}
 }
 
-// groupAlive reports whether cmd's process group has a live member. The
-// zombies of its members wait for init to reap them, which may take a
-// while: they do not count.
+// watchdogIgnoresTerm: groupAlive does not count the watchdog, which can
+// then outlive the SIGTERM of a cancellation.
+const watchdogIgnoresTerm = true
+
+// groupAlive reports whether cmd's process group has a live member other
+// than its watchdog. The zombies of its members wait for init to reap
+// them, which may take a while: they do not count.
 func groupAlive(cmd *exec.Cmd) bool {
 	if !groupSignalable(cmd) {
 		return false
 	}
+	id, wd := pgid(cmd), watchdogPid(cmd)
 	stats, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil || len(stats) == 0 {
 		return true // no /proc to look at
 	}
 	for _, path := range stats {
-		if state, pgrp, ok := procStat(path); ok && pgrp == cmd.Process.Pid && state != 'Z' {
+		if wd != 0 && path == "/proc/"+strconv.Itoa(wd)+"/stat" {
+			continue
+		}
+		if state, pgrp, ok := procStat(path); ok && pgrp == id && state != 'Z' {
 			return true
 		}
 	}

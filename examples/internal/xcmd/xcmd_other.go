@@ -17,6 +17,10 @@ func Prepare(cmd *exec.Cmd, grace time.Duration) {
 	cmd.WaitDelay = grace
 }
 
+// Start starts cmd: where there are no process groups, there is no
+// watchdog either.
+func Start(cmd *exec.Cmd) error { return cmd.Start() }
+
 // KillGroup does nothing where there are no process groups.
 func KillGroup(cmd *exec.Cmd) {}
 
@@ -28,3 +32,9 @@ func groupAlive(cmd *exec.Cmd) bool { return false }
 
 // waitExited reports false at once.
 func waitExited(cmd *exec.Cmd) bool { return false }
+
+// cancelledAt reports false: the cancellation is exec.Cmd's own.
+func cancelledAt(cmd *exec.Cmd) (time.Time, bool) { return time.Time{}, false }
+
+// release does nothing.
+func release(cmd *exec.Cmd) {}

@@ -32,21 +32,31 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// startAndBlock is the helper process of TestParentDeathKillsCommand: it
-// starts a prepared sleep, writes its pid to dir/child and blocks until it
-// is killed.
+// treeScript starts a tree of processes: two children of sh, one of which
+// forks a grandchild, all in the command's group. Each writes its pid to a
+// file of its name.
+const treeScript = `sleep 300 & echo $! > child1
+sh -c 'sleep 300 & echo $! > grandchild; echo $$ > child2; wait' &
+wait`
+
+// startAndBlock is the helper process of TestProgramKilledKillsTree: the
+// orchestrator. It starts treeScript in dir with Start, writes the
+// command's pid to dir/command and blocks until it is killed.
 func startAndBlock(dir string) {
-	cmd := exec.CommandContext(context.Background(), "sleep", "300")
+	cmd := exec.CommandContext(context.Background(), "sh", "-c", treeScript)
+	cmd.Dir = dir
 	xcmd.Prepare(cmd, time.Second)
-	if err := cmd.Start(); err != nil {
+	if err := xcmd.Start(cmd); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "child"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "command"), []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	select {}
+	for { // until killed; a bare select{} would be a deadlock the runtime ends
+		time.Sleep(time.Hour)
+	}
 }
 
 // patience bounds every wait for a real process: far more than any of them
@@ -122,7 +132,7 @@ func TestCancelEndsGroup(t *testing.T) {
 sleep 300 & echo $! > sleeper
 wait`
 	cmd := shell(ctx, dir, script, patience)
-	if err := cmd.Start(); err != nil {
+	if err := xcmd.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	writer, sleeper := readPid(t, filepath.Join(dir, "writer")), readPid(t, filepath.Join(dir, "sleeper"))
@@ -146,7 +156,7 @@ func TestCancelSendsTermFirst(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	cmd := shell(ctx, dir, `trap 'echo TERM > got; exit 0' TERM; sleep 300 & echo $! > sleeper; wait`, patience)
-	if err := cmd.Start(); err != nil {
+	if err := xcmd.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	sleeper := readPid(t, filepath.Join(dir, "sleeper"))
@@ -168,7 +178,7 @@ func TestCancelGivesChildrenTheGrace(t *testing.T) {
 	script := `(trap 'sleep 0.2; echo saved > saved; exit 0' TERM; echo $$ > ready; while :; do sleep 0.05; done) &
 wait`
 	cmd := shell(ctx, dir, script, patience)
-	if err := cmd.Start(); err != nil {
+	if err := xcmd.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	readPid(t, filepath.Join(dir, "ready"))
@@ -187,7 +197,7 @@ func TestCancelKillsAfterGrace(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	cmd := shell(ctx, dir, `trap '' TERM; sleep 300 & echo $! > sleeper; wait`, 50*time.Millisecond)
-	if err := cmd.Start(); err != nil {
+	if err := xcmd.Start(cmd); err != nil {
 		t.Fatal(err)
 	}
 	sleeper := readPid(t, filepath.Join(dir, "sleeper"))
@@ -231,12 +241,12 @@ func TestExitStatus(t *testing.T) {
 	}
 }
 
-// TestParentDeathKillsCommand: a program killed outright (SIGKILL) takes
-// its command with it (Linux).
-func TestParentDeathKillsCommand(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("only Linux has a parent-death signal")
-	}
+// TestProgramKilledKillsTree: a program killed outright (SIGKILL) takes
+// with it its command and every process the command started: the
+// children of sh and their own children, which the parent-death signal
+// does not reach (rule: a command dies with its orchestrator; catches a
+// Start without the watchdog, or a watchdog that does not kill the group).
+func TestProgramKilledKillsTree(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	exe, err := os.Executable()
@@ -249,13 +259,78 @@ func TestParentDeathKillsCommand(t *testing.T) {
 	if err := helper.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var child int
-	poll(t, "the helper's child", func() bool {
-		data, err := os.ReadFile(filepath.Join(dir, "child"))
-		child, _ = strconv.Atoi(string(data))
-		return err == nil && child > 0
-	})
-	helper.Process.Kill()
+	defer helper.Process.Kill()
+	var pids []int
+	for _, name := range []string{"command", "child1", "child2", "grandchild"} {
+		pids = append(pids, readPid(t, filepath.Join(dir, name)))
+	}
+	pgrp := procPgrp(t, pids[0])
+	if members := groupMembers(pgrp); len(members) < len(pids) {
+		t.Fatalf("group %d holds %v, want at least %v", pgrp, members, pids)
+	}
+	if err := helper.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
 	helper.Wait()
-	waitGone(t, child)
+	for _, pid := range pids {
+		waitGone(t, pid)
+	}
+	poll(t, fmt.Sprintf("the end of group %d", pgrp), func() bool { return len(groupMembers(pgrp)) == 0 })
+}
+
+// TestWaitEndsWatchdog: once Wait returns, the group is empty, the
+// watchdog included: running a command leaves no process behind.
+func TestWaitEndsWatchdog(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := shell(t.Context(), dir, `echo $$ > command; read x`, patience)
+	cmd.Stdin = strings.NewReader("line\n")
+	if err := xcmd.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	pgrp := procPgrp(t, readPid(t, filepath.Join(dir, "command")))
+	if err := xcmd.Wait(cmd); err != nil {
+		t.Fatalf("Wait = %v, want nil", err)
+	}
+	if pgrp == cmd.Process.Pid {
+		t.Errorf("the command leads its group %d; want the watchdog to lead it", pgrp)
+	}
+	if members := groupMembers(pgrp); len(members) != 0 {
+		t.Errorf("after Wait, group %d holds %v; want it empty", pgrp, members)
+	}
+}
+
+// procPgrp returns the process group of a live process.
+func procPgrp(t *testing.T, pid int) int {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	pgrp, err := strconv.Atoi(f[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pgrp
+}
+
+// groupMembers returns the live processes of a process group, by /proc.
+func groupMembers(pgrp int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var pids []int
+	for _, path := range stats {
+		pid, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(path, "/proc/"), "/stat"))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		f := strings.Fields(s[i+1:])
+		if len(f) > 2 && f[2] == strconv.Itoa(pgrp) && f[0] != "Z" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -15,5 +15,10 @@ func setParentDeathSignal(attr *syscall.SysProcAttr) {}
 // cancellation).
 func waitExited(cmd *exec.Cmd) bool { return false }
 
+// watchdogIgnoresTerm: groupAlive cannot tell the watchdog apart, which
+// must then end on the SIGTERM of a cancellation. (Until [Wait] reaps it,
+// its zombie keeps the group alive for the grace.)
+const watchdogIgnoresTerm = false
+
 // groupAlive reports whether cmd's process group has a member.
 func groupAlive(cmd *exec.Cmd) bool { return groupSignalable(cmd) }

@@ -3,7 +3,8 @@
 # phase, making external calls up to its share (PLANRUNNER_EXTERNAL_BUDGET)
 # and local fallback calls for the rest. It logs "start"/"end" lines to
 # $PLANRUNNER_TEST_LOG. With HANG_PHASE set to its phase number it signals
-# $HANG_FIFO and hangs instead (for the interrupt test).
+# $HANG_FIFO and hangs instead (for the interrupt test). With IMPL_TOKENS
+# set, it reports that many tokens used.
 set -euo pipefail
 req=$(cat)
 log=${PLANRUNNER_TEST_LOG:-/dev/null}
@@ -21,4 +22,4 @@ for n in $open; do
 done
 echo "end iteration=$PLANRUNNER_ITERATION wave=$PLANRUNNER_WAVE phase=$PLANRUNNER_PHASE external=$ext budget=$budget" >> "$log"
 echo "working on phase $PLANRUNNER_PHASE"
-echo "{\"completed\":[$list],\"external_calls\":$ext,\"local_calls\":$loc,\"mark_complete\":true}"
+echo "{\"completed\":[$list],\"external_calls\":$ext,\"local_calls\":$loc,\"mark_complete\":true${IMPL_TOKENS:+,\"tokens\":$IMPL_TOKENS}}"

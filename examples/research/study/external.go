@@ -70,6 +70,10 @@ type AgentFinding struct {
 	Examples  int      `json:"examples,omitempty"`
 	Impact    string   `json:"impact,omitempty"`
 	Sources   []string `json:"sources,omitempty"`
+	// Area is "security" or "performance" for a finding that concerns
+	// one: a low-confidence finding in an area is a Security or
+	// Performance gap (seed 000), for the specialist agent.
+	Area string `json:"area,omitempty"`
 }
 
 // AgentReply is the JSON an external agent command writes on stdout.
@@ -225,13 +229,23 @@ func (w *researcher) agentTask(s *Notes, t iterate.Task) AgentTask {
 	for i := range s.Findings {
 		f := &s.Findings[i]
 		af := AgentFinding{ID: f.ID, Key: f.Key, Description: f.Description, Confidence: f.Confidence,
-			Citations: f.Citations, Pattern: f.Kind == KindPattern, Examples: f.Examples, Impact: f.Impact, Sources: f.sources()}
+			Citations: f.Citations, Pattern: f.Kind == KindPattern, Examples: f.Examples, Impact: f.Impact, Sources: f.sources(), Area: f.Area}
 		for _, t := range f.Tags {
 			af.Questions = append(af.Questions, t.Question+1)
 		}
 		at.Findings = append(at.Findings, af)
 	}
 	return at
+}
+
+// findingArea returns the area an agent gave a finding, lower-cased:
+// "security" or "performance"; "" for any other.
+func findingArea(area string) string {
+	switch a := strings.ToLower(strings.TrimSpace(area)); a {
+	case "security", "performance":
+		return a
+	}
+	return ""
 }
 
 // fromReply turns an agent's reply into a part of the notes. Citations are
@@ -243,7 +257,7 @@ func (w *researcher) fromReply(s *Notes, r *AgentReply) Notes {
 	}
 	for _, af := range r.Findings {
 		f := Finding{ID: af.ID, Key: af.Key, Kind: KindClaim, Description: strings.TrimSpace(af.Description),
-			Citations: af.Citations, Examples: af.Examples, Impact: af.Impact}
+			Citations: af.Citations, Examples: af.Examples, Impact: af.Impact, Area: findingArea(af.Area)}
 		if af.Pattern {
 			f.Kind = KindPattern
 		}

@@ -64,7 +64,10 @@ type Finding struct {
 	Claims     []Claim `json:"claims"`
 	Confidence float64 `json:"confidence"`
 	Impact     string  `json:"impact"` // "critical", "important", "informational"
-	Relevance  float64 `json:"relevance,omitempty"`
+	// Area is "security" or "performance" when the finding concerns one
+	// (an agent says so), "" otherwise.
+	Area      string  `json:"area,omitempty"`
+	Relevance float64 `json:"relevance,omitempty"`
 	// Tags lists the questions the finding bears on, with how well it
 	// matches each.
 	Tags []Tag `json:"tags,omitempty"`

@@ -831,3 +831,43 @@ func evidenceOf(fs []Finding) map[string][]Evidence {
 	}
 	return m
 }
+
+// TestAgentAreaMakesSecurityAndPerformanceGaps (issue 32): an agent's
+// finding in the security or performance area, below the confidence
+// threshold, is a Security or Performance gap (seed 000's gap types, for
+// the SecurityAgent and the PerformanceAgent). Catches a reply schema, or
+// an assessment, that drops the area: the gap is then Confidence.
+func TestAgentAreaMakesSecurityAndPerformanceGaps(t *testing.T) {
+	w, n := fixture(t, "4_conflict")
+	n.Analyzed = slices.Sorted(slices.Values(n.Estimate))
+	reply := &AgentReply{Findings: []AgentFinding{
+		{Description: "the pool never bounds a client's open handles", Confidence: 0.5, Citations: []string{"pool/pool.go:8", "pool/pool.go:9"}, Area: "Security"},
+		{Description: "every Get scans the whole free list", Confidence: 0.5, Citations: []string{"pool/pool.go:8", "pool/pool.go:9"}, Area: "performance"},
+		{Description: "an area research does not know", Confidence: 0.5, Citations: []string{"pool/pool.go:8", "pool/pool.go:9"}, Area: "style"},
+	}}
+	part := w.fromReply(&n, reply)
+	for i := range part.Findings {
+		f := part.Findings[i]
+		f.ID = nextID("F", 3, i)
+		f.Claims = []Claim{{Source: "SecurityAgent", Confidence: 0.5}, {Source: "PerformanceAgent", Confidence: 0.5}}
+		n.Findings = append(n.Findings, f)
+	}
+	a, err := w.Assess(context.Background(), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gaps, err := gap.Default().Analyze(context.Background(), a, thresholds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]gap.Kind{}
+	for _, g := range gaps {
+		kinds[g.Target] = g.Kind
+	}
+	want := map[string]gap.Kind{"F001": gap.Security, "F002": gap.Performance, "F003": gap.Confidence}
+	for id, k := range want {
+		if kinds[id] != k {
+			t.Errorf("gap of %s: %q, want %q (gaps %v)", id, kinds[id], k, kinds)
+		}
+	}
+}

@@ -59,7 +59,7 @@ func (w *researcher) Assess(_ context.Context, s Notes) (gap.Assessment, error) 
 		f := &s.Findings[i]
 		a.Findings = append(a.Findings, gap.Finding{
 			ID: f.ID, Description: f.Description, Confidence: f.Confidence, Impact: impactOf(f.Impact),
-			Citations: f.Citations, Sources: f.sources(), Pattern: f.Kind == KindPattern, Relevance: f.Relevance,
+			Citations: f.Citations, Sources: f.sources(), Pattern: f.Kind == KindPattern, Relevance: f.Relevance, Area: f.Area,
 		})
 		// As the gap analysis judges it (within gap.Tolerance).
 		if f.Confidence < thresholds.MinConfidence-gap.Tolerance {
@@ -274,6 +274,9 @@ func (w *researcher) mergeFinding(n *Notes, pf *Finding, t *iterate.Task, log *A
 		ex.Impact, changed = pf.Impact, true
 	}
 	ex.Relevance = max(ex.Relevance, pf.Relevance)
+	if pf.Area != "" && ex.Area == "" {
+		ex.Area, changed = pf.Area, true
+	}
 	if pf.Documented && !ex.Documented {
 		ex.Documented, changed = true, true
 	}
