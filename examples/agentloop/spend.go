@@ -46,8 +46,11 @@ type aiReport struct {
 	// Text is the agent's answer: Claude's result, Gemini's response, the
 	// last of Codex's agent messages; or the raw output.
 	Text string
-	// Input and Output are the tokens the call read and wrote.
-	Input, Output int64
+	// Input and Output are the tokens the call read and wrote; CacheRead
+	// and CacheWrite the parts of Input read from and written to the
+	// provider's prompt cache (Claude reports them).
+	Input, Output         int64
+	CacheRead, CacheWrite int64
 	// Cost is what the call cost in US dollars, when the CLI says (HasCost).
 	Cost    float64
 	HasCost bool
@@ -64,7 +67,8 @@ type aiReport struct {
 // usage is the report as the budget's usage: input and output tokens, and
 // the cost when the CLI reported one.
 func (r aiReport) usage() budget.Usage {
-	return budget.Usage{Tokens: r.Input + r.Output, InputTokens: r.Input, OutputTokens: r.Output, Cost: r.Cost}
+	return budget.Usage{Tokens: r.Input + r.Output, InputTokens: r.Input, OutputTokens: r.Output, Cost: r.Cost,
+		CacheReadTokens: r.CacheRead, CacheWriteTokens: r.CacheWrite}
 }
 
 // String describes the report for the logs: "claude: 1,234 in, 56 out, $0.0123".
@@ -234,6 +238,7 @@ func parseClaude(out []byte) (aiReport, bool) {
 		r := aiReport{Text: res.Result, Counted: true}
 		if res.Usage != nil {
 			r.Input, r.Output = res.Usage.input(), res.Usage.OutputTokens
+			r.CacheRead, r.CacheWrite = res.Usage.CacheReadInputTokens, res.Usage.CacheCreationInputTokens
 		}
 		if res.TotalCostUSD != nil && *res.TotalCostUSD >= 0 {
 			r.Cost, r.HasCost = *res.TotalCostUSD, true
@@ -284,6 +289,8 @@ func parseClaude(out []byte) (aiReport, bool) {
 	}
 	for _, id := range order {
 		r.Input += seen[id].input()
+		r.CacheRead += seen[id].CacheReadInputTokens
+		r.CacheWrite += seen[id].CacheCreationInputTokens
 		r.Output += seen[id].OutputTokens
 	}
 	r.Counted = true

@@ -104,7 +104,10 @@ func TestParseOutputSpendAndReason(t *testing.T) {
 		// line (twice the tokens).
 		{"claude_stream_interrupted", "claude-stream-interrupted.jsonl", formatAuto, aiReport{Format: formatClaude,
 			Text:  "The heading check is missing; fixing parsePlan.",
-			Input: (4 + 21034) + (6 + 412 + 21034), Output: 96 + 187, Counted: true}},
+			Input: (4 + 21034) + (6 + 412 + 21034), Output: 96 + 187, Counted: true,
+			// The cached parts of the input, apart (budget.Prices prices
+			// them): caught by dropping them from the report.
+			CacheRead: 21034, CacheWrite: 21034 + 412}},
 		// Rule: Claude's reason for an error result is surfaced, and a
 		// run that reached no model spent nothing.
 		{"claude_not_logged_in", "claude-not-logged-in.json", formatAuto, aiReport{Format: formatClaude,
