@@ -19,10 +19,10 @@ import (
 // as an error, so that a broken panic policy fails the test instead of the
 // test binary (a panic on a task goroutine still crashes it: that is the
 // mutation these tests catch, loudly).
-func callRun(eng iterate.Engine[int], ctx context.Context) (res *iterate.Result[int], err error, reached any) {
+func callRun(ctx context.Context, eng iterate.Engine[int]) (res *iterate.Result[int], reached any, err error) {
 	defer func() { reached = recover() }()
 	res, err = eng.Run(ctx, 0)
-	return res, err, nil
+	return res, nil, err
 }
 
 // TestObserverPanicEndsRun guards "every call into host code is covered by
@@ -56,7 +56,7 @@ func TestObserverPanicEndsRun(t *testing.T) {
 					eng := iterate.New(perTask(iterate.Func(func(_ context.Context, s int, _ iterate.Round) (int, error) { return s + 1, nil })),
 						iterate.WithStrategy(nTasks(tasks)), iterate.WithMaxIterations(3),
 						iterate.WithCheckpointer(&checkpoint.Memory{}, iterate.Journal), iterate.WithObserver(observer))
-					res, err, reached := callRun(eng, ctx)
+					res, reached, err := callRun(ctx, eng)
 					if reached != nil {
 						t.Fatalf("the observer's panic reached Run's caller: %v", reached)
 					}
@@ -161,7 +161,7 @@ func TestCheckpointerPanicIsAnError(t *testing.T) {
 				}
 				eng := iterate.New(perTask(iterate.Func(func(_ context.Context, s int, _ iterate.Round) (int, error) { return s + 1, nil })),
 					iterate.WithStrategy(nTasks(3)), iterate.WithMaxIterations(2), iterate.WithCheckpointer(store, persist))
-				res, err, reached := callRun(eng, ctx)
+				res, reached, err := callRun(ctx, eng)
 				cancel()
 				if reached != nil {
 					t.Fatalf("the store's panic reached Run's caller: %v", reached)
