@@ -160,6 +160,14 @@ func TestFleetAnswer(t *testing.T) {
 	if res.Status != iterate.Converged || res.State.Approved != "approved" {
 		t.Errorf("after the answer: %s, approved %q", res.Status, res.State.Approved)
 	}
+	// The question is shown with the answer the fleet accepted and who gave
+	// it (the viewer answers through fleet.Reply, which records them).
+	// Mutation caught: the extras leaving the fleet's answer out ("the
+	// answer is not recorded by the host").
+	_, body = fetch(t, base+"/session/ticket-7")
+	if !regexp.MustCompile(`<td class="answer"><pre>approved</pre></td><td>[^<]+</td>`).MatchString(body) {
+		t.Errorf("the answered question: %s", regexp.MustCompile(`(?s)<table id="answers">.*?</table>`).FindString(body))
+	}
 	code, body = fetch(t, base+"/")
 	if code != http.StatusOK || !strings.Contains(body, "<td>plan</td>") || !strings.Contains(body, `<span class="status s-converged">converged</span>`) {
 		t.Errorf("listing after the answer: %d %s", code, body)

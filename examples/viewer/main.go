@@ -221,7 +221,7 @@ func serve(ctx context.Context, o options, stdout io.Writer, ready func(string))
 			store = f.Store()
 			opts = append(opts, view.Extras(extras(f)), view.Title("fleet "+o.fleetSchema))
 			if o.answers {
-				opts = append(opts, view.Answers(f))
+				opts = append(opts, view.Answers(fleetAnswers{f}))
 			}
 		} else {
 			var popts []pgcheckpoint.Option
@@ -273,8 +273,27 @@ func extras(f *fleet.Fleet) func(ctx context.Context) (map[string]view.Extra, er
 		for _, s := range list {
 			// Status lists a session not started yet (queued), which the
 			// store has no checkpoint of.
-			m[s.Name] = view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status)}
+			e := view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status)}
+			if a := s.Answer; a != nil { // the newest accepted answer
+				e.Answers = []view.AnswerRecord{{Generation: a.Generation, Question: a.Question, Answer: a.Text, By: a.By, At: a.At}}
+			}
+			m[s.Name] = e
 		}
 		return m, nil
 	}
+}
+
+// fleetAnswers answers a fleet's escalations once each, through
+// fleet.Reply, which records who answered (view.AnswerOnce): a second
+// answer, or one to a question that is no longer open, is refused with an
+// error matching view.ErrAnswered.
+type fleetAnswers struct{ *fleet.Fleet }
+
+// AnswerOnce answers session's open question as by.
+func (a fleetAnswers) AnswerOnce(ctx context.Context, session string, _ uint64, answer, by string) error {
+	err := a.Reply(ctx, session, fleet.Answer{Text: answer, By: by})
+	if errors.Is(err, fleet.ErrAnswered) || errors.Is(err, fleet.ErrQuestionChanged) || errors.Is(err, fleet.ErrNotEscalated) {
+		return fmt.Errorf("%w: %v", view.ErrAnswered, err)
+	}
+	return err
 }

@@ -248,7 +248,8 @@ const sessionsQuery = `
 		coalesce(j.state::text, ''), coalesce(j.attempt, 0),
 		coalesce(j.errors[array_upper(j.errors, 1)]->>'error', ''),
 		clock_timestamp(),
-		a.answer, coalesce(a.answered_by, ''), coalesce(a.question, ''), coalesce(a.iteration, 0), a.answered_at
+		a.answer, coalesce(a.answered_by, ''), coalesce(a.question, ''), coalesce(a.iteration, 0), a.answered_at,
+		coalesce(a.generation, 0)
 	FROM %[1]s.fleet_sessions s
 	LEFT JOIN LATERAL (SELECT * FROM %[1]s.checkpoints x WHERE x.session = s.session
 		ORDER BY x.generation DESC LIMIT 1) c ON true
@@ -269,13 +270,14 @@ func scanSession(row pgx.CollectableRow) (Session, error) {
 	var a Answer
 	var answerIteration int64
 	var answeredAt *time.Time
+	var answerGen int64
 	if err := row.Scan(&s.Name, &s.Kind, &s.Submitted, &cancelled, &s.Answered, &status, &s.Reason, &iteration,
 		&s.Question, &saved, &s.Holder, &s.Job, &attempt, &s.LastError, &now,
-		&answer, &a.By, &a.Question, &answerIteration, &answeredAt); err != nil {
+		&answer, &a.By, &a.Question, &answerIteration, &answeredAt, &answerGen); err != nil {
 		return s, err
 	}
 	if answer != nil {
-		a.Text, a.Iteration = *answer, int(answerIteration)
+		a.Text, a.Iteration, a.Generation = *answer, int(answerIteration), uint64(answerGen)
 		if answeredAt != nil {
 			a.At = answeredAt.UTC()
 		}
@@ -343,10 +345,12 @@ type Answer struct {
 	// be the question open now, or the answer is refused with an
 	// *[AnswerError] matching [ErrQuestionChanged].
 	Question string
-	// Iteration is the iteration the question was asked at; At, when the
-	// answer was accepted. Both are set by the fleet.
-	Iteration int
-	At        time.Time
+	// Iteration is the iteration the question was asked at, Generation
+	// the escalated checkpoint's generation it answers, and At when the
+	// answer was accepted. They are set by the fleet.
+	Iteration  int
+	Generation uint64
+	At         time.Time
 }
 
 // Errors of an answer refused, matched with errors.Is on an *[AnswerError].
@@ -495,7 +499,7 @@ func (f *Fleet) Reply(ctx context.Context, session string, a Answer) error {
 // Answers returns the answers accepted for a session's questions, oldest
 // first, or an error matching [ErrUnknownSession].
 func (f *Fleet) Answers(ctx context.Context, session string) ([]Answer, error) {
-	rows, err := f.pool.Query(ctx, `SELECT a.answer, a.answered_by, a.question, a.iteration, a.answered_at
+	rows, err := f.pool.Query(ctx, `SELECT a.answer, a.answered_by, a.question, a.iteration, a.answered_at, a.generation
 		FROM `+f.table("fleet_sessions")+` s LEFT JOIN `+f.table("fleet_answers")+` a ON a.session = s.session
 		WHERE s.session = $1 ORDER BY a.generation`, session)
 	if err != nil {
@@ -507,10 +511,12 @@ func (f *Fleet) Answers(ctx context.Context, session string) ([]Answer, error) {
 		var text, by, question *string
 		var iteration *int64
 		var at *time.Time
-		if err := r.Scan(&text, &by, &question, &iteration, &at); err != nil || text == nil {
+		var gen *int64
+		if err := r.Scan(&text, &by, &question, &iteration, &at, &gen); err != nil || text == nil {
 			return nil, err
 		}
-		return &Answer{Text: *text, By: *by, Question: *question, Iteration: int(*iteration), At: at.UTC()}, nil
+		return &Answer{Text: *text, By: *by, Question: *question, Iteration: int(*iteration), Generation: uint64(*gen),
+			At: at.UTC()}, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fleet: reading the answers of session %q: %w", session, err)
