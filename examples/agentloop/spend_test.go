@@ -15,9 +15,9 @@ import (
 func TestParseOutput(t *testing.T) {
 	claude := aiReport{Format: formatClaude,
 		Text:  "Closed the gap: parsePlan reports a malformed heading with its line number; go test ./... passes.\n\n<promise>COMPLETE</promise>",
-		Input: 31 + 18342 + 120517, Output: 2874, Cost: 0.18420315, HasCost: true, Counted: true}
+		Input: 31 + 18342 + 120517, Output: 2874, CacheRead: 120517, CacheWrite: 18342, Cost: 0.18420315, HasCost: true, Counted: true}
 	claudeStream := aiReport{Format: formatClaude, Text: "Added the missing test for the empty plan.",
-		Input: 12 + 6120 + 40210, Output: 911, Cost: 0.0513, HasCost: true, Counted: true}
+		Input: 12 + 6120 + 40210, Output: 911, CacheRead: 40210, CacheWrite: 6120, Cost: 0.0513, HasCost: true, Counted: true}
 	codex := aiReport{Format: formatCodex, Text: "Fixed the off-by-one in the pager; the tests pass.", Input: 24763, Output: 1122, Counted: true}
 	gemini := aiReport{Format: formatGemini, Text: "Refactored the config loader and added table tests. DONE",
 		Input: 24939 + 500 + 1200, Output: 20 + 154 + 80, Counted: true}
