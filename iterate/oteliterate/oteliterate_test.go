@@ -799,15 +799,16 @@ func TestReplayedTasksCountedOnce(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	worker := func(interrupt bool) *iterate.FuncWorker[int] {
-		return iterate.Func(func(ctx context.Context, n int, r iterate.Round) (int, error) {
+	// Not a *FuncWorker, which is one call per iteration: one call per task.
+	worker := func(interrupt bool) iterate.Worker[int] {
+		return perTask{iterate.Func(func(ctx context.Context, n int, r iterate.Round) (int, error) {
 			r.Charge(budget.Usage{Tokens: 100})
 			if r.Task.Index == 2 && interrupt {
 				cancel() // Ctrl+C during the third task, which spent its tokens
 				return n, ctx.Err()
 			}
 			return n + 1, nil
-		})
+		})}
 	}
 	store := &checkpoint.Memory{}
 	opts := []iterate.Option{iterate.WithStrategy(strategy), iterate.WithMaxIterations(1), iterate.WithSession("replay"),
@@ -836,3 +837,7 @@ func TestReplayedTasksCountedOnce(t *testing.T) {
 		t.Errorf("%d task spans marked replayed, want 2", replayed)
 	}
 }
+
+// perTask runs a Func's step once per task of a plan of several, as a
+// Worker that is not a *FuncWorker does.
+type perTask struct{ *iterate.FuncWorker[int] }
