@@ -78,7 +78,8 @@
 //     would, and only the tasks in flight at the interruption run again
 //     (after a graceful stop, what they had spent when they stopped is
 //     charged too: a Work that spent nothing, or returns its context's
-//     error with no usage, costs nothing).
+//     error with no usage, costs nothing). A task that fails once the stop
+//     has begun is one of these, whatever its error.
 //   - A session that escalates to a human is parked, not failed:
 //     [Fleet.Answer] (or [Fleet.Reply], naming who answers), from any
 //     process, resumes it on some worker with the answer. An open question
