@@ -86,15 +86,9 @@ func (f *Fleet) failed(ctx context.Context, session string, jobID int64) error {
 // cancelled one, [ErrCancelled]; an unknown one, [ErrUnknownSession].
 func (f *Fleet) Retry(ctx context.Context, session string) error {
 	return pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
-		var jobID *int64
-		var cancelled bool
-		err := tx.QueryRow(ctx, `SELECT job_id, cancelled_at IS NOT NULL FROM `+f.table("fleet_sessions")+`
-			WHERE session = $1 FOR UPDATE`, session).Scan(&jobID, &cancelled)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errf(ErrUnknownSession, "unknown session %q", session)
-		}
+		jobID, cancelled, err := f.lockSession(ctx, tx, session, "retrying")
 		if err != nil {
-			return fmt.Errorf("fleet: retrying session %q: %w", session, err)
+			return err
 		}
 		if cancelled {
 			return errf(ErrCancelled, "cannot retry session %q: it was cancelled", session)
@@ -424,17 +418,11 @@ func (f *Fleet) Reply(ctx context.Context, session string, a Answer) error {
 		a.By = f.Holder()
 	}
 	return pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
-		var jobID *int64
-		var cancelled bool
 		// The row lock orders the answers and cancellations of one
 		// session; the answers' primary key makes the answer once only.
-		err := tx.QueryRow(ctx, `SELECT job_id, cancelled_at IS NOT NULL FROM `+f.table("fleet_sessions")+`
-			WHERE session = $1 FOR UPDATE`, session).Scan(&jobID, &cancelled)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errf(ErrUnknownSession, "unknown session %q", session)
-		}
+		jobID, cancelled, err := f.lockSession(ctx, tx, session, "answering")
 		if err != nil {
-			return fmt.Errorf("fleet: answering session %q: %w", session, err)
+			return err
 		}
 		if cancelled {
 			return &AnswerError{Session: session, Err: ErrCancelled, Status: Cancelled}
@@ -597,4 +585,20 @@ func (f *Fleet) markCancelled(ctx context.Context, session string) error {
 	c.Generation = 0 // the store writes the next
 	c.Time = time.Now()
 	return f.store.Save(ctx, c)
+}
+
+// lockSession locks session's row in tx and returns its job's id (nil
+// before it has one) and whether it was cancelled; an unknown session is
+// an error matching [ErrUnknownSession]. doing names the caller's work in
+// other errors ("answering").
+func (f *Fleet) lockSession(ctx context.Context, tx pgx.Tx, session, doing string) (jobID *int64, cancelled bool, err error) {
+	err = tx.QueryRow(ctx, `SELECT job_id, cancelled_at IS NOT NULL FROM `+f.table("fleet_sessions")+`
+		WHERE session = $1 FOR UPDATE`, session).Scan(&jobID, &cancelled)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, errf(ErrUnknownSession, "unknown session %q", session)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("fleet: %s session %q: %w", doing, session, err)
+	}
+	return jobID, cancelled, nil
 }
