@@ -42,9 +42,8 @@ func (r *recorder) errors() []string {
 
 // TestCassetteReplaysWithoutTheModel: a replay gives the recorded run's
 // outcomes without calling the worker's Work, with the secrets scrubbed
-// from the outputs, in the file and in the replay. (Mutations caught: a
-// cassette that calls the worker on replay — calls > 0; one that writes
-// outputs unscrubbed — the key in the file.)
+// from the outputs, in the file and in the replay. (Mutation caught: a
+// cassette that calls the worker on replay — calls > 0.)
 func TestCassetteReplaysWithoutTheModel(t *testing.T) {
 	const path = "testdata/scout.cassette.json"
 	data, err := os.ReadFile(path)
@@ -113,14 +112,15 @@ func TestCassetteMissFailsWithThePlanDiff(t *testing.T) {
 	}
 }
 
-// TestCassetteRecordsTasksByKey: each replayed outcome goes to its own
-// task (matched by iteration, role and gaps), whatever the order the
-// parallel tasks ask in, under -race. (Mutation caught: a cassette that
+// TestCassetteRecordsTasksByKey: a recording is scrubbed, and each
+// replayed outcome goes to its own task (matched by iteration, role and
+// gaps), whatever the order the parallel tasks ask in, under -race.
+// (Mutations caught: a cassette that writes outputs unscrubbed; one that
 // matches by the order tasks ask, which gives a task another's answer.)
 func TestCassetteRecordsTasksByKey(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "reverse.json")
 	t.Setenv(iteratetest.RecordEnv, "1")
-	rec, err := iterate.New(iteratetest.Cassette(t, path, &scout{}), iterate.WithMaxIterations(4)).Run(context.Background(), notes{})
+	rec, err := iterate.New(iteratetest.Cassette(t, path, &scout{}, iteratetest.Scrub(redact)), iterate.WithMaxIterations(4)).Run(context.Background(), notes{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +132,9 @@ func TestCassetteRecordsTasksByKey(t *testing.T) {
 	}
 	if err := os.WriteFile(copyPath, data, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "sk-live") || !strings.Contains(string(data), "sk-REDACTED") {
+		t.Errorf("the recording is not scrubbed:\n%s", data)
 	}
 	// The replay's three parallel tasks ask in any order.
 	for range 5 {
