@@ -4,6 +4,12 @@
 // which runs a host's policy and strategy over a decision table of
 // assessments and returns each row's gaps, decision and plan.
 //
+// A host tests its own loop with two more: [Cassette] records the outcomes
+// of its worker's tasks once, in a real run, and replays them in every
+// test after (no model call, no cost, deterministic); [Crash] kills the
+// loop at every persistence boundary in a child process, resumes it, and
+// checks that it ends as an uninterrupted run.
+//
 //	script := &iteratetest.Script{Steps: []iteratetest.Step{
 //		{Assessment: gap.Assessment{Coverage: 0.6, Confidence: 0.85}},
 //		{Assessment: gap.Assessment{Coverage: 0.75, Confidence: 0.85}},
