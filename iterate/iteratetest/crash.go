@@ -20,7 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/refine-go/refine/budget"
@@ -61,7 +61,7 @@ type CrashOption interface{ applyCrash(*crashConfig) }
 
 type crashConfig struct {
 	store   func(dir string) iterate.Checkpointer
-	compare []gocmp.Option
+	compare []cmp.Option
 	timeout time.Duration
 }
 
@@ -87,7 +87,7 @@ func CrashStore(store func(dir string) iterate.Checkpointer) CrashOption {
 // result with the uninterrupted run's, e.g. cmpopts.IgnoreFields for a
 // field of the state that holds a time. By default slices and maps that
 // are nil and empty compare equal, as do NaNs, and times by Equal.
-func CrashCompare(opts ...gocmp.Option) CrashOption {
+func CrashCompare(opts ...cmp.Option) CrashOption {
 	return crashOption(func(c *crashConfig) { c.compare = append(c.compare, opts...) })
 }
 
@@ -350,7 +350,7 @@ func (k *crashKit[S]) kill(i int, b boundary, tmp string) bool {
 		res, err = eng.Run(context.Background(), k.initial)
 	}
 	got := summarize(res, err)
-	if diff := gocmp.Diff(k.want, got, k.options()...); diff != "" {
+	if diff := cmp.Diff(k.want, got, k.options()...); diff != "" {
 		fail("the resumed loop ended otherwise than the uninterrupted run (-uninterrupted +resumed):\n%s", diff)
 	}
 
@@ -369,17 +369,17 @@ func (k *crashKit[S]) kill(i int, b boundary, tmp string) bool {
 }
 
 // options returns the options of the comparison of results.
-func (k *crashKit[S]) options() []gocmp.Option {
+func (k *crashKit[S]) options() []cmp.Option {
 	history := reflect.TypeFor[converge.History]()
-	return append([]gocmp.Option{
+	return append([]cmp.Option{
 		cmpopts.EquateEmpty(),
 		cmpopts.EquateNaNs(),
-		gocmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) }),
+		cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) }),
 		cmpopts.IgnoreUnexported(converge.History{}),
 		// Not saved: a resumed loop assesses afresh, and a finished one
 		// does not assess again.
 		cmpopts.IgnoreFields(converge.History{}, "Current"),
-		gocmp.Exporter(func(t reflect.Type) bool { return t != history }),
+		cmp.Exporter(func(t reflect.Type) bool { return t != history }),
 	}, k.cfg.compare...)
 }
 
