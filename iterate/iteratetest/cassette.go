@@ -25,8 +25,8 @@ import (
 const RecordEnv = "REFINE_RECORD"
 
 // TB is the part of *testing.T the kit's helpers use: pass the test's t.
-// A test of a helper itself may pass a recorder of its own that keeps what
-// Errorf reports (see the examples).
+// A test that checks that a helper fails may pass a recorder of its own
+// that embeds the test's *testing.T and keeps what Errorf reports.
 type TB interface {
 	Helper()
 	Name() string
