@@ -105,8 +105,9 @@ func CassetteCodec(codec iterate.Codec) CassetteOption {
 // raises with iterate.Warn during the recording are not replayed: report
 // them in Outcome.Warnings.
 //
-// Cassettes of one test process that share a path share one recording;
-// the returned worker is safe for concurrent use as w is.
+// Cassettes of one test process that share a path share one recording
+// (give them the same options: the first to record a task scrubs it); the
+// returned worker is safe for concurrent use as w is.
 func Cassette[S any](t TB, path string, w iterate.Worker[S], opts ...CassetteOption) iterate.Worker[S] {
 	t.Helper()
 	cfg := cassetteConfig{codec: iterate.JSON}

@@ -34,6 +34,23 @@ func (r *recorder) Errorf(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }
 
+// replayCopy returns a copy of the cassette at path to replay, in a test
+// that must replay even under REFINE_RECORD=1 (a recording would call the
+// model, or record the changed plan the test asks for).
+func replayCopy(t *testing.T, path string) string {
+	t.Helper()
+	t.Setenv(iteratetest.RecordEnv, "")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), filepath.Base(path))
+	if err := os.WriteFile(cp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
 func (r *recorder) errors() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -58,7 +75,7 @@ func TestCassetteReplaysWithoutTheModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	model := &scout{}
-	res, err := iterate.New(iteratetest.Cassette(t, path, model), iterate.WithMaxIterations(4)).Run(context.Background(), notes{})
+	res, err := iterate.New(iteratetest.Cassette(t, replayCopy(t, path), model), iterate.WithMaxIterations(4)).Run(context.Background(), notes{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +113,7 @@ func TestCassetteMissFailsWithThePlanDiff(t *testing.T) {
 		return p, err
 	})
 	rec := &recorder{T: t}
-	w := iteratetest.Cassette(rec, "testdata/scout.cassette.json", &scout{})
+	w := iteratetest.Cassette(rec, replayCopy(t, "testdata/scout.cassette.json"), &scout{})
 	_, err := iterate.New(w, iterate.WithStrategy(verify), iterate.WithMaxIterations(4)).Run(context.Background(), notes{})
 	if !errors.Is(err, iteratetest.ErrNotRecorded) {
 		t.Errorf("Run: %v, want an error matching ErrNotRecorded", err)
@@ -105,7 +122,8 @@ func TestCassetteMissFailsWithThePlanDiff(t *testing.T) {
 	if len(errs) == 0 {
 		t.Fatal("no failure reported")
 	}
-	for _, want := range []string{"(-recorded +asked)", `-`, `Role:      "explore"`, `+`, `Role:      "verify"`, "REFINE_RECORD=1 go test -run '^TestCassetteMissFailsWithThePlanDiff$'"} {
+	for _, want := range []string{"scout.cassette.json holds no outcome of task 1.", "(-recorded +asked)", `-`, `Role:      "explore"`, `+`, `Role:      "verify"`,
+		"REFINE_RECORD=1 go test -run '^TestCassetteMissFailsWithThePlanDiff$'"} {
 		if !strings.Contains(errs[0], want) {
 			t.Errorf("the report lacks %q:\n%s", want, errs[0])
 		}

@@ -45,7 +45,7 @@ func TestCrashCatchesALostJournalEntry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a child process per boundary")
 	}
-	w := iteratetest.Cassette(t, "testdata/scout.cassette.json", &scout{})
+	w := iteratetest.Cassette(t, replayCopy(t, "testdata/scout.cassette.json"), &scout{})
 	loop := func(opts ...iterate.Option) iterate.Engine[notes] {
 		return iterate.New(w, append([]iterate.Option{iterate.WithMaxIterations(4),
 			iterate.WithCheckpointer(new(checkpoint.Memory), iterate.Journal)}, opts...)...)
