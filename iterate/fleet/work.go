@@ -34,8 +34,8 @@ func (jobArgs) Kind() string { return jobKind }
 type job struct {
 	jobArgs
 	row    sessionRow
-	latest *head // nil when the session has no checkpoint
-	answer *string                // the answer to resume an escalation with
+	latest *head   // nil when the session has no checkpoint
+	answer *string // the answer to resume an escalation with
 	lease  *leaseInfo
 }
 
