@@ -110,8 +110,14 @@ func TestIdleWorkerMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait("big")
-	after := liveHeap()
-	t.Logf("live heap: %d MB before, %d MB after the %d MB session", before>>20, after>>20, size>>20)
+	// What the session's run dropped may be let go of a moment later
+	// (a closed connection destroyed by the pool's own goroutine): looked
+	// at again for up to 10 s; what an idle worker keeps, it keeps.
+	after, looks := liveHeap(), 1
+	for end := time.Now().Add(10 * time.Second); after-before > size/3 && time.Now().Before(end); after, looks = liveHeap(), looks+1 {
+		time.Sleep(200 * time.Millisecond) // polling the heap, not timing
+	}
+	t.Logf("live heap: %d MB before, %d MB after the %d MB session (looked %d times)", before>>20, after>>20, size>>20, looks)
 	if grew := after - before; grew > size/3 {
 		t.Errorf("the idle worker's live heap grew by %d MB after a session of %d MB; want about 0", grew>>20, size>>20)
 	}
