@@ -57,8 +57,10 @@
 // # What the fleet promises
 //
 //   - A session's job completes only once the session's final checkpoint
-//     (or its escalation) is durable: the fleet saves Strict and checks the
-//     store after the loop has stopped. A storage outage leaves the session
+//     (or its escalation) is durable: the fleet saves Strict (a run that
+//     ends without an error has committed its stop), and after a run that
+//     ended with an error beside its stop it checks the store's newest
+//     checkpoint (its head, not its state). A storage outage leaves the session
 //     resumable from its last good checkpoint and its job retried.
 //   - A session is run by one worker at a time (the store's lease); a worker
 //     that lost its lease cannot save (fencing) and stops.

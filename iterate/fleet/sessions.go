@@ -233,6 +233,40 @@ func (f *Fleet) sessionRow(ctx context.Context, session string) (sessionRow, err
 	return r, nil
 }
 
+// head is the head of a session's newest checkpoint.
+type head struct {
+	generation uint64
+	status     iterate.Status
+}
+
+// sessionHead reads the fleet's row of session and the head of its newest
+// checkpoint (nil without one), in one statement.
+func (f *Fleet) sessionHead(ctx context.Context, session string) (sessionRow, *head, error) {
+	var r sessionRow
+	var gen, cgen *int64
+	var status *string
+	err := f.pool.QueryRow(ctx, `SELECT s.kind, s.args, s.job_id, s.cancelled_at IS NOT NULL, s.answer, s.answer_generation,
+			c.generation, c.status
+		FROM `+f.table("fleet_sessions")+` s
+		LEFT JOIN LATERAL (SELECT generation, status FROM `+f.table("checkpoints")+` x
+			WHERE x.session = s.session ORDER BY x.generation DESC LIMIT 1) c ON true
+		WHERE s.session = $1`, session).
+		Scan(&r.kind, &r.args, &r.jobID, &r.cancelled, &r.answer, &gen, &cgen, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, nil, errf(ErrUnknownSession, "unknown session %q", session)
+	}
+	if err != nil {
+		return r, nil, fmt.Errorf("fleet: reading session %q: %w", session, err)
+	}
+	if gen != nil {
+		r.answerGeneration = uint64(*gen)
+	}
+	if cgen == nil || status == nil {
+		return r, nil, nil
+	}
+	return r, &head{generation: uint64(*cgen), status: iterate.Status(*status)}, nil
+}
+
 // sessionsQuery lists sessions with their newest checkpoint, lease and job.
 const sessionsQuery = `
 	SELECT s.session, s.kind, s.submitted_at, s.cancelled_at IS NOT NULL,

@@ -34,8 +34,8 @@ func (jobArgs) Kind() string { return jobKind }
 type job struct {
 	jobArgs
 	row    sessionRow
-	latest *checkpoint.Checkpoint // nil when the session has none
-	answer *string                // the answer to resume an escalation with
+	latest *head   // nil when the session has no checkpoint
+	answer *string // the answer to resume an escalation with
 	lease  *leaseInfo
 }
 
@@ -297,7 +297,9 @@ func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) (err error
 	}()
 
 	f := w.f
-	row, err := f.sessionRow(ctx, session)
+	// One statement: the session's row and its newest checkpoint's head
+	// (the state is read once, by the engine, under the lease).
+	row, latest, err := f.sessionHead(ctx, session)
 	if errors.Is(err, ErrUnknownSession) {
 		return river.JobCancel(err)
 	}
@@ -311,20 +313,13 @@ func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) (err error
 	if k == nil {
 		return fmt.Errorf("fleet: session %q is of kind %q, not registered by this worker", session, row.kind)
 	}
-	j := &job{jobArgs: rj.Args, row: row, lease: &leaseInfo{session: session}}
-	j.latest, err = f.store.Load(ctx, session)
-	switch {
-	case errors.Is(err, checkpoint.ErrNotFound):
-		j.latest = nil
-	case err != nil:
-		return err
-	default:
-		st := iterate.Status(j.latest.Status)
-		if st.Final() {
+	j := &job{jobArgs: rj.Args, row: row, latest: latest, lease: &leaseInfo{session: session}}
+	if latest != nil {
+		if latest.status.Final() {
 			return nil // ended already, durably
 		}
-		if st == iterate.Escalated {
-			if row.answerGeneration != j.latest.Generation || row.answer == nil {
+		if latest.status == iterate.Escalated {
+			if row.answerGeneration != latest.generation || row.answer == nil {
 				return nil // parked until answered
 			}
 			j.answer = row.answer
@@ -344,6 +339,14 @@ func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) (err error
 	case errors.Is(err, iterate.ErrInterrupted):
 		return river.JobSnooze(0)
 	case st.status.Final() || st.status == iterate.Escalated:
+		// A run that ended without an error saved its stop (Strict: a
+		// save that fails ends the run with an error), and the store
+		// returned only once it was committed. Otherwise (an error
+		// beside the stop, an escalation), the store's newest
+		// checkpoint must say so before the job completes.
+		if err == nil {
+			return nil
+		}
 		if derr := f.durable(after, session, st); derr != nil {
 			return fmt.Errorf("fleet: session %q stopped %s, but its checkpoint is not durable: %w (%v)", session, st.status, derr, err)
 		}
