@@ -3,6 +3,7 @@ package study
 import (
 	"bytes"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -25,6 +26,16 @@ type Evidence struct {
 	// distinctive), such as "discon" in net/http, where "reques" and
 	// "client" are everywhere.
 	Rare []string `json:"rare,omitempty"`
+	// Work is the line of the finding's code that does the work the
+	// question asks about ("file:line"), Code its text and WorkScore how
+	// well it matches (see workLine); empty when no line of it does.
+	Work      string `json:"work,omitempty"`
+	Code      string `json:"code,omitempty"`
+	WorkScore int    `json:"work_score,omitempty"`
+	// About is set, for a question that names a package (a scoped one),
+	// when the finding is code of that package about the identifier the
+	// question asks about: only such a finding answers it.
+	About bool `json:"about,omitempty"`
 }
 
 // Bounds of the code the evidence check reads per finding.
@@ -67,12 +78,21 @@ func (w *researcher) checkEvidence(n *Notes) {
 			if t.Question < 0 || t.Question >= len(n.Questions) {
 				continue
 			}
-			kws := n.Questions[t.Question].Keywords
+			q := &n.Questions[t.Question]
+			kws := q.Keywords
 			terms := termsIn(kws, code, words)
-			if len(terms) == 0 {
+			e := Evidence{Question: t.Question, Terms: terms}
+			if f.Kind == KindDefinition && f.File != "" && f.Line > 0 {
+				if l, text, score := workLine(read(f.File), f.Line+1, max(f.End, f.Line), q); score > 0 {
+					e.Work, e.Code, e.WorkScore = cite(f.File, l), clip(text, 160), score
+				}
+			}
+			if sc := w.scopeOf(q); sc != nil {
+				e.About = sc.about(f)
+			}
+			if len(terms) == 0 && e.Work == "" {
 				continue
 			}
-			e := Evidence{Question: t.Question, Terms: terms}
 			for _, k := range w.distinctive(kws) {
 				if slices.Contains(terms, keywordLabel(k)) {
 					e.Rare = append(e.Rare, keywordLabel(k))
@@ -231,6 +251,69 @@ func (f *Finding) evidenceFor(qi int) (terms, rare []string) {
 		}
 	}
 	return nil, nil
+}
+
+// minWorkScore is the score of a line that does the work from which it
+// answers: one of the question's words, not only those of its subject.
+const minWorkScore = 2
+
+// evidence returns the finding's verified evidence for question qi, or
+// nil.
+func (f *Finding) evidence(qi int) *Evidence {
+	for i := range f.Evidence {
+		if f.Evidence[i].Question == qi {
+			return &f.Evidence[i]
+		}
+	}
+	return nil
+}
+
+// earnedScoped returns the findings that answer a scoped question (one
+// that names a package): code of that package about the identifier it asks
+// about, with the line that does the work, best line first.
+func earnedScoped(qi int, qualifying []*Finding) []*Finding {
+	var counted []*Finding
+	for _, f := range qualifying {
+		if e := f.evidence(qi); e != nil && e.About && e.Work != "" {
+			counted = append(counted, f)
+		}
+	}
+	slices.SortStableFunc(counted, func(a, b *Finding) int {
+		return b.evidence(qi).WorkScore - a.evidence(qi).WorkScore
+	})
+	if len(counted) > 0 && counted[0].evidence(qi).WorkScore < minWorkScore {
+		return nil
+	}
+	return counted
+}
+
+// inConflict reports whether an identifier the question names (in its
+// packages, for a scoped question) is in an open conflict: the question
+// is not answered until the conflict is resolved.
+func (n *Notes) inConflict(q *Question) bool {
+	pkgs := q.packages()
+	for i := range n.Findings {
+		f := &n.Findings[i]
+		if f.Conflict == "" || f.Kind != KindDefinition {
+			continue
+		}
+		if c := n.conflict(f.Conflict); c != nil && c.Resolved {
+			continue
+		}
+		if len(pkgs) > 0 && !slices.Contains(pkgs, path.Base(path2dir(findingFile(f)))) {
+			continue
+		}
+		name := symbolName(f.Key)
+		if i := strings.LastIndexByte(name, '.'); i >= 0 {
+			name = name[i+1:]
+		}
+		for _, k := range q.Keywords {
+			if identifierKeyword(k) && k.Name == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // earned reports whether the verified evidence of the qualifying findings

@@ -39,7 +39,12 @@ func (w *researcher) explore(ctx context.Context, s *Notes, t iterate.Task) (Not
 	case gap.UnansweredQuestion:
 		focusQ = slices.IndexFunc(s.Questions, func(q Question) bool { return q.Text == g.Target })
 		if focusQ >= 0 {
-			files = w.ix.rank(s.Questions[focusQ].Keywords, w.filesPerTask, nil)
+			q := &s.Questions[focusQ]
+			var outside func(string) bool
+			if sc := w.scopeOf(q); sc != nil {
+				outside = func(p string) bool { return !sc.inPackages(p) }
+			}
+			files = w.ix.rank(q.Keywords, w.filesPerTask, outside)
 		}
 	case gap.MissingContext:
 		if i := slices.IndexFunc(s.Context, func(c ContextItem) bool { return c.Text == g.Target }); i >= 0 {
@@ -76,7 +81,12 @@ func (w *researcher) explore(ctx context.Context, s *Notes, t iterate.Task) (Not
 		tags    []Tag
 	}
 	var cands []cand
+	scopes := make([]*scope, len(s.Questions))
+	for qi := range s.Questions {
+		scopes[qi] = w.scopeOf(&s.Questions[qi])
+	}
 	for _, pf := range parsed {
+		var lines []string
 		for i := range pf.decls {
 			d := &pf.decls[i]
 			words := splitIdent(d.Name)
@@ -90,7 +100,21 @@ func (w *researcher) explore(ctx context.Context, s *Notes, t iterate.Task) (Not
 				qs, qdoc := match(d.Name, words, doc, s.Questions[qi].Keywords)
 				// A declaration answers a question when it matches the
 				// question and relates to the topic at all.
-				if qs >= relevantScore && topic > 0 {
+				if sc := scopes[qi]; sc != nil && sc.inPackages(pf.Path) && sc.reach[declRef{pf, d}.key()] {
+					// Code of the package the question names that its
+					// subject reaches: tagged by the line that does the
+					// work, if one does.
+					if lines == nil {
+						lines = strings.Split(string(pf.src), "\n")
+					}
+					if _, _, ws := workLine(lines, d.Line+1, d.End, &s.Questions[qi]); ws > 0 {
+						qs = max(qs, relevantScore) + ws
+					}
+				}
+				// A question that names a package is about that package's
+				// code only.
+				sc := scopes[qi]
+				if qs >= relevantScore && (sc == nil && topic > 0 || sc != nil && sc.inPackages(pf.Path)) {
 					c.tags = append(c.tags, Tag{Question: qi, Score: qs})
 				}
 				best = max(best, qs)
