@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -50,6 +51,7 @@ const (
 // replaces what an earlier iteration recorded, since findings grow.
 func (w *researcher) checkEvidence(n *Notes) {
 	files := map[string][]string{}
+	rares := map[string][]bool{} // by file and question
 	read := func(rel string) []string {
 		if lines, ok := files[rel]; ok {
 			return lines
@@ -82,12 +84,22 @@ func (w *researcher) checkEvidence(n *Notes) {
 			kws := q.Keywords
 			terms := termsIn(kws, code, words)
 			e := Evidence{Question: t.Question, Terms: terms}
-			if f.Kind == KindDefinition && f.File != "" && f.Line > 0 {
-				if l, text, score := workLine(read(f.File), f.Line+1, max(f.End, f.Line), q); score > 0 {
+			sc := w.scopeOf(q)
+			// Functions do the work; a type or a variable only holds it.
+			if f.Kind == KindDefinition && f.File != "" && f.Line > 0 && strings.HasPrefix(f.Head, "func ") {
+				var calls func(string) bool
+				if sc != nil {
+					calls = sc.calls
+				}
+				key := f.File + "\x00" + strconv.Itoa(t.Question)
+				if rares[key] == nil {
+					rares[key] = rareKeywords(read(f.File), q.workKeywords())
+				}
+				if l, text, score := workLine(read(f.File), f.Line+1, max(f.End, f.Line), q, calls, rares[key]); score > 0 {
 					e.Work, e.Code, e.WorkScore = cite(f.File, l), clip(text, 160), score
 				}
 			}
-			if sc := w.scopeOf(q); sc != nil {
+			if sc != nil {
 				e.About = sc.about(f)
 			}
 			if len(terms) == 0 && e.Work == "" {
@@ -272,6 +284,8 @@ func (f *Finding) evidence(qi int) *Evidence {
 // that names a package): code of that package about the identifier it asks
 // about, with the line that does the work, best line first.
 func earnedScoped(qi int, qualifying []*Finding) []*Finding {
+	// (qualifying comes in the order of answerQuestions; the sort below
+	// keeps it among equal lines.)
 	var counted []*Finding
 	for _, f := range qualifying {
 		if e := f.evidence(qi); e != nil && e.About && e.Work != "" {

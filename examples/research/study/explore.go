@@ -79,6 +79,7 @@ func (w *researcher) explore(ctx context.Context, s *Notes, t iterate.Task) (Not
 		topic   int
 		docHits int
 		tags    []Tag
+		work    int // the best score of its line that does the work for a scoped question
 	}
 	var cands []cand
 	scopes := make([]*scope, len(s.Questions))
@@ -87,6 +88,7 @@ func (w *researcher) explore(ctx context.Context, s *Notes, t iterate.Task) (Not
 	}
 	for _, pf := range parsed {
 		var lines []string
+		var rare map[int][]bool // by question
 		for i := range pf.decls {
 			d := &pf.decls[i]
 			words := splitIdent(d.Name)
@@ -100,15 +102,20 @@ func (w *researcher) explore(ctx context.Context, s *Notes, t iterate.Task) (Not
 				qs, qdoc := match(d.Name, words, doc, s.Questions[qi].Keywords)
 				// A declaration answers a question when it matches the
 				// question and relates to the topic at all.
-				if sc := scopes[qi]; sc != nil && sc.inPackages(pf.Path) && sc.reach[declRef{pf, d}.key()] {
+				if sc := scopes[qi]; sc != nil && sc.inPackages(pf.Path) && sc.reaches(declRef{pf, d}.key()) {
 					// Code of the package the question names that its
 					// subject reaches: tagged by the line that does the
 					// work, if one does.
 					if lines == nil {
 						lines = strings.Split(string(pf.src), "\n")
+						rare = map[int][]bool{}
 					}
-					if _, _, ws := workLine(lines, d.Line+1, d.End, &s.Questions[qi]); ws > 0 {
+					if rare[qi] == nil {
+						rare[qi] = rareKeywords(lines, s.Questions[qi].workKeywords())
+					}
+					if _, _, ws := workLine(lines, d.Line+1, d.End, &s.Questions[qi], scopes[qi].calls, rare[qi]); ws > 0 {
 						qs = max(qs, relevantScore) + ws
+						c.work = max(c.work, ws)
 					}
 				}
 				// A question that names a package is about that package's
@@ -141,6 +148,9 @@ func (w *researcher) explore(ctx context.Context, s *Notes, t iterate.Task) (Not
 		}
 	}
 	slices.SortStableFunc(cands, func(a, b cand) int {
+		if c := cmp.Compare(b.work, a.work); c != 0 {
+			return c
+		}
 		if c := cmp.Compare(b.focus, a.focus); c != 0 {
 			return c
 		}

@@ -153,7 +153,7 @@ func splitKeywords(s string) (body string, explicit []string, err error) {
 // stopwords are question words that say nothing about code.
 var stopwords = func() map[string]bool {
 	m := map[string]bool{}
-	for _, w := range strings.Fields(`a an the how does do did done is are was were be been being what when where
+	for _, w := range strings.Fields(`a an the how does do did is are was were be been being what when where
 		which who whom whose why there their this that these those it its of in on at to for from by with and or
 		not no into onto about any all each every can could should would will shall may might must happens happen
 		happening get gets use used uses using go golang standard library stdlib implement implements implemented

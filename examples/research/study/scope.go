@@ -3,6 +3,7 @@ package study
 import (
 	"go/ast"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -100,8 +101,14 @@ type scope struct {
 	// methods), and the declarations that use a field or helper named
 	// after it in another case (disallowUnknownFields for
 	// DisallowUnknownFields).
-	reach map[string]bool
+	reach map[string]int
+	// funcs holds the names of the functions and methods of the packages.
+	funcs map[string]bool
 }
+
+// calls reports whether name is a function or method of the scope's
+// packages.
+func (sc *scope) calls(name string) bool { return sc.funcs[name] }
 
 // scopes caches the scopes of the questions, by question text: a pure
 // function of the tree and the question.
@@ -116,6 +123,9 @@ func (w *researcher) scopeOf(q *Question) *scope {
 	pkgs := q.packages()
 	if len(pkgs) == 0 {
 		return nil
+	}
+	if w.scopes == nil {
+		return w.buildScope(q, pkgs)
 	}
 	w.scopes.mu.Lock()
 	defer w.scopes.mu.Unlock()
@@ -142,6 +152,13 @@ func (sc *scope) about(f *Finding) bool {
 	if f.Kind != KindDefinition || !sc.inPackages(f.File) {
 		return false
 	}
+	_, ok := sc.reach[strings.TrimPrefix(f.Key, path.Dir(f.File)+".")]
+	return ok
+}
+
+// depth returns how many steps of references from the subject's
+// definitions reach a finding (0: a definition of the subject).
+func (sc *scope) depth(f *Finding) int {
 	return sc.reach[strings.TrimPrefix(f.Key, path.Dir(f.File)+".")]
 }
 
@@ -161,7 +178,7 @@ func (r declRef) key() string {
 // from the subject's definitions.
 func (w *researcher) buildScope(q *Question, pkgs []string) *scope {
 	subject, recv := q.subject()
-	sc := &scope{pkgs: pkgs, subject: subject, reach: map[string]bool{}}
+	sc := &scope{pkgs: pkgs, subject: subject, reach: map[string]int{}, funcs: map[string]bool{}}
 	if subject == "" {
 		return sc
 	}
@@ -180,6 +197,9 @@ func (w *researcher) buildScope(q *Question, pkgs []string) *scope {
 				r := declRef{pf, &pf.decls[j]}
 				byName[r.d.Name] = append(byName[r.d.Name], r)
 				all = append(all, r)
+				if r.d.Kind == "func" || r.d.Kind == "method" {
+					sc.funcs[r.d.Name] = true
+				}
 			}
 		}
 	}
@@ -189,14 +209,19 @@ func (w *researcher) buildScope(q *Question, pkgs []string) *scope {
 	}
 	var queue []item
 	add := func(r declRef, depth int) {
-		if !sc.reach[r.key()] {
-			sc.reach[r.key()] = true
+		if _, ok := sc.reach[r.key()]; !ok {
+			sc.reach[r.key()] = depth
 			queue = append(queue, item{r, depth})
 		}
 	}
+	limit, subjectType := maxReach, false
 	for _, r := range byName[subject] {
 		if recv != "" && r.d.Recv != recv {
 			continue
+		}
+		if r.d.Kind == "type" {
+			limit = 2 // its methods, and what they reference
+			subjectType = true
 		}
 		add(r, 0)
 		if r.d.Kind == "type" {
@@ -207,53 +232,62 @@ func (w *researcher) buildScope(q *Question, pkgs []string) *scope {
 			}
 		}
 	}
+	// A helper named after the subject in another case (e.marshal for
+	// Marshal) is about it; so is the code that reads a field so named
+	// (d.disallowUnknownFields for DisallowUnknownFields).
 	lower := strings.ToLower(subject)
+	for name, rs := range byName {
+		if name != subject && strings.ToLower(name) == lower {
+			for _, r := range rs {
+				if r.d.Kind == "func" || r.d.Kind == "method" {
+					add(r, 1)
+				}
+			}
+		}
+	}
 	for _, r := range all {
-		if r.d.body != nil && slices.ContainsFunc(references(r.d.body), func(n string) bool {
-			return n != subject && strings.ToLower(n) == lower
+		rf := references(r.d.body)
+		if slices.ContainsFunc(selNames(rf.sels), func(n string) bool {
+			return n != subject && strings.ToLower(n) == lower && !sc.funcs[n]
 		}) {
 			add(r, 2)
 		}
 	}
-	// A body reaches the functions it names, the types it names with their
-	// methods, and the methods it selects of its own receiver's type, of
-	// the subject's type or of a type it names (c.propagateCancel after
-	// &cancelCtx{}): a method name alone (Lock) says nothing of its type.
 	for len(queue) > 0 {
 		it := queue[0]
 		queue = queue[1:]
-		if it.depth >= maxReach || it.r.d.body == nil {
+		if it.depth >= limit || it.r.d.body == nil {
 			continue
 		}
-		names := references(it.r.d.body)
-		types := []string{it.r.d.Recv, recv, subject}
-		for _, name := range names {
+		rf := references(it.r.d.body)
+		for _, name := range rf.names {
 			for _, r := range byName[name] {
-				if r.d.Kind == "type" {
-					types = append(types, name)
-				}
-			}
-		}
-		for _, name := range names {
-			methods := 0
-			for _, r := range byName[name] {
-				if r.d.Kind == "method" {
-					methods++
-				}
-			}
-			for _, r := range byName[name] {
-				switch {
-				case r.d.Kind == "func":
-					add(r, it.depth+1)
-				case r.d.Kind == "method" && (methods == 1 || slices.Contains(types, r.d.Recv)):
-					// e.marshal: the only method of its name.
+				if r.d.Kind == "func" {
 					add(r, it.depth+1)
 				}
 			}
 		}
-		for _, m := range all {
-			if m.d.Kind == "method" && m.d.Recv != "" && m.d.Recv != it.r.d.Recv && slices.Contains(types[3:], m.d.Recv) {
-				add(m, it.depth+1)
+		// A method selected on the receiver is of its type; on anything
+		// else, of the subject's type or of a type the body builds: a
+		// method name alone (Lock, Close) says nothing of its type.
+		types := rf.built
+		if subjectType {
+			types = append(types, subject)
+		}
+		if it.depth == 0 {
+			// What the subject builds and returns works through its
+			// methods (TimeoutHandler's &timeoutHandler{...}).
+			for _, m := range all {
+				if m.d.Kind == "method" && slices.Contains(rf.built, m.d.Recv) {
+					add(m, 1)
+				}
+			}
+		}
+		for _, x := range rf.sels {
+			for _, r := range byName[x.name] {
+				if r.d.Kind == "method" && (x.x != "" && x.x == it.r.d.RecvVar && r.d.Recv == it.r.d.Recv || slices.Contains(types, r.d.Recv)) {
+					add(r, it.depth+1)
+				}
 			}
 		}
 	}
@@ -262,21 +296,47 @@ func (w *researcher) buildScope(q *Question, pkgs []string) *scope {
 
 // maxReach is how many steps of references from the subject's
 // definitions the scope follows.
-const maxReach = 3
+const maxReach = 4
 
-// references returns the identifiers a body names (calls, selectors,
-// plain names), deduplicated.
-func references(body *ast.BlockStmt) []string {
+// refs are what a body refers to.
+type refs struct {
+	names []string // plain identifiers (functions called or passed)
+	sels  []sel    // x.name selections
+	built []string // the types it builds (&cancelCtx{...})
+}
+
+type sel struct{ x, name string }
+
+// references returns what a body refers to.
+func references(body *ast.BlockStmt) refs {
+	var r refs
+	if body == nil {
+		return r
+	}
 	seen := map[string]bool{}
-	var out []string
+	selected := map[*ast.Ident]bool{}
 	ast.Inspect(body, func(n ast.Node) bool {
-		if id, ok := n.(*ast.Ident); ok && !seen[id.Name] {
-			seen[id.Name] = true
-			out = append(out, id.Name)
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			selected[n.Sel] = true
+			x := ""
+			if id, ok := n.X.(*ast.Ident); ok {
+				x = id.Name
+			}
+			r.sels = append(r.sels, sel{x, n.Sel.Name})
+		case *ast.Ident:
+			if !selected[n] && !seen[n.Name] {
+				seen[n.Name] = true
+				r.names = append(r.names, n.Name)
+			}
+		case *ast.CompositeLit:
+			if id, ok := n.Type.(*ast.Ident); ok && !slices.Contains(r.built, id.Name) {
+				r.built = append(r.built, id.Name)
+			}
 		}
 		return true
 	})
-	return out
+	return r
 }
 
 // codeOf returns a line of Go without its trailing comment, and the text
@@ -311,64 +371,63 @@ func codeOf(line string) (code, literals string) {
 // workLine returns the line of a definition that does the work the
 // question asks about: among the lines of its body (comments and braces
 // aside), the one that holds the most of the question's work keywords
-// (each counting two), or else the most words of its subject on a line
-// that does not name the subject itself (the line a flag named after it
-// leads to). It returns the line's number, its code and its score; 0 when
-// no line holds any.
-func workLine(lines []string, from, to int, q *Question) (line int, code string, score int) {
+// (each counting two, three when a message names it: "stopped after 10
+// redirects"; one when only the name of a function of the package it calls
+// holds it, since the work is in that function: c.propagateCancel), plus
+// the words of its subject on a line that does not name the subject itself
+// (d.disallowUnknownFields leads to the line that does the work). calls
+// reports whether a name is a function or method of the package (nil: none
+// is); rare is rareKeywords of the file (nil: computed). It returns the line's number, its code and its score; 0 when no
+// line holds any.
+func workLine(lines []string, from, to int, q *Question, calls func(string) bool, rare []bool) (line int, code string, score int) {
 	kws := q.workKeywords()
 	subject, _ := q.subject()
 	subjWords := splitIdent(subject)
 	lowSubject := strings.ToLower(subject)
-	// A keyword few lines of the file hold weighs double: "goroutine" (a go
-	// statement) over "cancel" in context.go.
-	rare := make([]bool, len(kws))
-	if len(kws) > 0 {
-		counts := make([]int, len(kws))
-		code := 0
-		for _, raw := range lines {
-			text, _ := codeOf(strings.TrimSpace(raw))
-			if strings.Trim(text, " \t{}()") == "" {
-				continue
-			}
-			code++
-			words := lineWords(text)
-			for i, k := range kws {
-				if slices.ContainsFunc(words, func(w string) bool { return wordMatches(w, k.Word) }) {
-					counts[i]++
-				}
-			}
-		}
-		for i := range kws {
-			rare[i] = counts[i]*rareShare <= code
-		}
+	if rare == nil {
+		rare = rareKeywords(lines, kws)
 	}
+	var above []string // the words of the comment right above the line
 	for l := max(from, 1); l <= min(to, len(lines)); l++ {
-		text, literals := codeOf(strings.TrimSpace(lines[l-1]))
+		raw := strings.TrimSpace(lines[l-1])
+		if comment, ok := strings.CutPrefix(raw, "//"); ok {
+			above = append(above, codeWords(comment)...)
+			continue
+		}
+		comment := above
+		above = nil
+		text, literals := codeOf(raw)
 		if text = strings.TrimSpace(text); strings.Trim(text, "{}()") == "" {
 			continue
 		}
-		words, litWords := lineWords(text), codeWords(literals)
+		own, called := lineWords(text, calls)
+		litWords := codeWords(literals)
 		s := 0
 		for i, k := range kws {
-			if slices.ContainsFunc(words, func(w string) bool { return wordMatches(w, k.Word) }) {
+			match := func(w string) bool { return wordMatches(w, k.Word) }
+			switch {
+			case slices.ContainsFunc(own, match):
 				s += 2
 				if rare[i] {
-					s += 2
-				}
-				// A message that names it states what the code does
-				// ("stopped after 10 redirects").
-				if slices.ContainsFunc(litWords, func(w string) bool { return wordMatches(w, k.Word) }) {
 					s++
 				}
+				if slices.ContainsFunc(litWords, match) {
+					s++
+				}
+			case slices.ContainsFunc(called, match):
+				s++
+			}
+			// The comment above a line says what it does.
+			if slices.ContainsFunc(comment, match) {
+				s++
 			}
 		}
-		// The words of the subject, on a line that does not name it as a
-		// whole (d.disallowUnknownFields leads to the line that does the
-		// work).
-		if subject != "" && !slices.ContainsFunc(codeTokens(text), func(t string) bool { return strings.ToLower(t) == lowSubject }) {
+		if declaration.MatchString(text) {
+			continue // a field or variable declared, not work done
+		}
+		if s == 0 && subject != "" && !slices.ContainsFunc(codeTokens(text), func(t string) bool { return strings.ToLower(t) == lowSubject }) {
 			for _, sw := range subjWords {
-				if len(sw) >= 3 && slices.ContainsFunc(words, func(w string) bool { return wordMatches(w, sw) || wordMatches(sw, w) }) {
+				if len(sw) >= 3 && slices.ContainsFunc(own, func(w string) bool { return len(w) >= 3 && (wordMatches(w, sw) || wordMatches(sw, w)) }) {
 					s++
 				}
 			}
@@ -380,21 +439,87 @@ func workLine(lines []string, from, to int, q *Question) (line int, code string,
 	return line, code, score
 }
 
+// declaration matches a line that only declares a name and its type.
+var declaration = regexp.MustCompile(`^[A-Za-z_]\w*(\s*,\s*[A-Za-z_]\w*)*\s+[\w.*\[\]]+$`)
+
 // rareShare: a keyword held by at most 1/rareShare of a file's lines of
 // code is rare in it.
 const rareShare = 50
 
-// lineWords returns the words of a line of code (codeWords), plus
-// "goroutine" for a go statement: the line that starts one.
-func lineWords(text string) []string {
-	words := codeWords(text)
-	if strings.HasPrefix(text, "go ") {
-		words = append(words, "goroutine")
+// lineWords returns the words of a line of code (as codeWords): those of
+// its own code, with "goroutine" for a go statement (the line that starts
+// one), and those of the calls of the package's functions it makes.
+func lineWords(text string, calls func(string) bool) (own, called []string) {
+	for i := 0; i < len(text); {
+		r := rune(text[i])
+		if !(unicode.IsLetter(r) || r == '_' || r >= 0x80) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && (isWordByte(text[j]) || text[j] >= 0x80) {
+			j++
+		}
+		tok := text[i:j]
+		words := append(splitIdent(tok), strings.ToLower(tok))
+		if calls != nil && j < len(text) && text[j] == '(' && calls(tok) {
+			called = append(called, words...)
+		} else {
+			own = append(own, words...)
+		}
+		i = j
 	}
-	return words
+	if strings.HasPrefix(text, "go ") {
+		own = append(own, "goroutine")
+	}
+	return own, called
 }
 
 // codeTokens returns the identifiers of a line of code.
 func codeTokens(text string) []string {
 	return strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' })
+}
+
+// reaches reports whether the subject reaches the declaration of key
+// ("Name" or "Recv.Name").
+func (sc *scope) reaches(key string) bool {
+	_, ok := sc.reach[key]
+	return ok
+}
+
+// selNames returns the names of selections.
+func selNames(sels []sel) []string {
+	out := make([]string, len(sels))
+	for i, x := range sels {
+		out[i] = x.name
+	}
+	return out
+}
+
+// rareKeywords reports which of the work keywords of a question few lines
+// of a file hold (at most 1/rareShare of its lines of code): a rare one
+// breaks ties ("goroutine", a go statement, over "cancel" in context.go).
+func rareKeywords(lines []string, kws []Keyword) []bool {
+	rare := make([]bool, len(kws))
+	if len(kws) == 0 {
+		return rare
+	}
+	counts, code := make([]int, len(kws)), 0
+	for _, raw := range lines {
+		text, _ := codeOf(strings.TrimSpace(raw))
+		if strings.Trim(text, " \t{}()") == "" {
+			continue
+		}
+		code++
+		words, _ := lineWords(text, nil)
+		for i, k := range kws {
+			if slices.ContainsFunc(words, func(w string) bool { return wordMatches(w, k.Word) }) {
+				counts[i]++
+			}
+		}
+	}
+	for i := range kws {
+		rare[i] = counts[i]*rareShare <= code
+	}
+	return rare
 }

@@ -21,7 +21,8 @@ type researcher struct {
 	// filesPerTask bounds the files an explorer reads per task.
 	filesPerTask int
 	// scopes caches the scopes of the questions that name a package.
-	scopes scopes
+	// (nil: none kept).
+	scopes *scopes
 }
 
 var _ iterate.Worker[Notes] = (*researcher)(nil)
