@@ -156,12 +156,6 @@ func (sc *scope) about(f *Finding) bool {
 	return ok
 }
 
-// depth returns how many steps of references from the subject's
-// definitions reach a finding (0: a definition of the subject).
-func (sc *scope) depth(f *Finding) int {
-	return sc.reach[strings.TrimPrefix(f.Key, path.Dir(f.File)+".")]
-}
-
 type declRef struct {
 	pf *parsedFile
 	d  *decl
