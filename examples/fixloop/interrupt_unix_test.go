@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/refine-go/refine/examples/internal/e2etest"
 	"github.com/refine-go/refine/iterate"
 )
 
@@ -135,5 +136,47 @@ func TestTaskTimeoutEndsImplementer(t *testing.T) {
 	checkLateWriterGone(t, filepath.Join(logDir, "late.pid"), work)
 	if !strings.Contains(o.stderr, "every attempt failed (1 of 1); the last: ") {
 		t.Errorf("stderr does not say that every attempt failed:\n%s", o.stderr)
+	}
+}
+
+// TestKillLeavesNoImplementer: fixloop killed outright (kill -9) takes its
+// implementer and the implementer's children with it (rule: no external
+// command outlives its orchestrator; catches an implementer started
+// without xcmd's watchdog — xcmd.Run replaced by cmd.Run in worker.go —
+// whose child the parent-death signal of sh -c does not reach).
+func TestKillLeavesNoImplementer(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc to list a process group's members")
+	}
+	t.Parallel()
+	logDir := t.TempDir()
+	work := filepath.Join(t.TempDir(), "work")
+	script := filepath.Join(t.TempDir(), "hang.sh")
+	writeFile(t, script, "sleep 300 &\necho $! > \"$FIXLOOP_TEST_LOG/child.tmp\" && mv \"$FIXLOOP_TEST_LOG/child.tmp\" \"$FIXLOOP_TEST_LOG/child.pid\"\nsleep 300\n")
+	cmd := exec.Command(binary, "--workdir", work, "--implementer-cmd", "sh "+shellQuote(script), "--ask", "never", "--json", sandbox(t))
+	cmd.Env = append(os.Environ(), "FIXLOOP_TEST_LOG="+logDir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	child, err := strconv.Atoi(strings.TrimSpace(waitFile(t, filepath.Join(logDir, "child.pid"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgid, err := syscall.Getpgid(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for members := e2etest.GroupMembers(pgid); len(members) > 0; members = e2etest.GroupMembers(pgid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			t.Fatalf("processes %v of the implementer's group outlived fixloop", members)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -3,8 +3,10 @@ package study
 import (
 	"bytes"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -25,6 +27,16 @@ type Evidence struct {
 	// distinctive), such as "discon" in net/http, where "reques" and
 	// "client" are everywhere.
 	Rare []string `json:"rare,omitempty"`
+	// Work is the line of the finding's code that does the work the
+	// question asks about ("file:line"), Code its text and WorkScore how
+	// well it matches (see workLine); empty when no line of it does.
+	Work      string `json:"work,omitempty"`
+	Code      string `json:"code,omitempty"`
+	WorkScore int    `json:"work_score,omitempty"`
+	// About is set, for a question that names a package (a scoped one),
+	// when the finding is code of that package about the identifier the
+	// question asks about: only such a finding answers it.
+	About bool `json:"about,omitempty"`
 }
 
 // Bounds of the code the evidence check reads per finding.
@@ -39,6 +51,7 @@ const (
 // replaces what an earlier iteration recorded, since findings grow.
 func (w *researcher) checkEvidence(n *Notes) {
 	files := map[string][]string{}
+	rares := map[string][]bool{} // by file and question
 	read := func(rel string) []string {
 		if lines, ok := files[rel]; ok {
 			return lines
@@ -67,12 +80,31 @@ func (w *researcher) checkEvidence(n *Notes) {
 			if t.Question < 0 || t.Question >= len(n.Questions) {
 				continue
 			}
-			kws := n.Questions[t.Question].Keywords
+			q := &n.Questions[t.Question]
+			kws := q.Keywords
 			terms := termsIn(kws, code, words)
-			if len(terms) == 0 {
+			e := Evidence{Question: t.Question, Terms: terms}
+			sc := w.scopeOf(q)
+			// Functions do the work; a type or a variable only holds it.
+			if f.Kind == KindDefinition && f.File != "" && f.Line > 0 && strings.HasPrefix(f.Head, "func ") {
+				var calls func(string) bool
+				if sc != nil {
+					calls = sc.calls
+				}
+				key := f.File + "\x00" + strconv.Itoa(t.Question)
+				if rares[key] == nil {
+					rares[key] = rareKeywords(read(f.File), q.workKeywords())
+				}
+				if l, text, score := workLine(read(f.File), f.Line+1, max(f.End, f.Line), q, calls, rares[key]); score > 0 {
+					e.Work, e.Code, e.WorkScore = cite(f.File, l), clip(text, 160), score
+				}
+			}
+			if sc != nil {
+				e.About = sc.about(f)
+			}
+			if len(terms) == 0 && e.Work == "" {
 				continue
 			}
-			e := Evidence{Question: t.Question, Terms: terms}
 			for _, k := range w.distinctive(kws) {
 				if slices.Contains(terms, keywordLabel(k)) {
 					e.Rare = append(e.Rare, keywordLabel(k))
@@ -231,6 +263,71 @@ func (f *Finding) evidenceFor(qi int) (terms, rare []string) {
 		}
 	}
 	return nil, nil
+}
+
+// minWorkScore is the score of a line that does the work from which it
+// answers: one of the question's words, not only those of its subject.
+const minWorkScore = 2
+
+// evidence returns the finding's verified evidence for question qi, or
+// nil.
+func (f *Finding) evidence(qi int) *Evidence {
+	for i := range f.Evidence {
+		if f.Evidence[i].Question == qi {
+			return &f.Evidence[i]
+		}
+	}
+	return nil
+}
+
+// earnedScoped returns the findings that answer a scoped question (one
+// that names a package): code of that package about the identifier it asks
+// about, with the line that does the work, best line first.
+func earnedScoped(qi int, qualifying []*Finding) []*Finding {
+	// (qualifying comes in the order of answerQuestions; the sort below
+	// keeps it among equal lines.)
+	var counted []*Finding
+	for _, f := range qualifying {
+		if e := f.evidence(qi); e != nil && e.About && e.Work != "" {
+			counted = append(counted, f)
+		}
+	}
+	slices.SortStableFunc(counted, func(a, b *Finding) int {
+		return b.evidence(qi).WorkScore - a.evidence(qi).WorkScore
+	})
+	if len(counted) > 0 && counted[0].evidence(qi).WorkScore < minWorkScore {
+		return nil
+	}
+	return counted
+}
+
+// inConflict reports whether an identifier the question names (in its
+// packages, for a scoped question) is in an open conflict: the question
+// is not answered until the conflict is resolved.
+func (n *Notes) inConflict(q *Question) bool {
+	pkgs := q.packages()
+	for i := range n.Findings {
+		f := &n.Findings[i]
+		if f.Conflict == "" || f.Kind != KindDefinition {
+			continue
+		}
+		if c := n.conflict(f.Conflict); c != nil && c.Resolved {
+			continue
+		}
+		if len(pkgs) > 0 && !slices.Contains(pkgs, path.Base(path2dir(findingFile(f)))) {
+			continue
+		}
+		name := symbolName(f.Key)
+		if i := strings.LastIndexByte(name, '.'); i >= 0 {
+			name = name[i+1:]
+		}
+		for _, k := range q.Keywords {
+			if identifierKeyword(k) && k.Name == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // earned reports whether the verified evidence of the qualifying findings

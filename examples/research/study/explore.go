@@ -39,7 +39,12 @@ func (w *researcher) explore(ctx context.Context, s *Notes, t iterate.Task) (Not
 	case gap.UnansweredQuestion:
 		focusQ = slices.IndexFunc(s.Questions, func(q Question) bool { return q.Text == g.Target })
 		if focusQ >= 0 {
-			files = w.ix.rank(s.Questions[focusQ].Keywords, w.filesPerTask, nil)
+			q := &s.Questions[focusQ]
+			var outside func(string) bool
+			if sc := w.scopeOf(q); sc != nil {
+				outside = func(p string) bool { return !sc.inPackages(p) }
+			}
+			files = w.ix.rank(q.Keywords, w.filesPerTask, outside)
 		}
 	case gap.MissingContext:
 		if i := slices.IndexFunc(s.Context, func(c ContextItem) bool { return c.Text == g.Target }); i >= 0 {
@@ -74,9 +79,16 @@ func (w *researcher) explore(ctx context.Context, s *Notes, t iterate.Task) (Not
 		topic   int
 		docHits int
 		tags    []Tag
+		work    int // the best score of its line that does the work for a scoped question
 	}
 	var cands []cand
+	scopes := make([]*scope, len(s.Questions))
+	for qi := range s.Questions {
+		scopes[qi] = w.scopeOf(&s.Questions[qi])
+	}
 	for _, pf := range parsed {
+		var lines []string
+		var rare map[int][]bool // by question
 		for i := range pf.decls {
 			d := &pf.decls[i]
 			words := splitIdent(d.Name)
@@ -90,7 +102,26 @@ func (w *researcher) explore(ctx context.Context, s *Notes, t iterate.Task) (Not
 				qs, qdoc := match(d.Name, words, doc, s.Questions[qi].Keywords)
 				// A declaration answers a question when it matches the
 				// question and relates to the topic at all.
-				if qs >= relevantScore && topic > 0 {
+				if sc := scopes[qi]; sc != nil && sc.inPackages(pf.Path) && sc.reaches(declRef{pf, d}.key()) {
+					// Code of the package the question names that its
+					// subject reaches: tagged by the line that does the
+					// work, if one does.
+					if lines == nil {
+						lines = strings.Split(string(pf.src), "\n")
+						rare = map[int][]bool{}
+					}
+					if rare[qi] == nil {
+						rare[qi] = rareKeywords(lines, s.Questions[qi].workKeywords())
+					}
+					if _, _, ws := workLine(lines, d.Line+1, d.End, &s.Questions[qi], scopes[qi].calls, rare[qi]); ws > 0 {
+						qs = max(qs, relevantScore) + ws
+						c.work = max(c.work, ws)
+					}
+				}
+				// A question that names a package is about that package's
+				// code only.
+				sc := scopes[qi]
+				if qs >= relevantScore && (sc == nil && topic > 0 || sc != nil && sc.inPackages(pf.Path)) {
 					c.tags = append(c.tags, Tag{Question: qi, Score: qs})
 				}
 				best = max(best, qs)
@@ -117,6 +148,9 @@ func (w *researcher) explore(ctx context.Context, s *Notes, t iterate.Task) (Not
 		}
 	}
 	slices.SortStableFunc(cands, func(a, b cand) int {
+		if c := cmp.Compare(b.work, a.work); c != 0 {
+			return c
+		}
 		if c := cmp.Compare(b.focus, a.focus); c != 0 {
 			return c
 		}

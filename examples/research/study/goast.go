@@ -17,6 +17,7 @@ import (
 // decl is one top-level declaration of a Go file.
 type decl struct {
 	Name, Recv string // Recv is the receiver's type name for a method
+	RecvVar    string // the receiver's name, "" when it has none
 	Kind       string // "func", "method", "type", "const", "var"
 	Line, End  int
 	Doc        string // the doc comment, as text
@@ -79,6 +80,9 @@ func declsOf(fset *token.FileSet, f *ast.File) []decl {
 			if d.Recv != nil && len(d.Recv.List) > 0 {
 				dc.Kind = "method"
 				dc.Recv = recvName(d.Recv.List[0].Type)
+				if names := d.Recv.List[0].Names; len(names) > 0 {
+					dc.RecvVar = names[0].Name
+				}
 			}
 			head := *d
 			head.Body, head.Doc = nil, nil

@@ -152,6 +152,10 @@ const estimateHits = 4
 // estimate returns the files relevant to the topic, most relevant first:
 // the estimate of relevant files that coverage is measured against.
 func (ix *index) estimate(topic []Keyword) []string {
+	if pkgs := (&Question{Keywords: topic}).packages(); len(pkgs) > 0 {
+		return ix.estimateScoped(topic, pkgs)
+	}
+	topic = ix.uncommon(topic)
 	need := min(2, len(topic))
 	type cand struct {
 		path  string
@@ -180,6 +184,73 @@ func (ix *index) estimate(topic []Keyword) []string {
 	out := make([]string, len(cands))
 	for i, c := range cands {
 		out[i] = c.path
+	}
+	return out
+}
+
+// estimateScoped is the estimate of a topic that names the packages of
+// its identifiers ("sync.Once"): the files of those packages in which one
+// of its identifiers occurs estimateHits times, most hits first. Issue 32:
+// the words of the question ("make", "sure", "runs", "only") made 506 files
+// of the tree relevant to sync.Once, a coverage no research reaches.
+func (ix *index) estimateScoped(topic []Keyword, pkgs []string) []string {
+	type cand struct {
+		path  string
+		score int
+	}
+	var cands []cand
+	for i := range ix.files {
+		if !slices.Contains(pkgs, path.Base(ix.files[i].Dir)) {
+			continue
+		}
+		best := 0
+		for _, k := range topic {
+			if identifierKeyword(k) {
+				best = max(best, ix.hits(i, k.Word))
+			}
+		}
+		if best >= estimateHits {
+			cands = append(cands, cand{ix.files[i].Path, best})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	out := make([]string, len(cands))
+	for i, c := range cands {
+		out[i] = c.path
+	}
+	return out
+}
+
+// commonShare is the share of the tree's files beyond which a topic word
+// is too common to say which files are relevant ("run", "only", "make").
+const commonShare = 10
+
+// uncommon returns the topic's keywords held by at most 1/commonShare of
+// the files, or all of them when every one is more common.
+func (ix *index) uncommon(topic []Keyword) []Keyword {
+	var out []Keyword
+	for _, k := range topic {
+		j, ok := ix.wordAt[k.Word]
+		if !ok {
+			continue
+		}
+		df := 0
+		for i := range ix.files {
+			if ix.files[i].Hits[j] > 0 {
+				df++
+			}
+		}
+		if df*commonShare <= len(ix.files) {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return topic
 	}
 	return out
 }

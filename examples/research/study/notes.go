@@ -469,11 +469,18 @@ func (n *Notes) answerQuestions() {
 		q.Answered, q.Partial = false, false
 		var qualifying []*Finding
 		for _, f := range tagged {
-			if f.Confidence >= answerConfidence && f.Conflict == "" && len(f.Citations) > 0 && evidenceCount(f, qi) > 0 {
+			if f.Confidence >= answerConfidence && f.Conflict == "" && len(f.Citations) > 0 && f.evidence(qi) != nil {
 				qualifying = append(qualifying, f)
 			}
 		}
-		if counted := earned(q, qi, qualifying); len(counted) > 0 {
+		counted := earned(q, qi, qualifying)
+		if len(q.packages()) > 0 {
+			counted = earnedScoped(qi, qualifying)
+		}
+		if n.inConflict(q) {
+			counted = nil
+		}
+		if len(counted) > 0 {
 			q.Answered = true
 			for _, f := range counted[:min(len(counted), 4)] {
 				q.Answer = append(q.Answer, f.ID)

@@ -25,6 +25,12 @@ type Keyword struct {
 	Explicit bool   `json:"explicit,omitempty"`
 	// Name is an explicit keyword as written, e.g. "Done".
 	Name string `json:"name,omitempty"`
+	// Qual is what the question wrote before an identifier: its package
+	// and type ("sync.WaitGroup" of sync.WaitGroup.Wait, "http" of
+	// http.Server), or the qualified identifier a method name follows
+	// ("http.Server" of "http.Server Shutdown"). A question with a
+	// package qualifier is answered only by code of that package.
+	Qual string `json:"qual,omitempty"`
 }
 
 // Question is a sub-question of the research.
@@ -147,7 +153,7 @@ func splitKeywords(s string) (body string, explicit []string, err error) {
 // stopwords are question words that say nothing about code.
 var stopwords = func() map[string]bool {
 	m := map[string]bool{}
-	for _, w := range strings.Fields(`a an the how does do did done is are was were be been being what when where
+	for _, w := range strings.Fields(`a an the how does do did is are was were be been being what when where
 		which who whom whose why there their this that these those it its of in on at to for from by with and or
 		not no into onto about any all each every can could should would will shall may might must happens happen
 		happening get gets use used uses using go golang standard library stdlib implement implements implemented
@@ -175,6 +181,7 @@ func keywordsOf(text string, explicit []string) []Keyword {
 		seen[k] = true
 		out = append(out, k)
 	}
+	prevQualified := "" // the previous token, when a qualified identifier
 	for _, tok := range strings.FieldsFunc(text, func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '.' && r != '_'
 	}) {
@@ -182,17 +189,31 @@ func keywordsOf(text string, explicit []string) []Keyword {
 		if tok == "" {
 			continue
 		}
+		after := prevQualified
+		prevQualified = ""
 		if isIdentifier(tok) {
-			// "WithCancel", "io.Copy": explicit identifiers; the package
-			// qualifier becomes a stem.
+			// "WithCancel", "io.Copy", "sync.WaitGroup.Wait": explicit
+			// identifiers; a package qualifier becomes a stem, a type
+			// qualifier an identifier too.
 			parts := strings.Split(tok, ".")
-			for _, p := range parts[:len(parts)-1] {
-				if len(p) >= 2 {
+			for i, p := range parts[:len(parts)-1] {
+				switch {
+				case p != "" && unicode.IsUpper([]rune(p)[0]):
+					add(Keyword{Word: strings.ToLower(p), Explicit: true, Name: p, Qual: strings.Join(parts[:i], ".")})
+				case len(p) >= 2:
 					add(Keyword{Word: strings.ToLower(p)})
 				}
 			}
 			last := parts[len(parts)-1]
-			add(Keyword{Word: strings.ToLower(last), Explicit: true, Name: last})
+			add(Keyword{Word: strings.ToLower(last), Explicit: true, Name: last, Qual: strings.Join(parts[:len(parts)-1], ".")})
+			if len(parts) > 1 {
+				prevQualified = tok
+			}
+			continue
+		}
+		if after != "" && unicode.IsUpper([]rune(tok)[0]) {
+			// "http.Server Shutdown": a method of the identifier before.
+			add(Keyword{Word: strings.ToLower(tok), Explicit: true, Name: tok, Qual: after})
 			continue
 		}
 		w := strings.ToLower(tok)
@@ -209,7 +230,7 @@ func keywordsOf(text string, explicit []string) []Keyword {
 			}
 		}
 		last := parts[len(parts)-1]
-		add(Keyword{Word: strings.ToLower(last), Explicit: true, Name: last})
+		add(Keyword{Word: strings.ToLower(last), Explicit: true, Name: last, Qual: strings.Join(parts[:len(parts)-1], ".")})
 	}
 	return out
 }

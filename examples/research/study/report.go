@@ -70,6 +70,9 @@ type ReportAnswer struct {
 	Description string   `json:"description"`
 	Confidence  float64  `json:"confidence"`
 	Citations   []string `json:"citations"`
+	// Work is the line of the finding's code that does the work the
+	// question asks about, "file:line: code"; empty when none does.
+	Work string `json:"work,omitempty"`
 }
 
 // AgentSummary is an agent's contribution over the session.
@@ -170,7 +173,11 @@ func NewReport(res *iterate.Result[Notes], session, store string, maxIterations 
 		}
 		for _, id := range q.Answer {
 			if f := n.find(id); f != nil {
-				rq.Answer = append(rq.Answer, ReportAnswer{ID: f.ID, Description: f.Description, Confidence: f.Confidence, Citations: f.Citations})
+				a := ReportAnswer{ID: f.ID, Description: f.Description, Confidence: f.Confidence, Citations: f.Citations}
+				if e := f.evidence(i); e != nil && e.Work != "" {
+					a.Work = e.Work + ": " + e.Code
+				}
+				rq.Answer = append(rq.Answer, a)
 			}
 		}
 		r.Questions = append(r.Questions, rq)
@@ -293,6 +300,9 @@ func (r *Report) WriteText(w io.Writer) {
 		for _, a := range q.Answer {
 			fmt.Fprintf(w, "   - %s [%.2f] %s\n", a.ID, a.Confidence, a.Description)
 			fmt.Fprintf(w, "     %s\n", strings.Join(a.Citations, ", "))
+			if a.Work != "" {
+				fmt.Fprintf(w, "     the work: %s\n", a.Work)
+			}
 		}
 	}
 	fmt.Fprintln(w)

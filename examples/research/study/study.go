@@ -197,7 +197,7 @@ func New(ctx context.Context, a Args) (*Loop, error) {
 	// directories are the same session.
 	id := sha256.Sum256([]byte(root + "\x00" + qtext + "\x00" + strings.Join(a.Skip, ",")))
 	agents := maps.Clone(a.Agents)
-	w := &researcher{ix: ix, lines: &lineCounter{ix: ix}, agents: agents, filesPerTask: filesPerTask}
+	w := &researcher{ix: ix, lines: &lineCounter{ix: ix}, agents: agents, filesPerTask: filesPerTask, scopes: &scopes{}}
 	return &Loop{
 		Worker: w,
 		// The default strategy, iterate.Adaptive, with seed 000's role

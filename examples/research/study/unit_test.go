@@ -48,10 +48,17 @@ func TestKeywordsOf(t *testing.T) {
 		{"stopwords_dropped", "How does the Go standard library implement context cancellation?", nil,
 			[]Keyword{{Word: "contex"}, {Word: "cancel"}}},
 		{"identifiers_are_explicit", "What does io.Copy do with WithCancel?", nil,
-			[]Keyword{{Word: "io"}, {Word: "copy", Explicit: true, Name: "Copy"}, {Word: "withcancel", Explicit: true, Name: "WithCancel"}}},
+			[]Keyword{{Word: "io"}, {Word: "copy", Explicit: true, Name: "Copy", Qual: "io"}, {Word: "withcancel", Explicit: true, Name: "WithCancel"}}},
+		// Issue 32: the package and type a question names scope its answer.
+		{"type_qualifier_is_an_identifier", "How does sync.WaitGroup.Wait block?", nil,
+			[]Keyword{{Word: "sync"}, {Word: "waitgroup", Explicit: true, Name: "WaitGroup", Qual: "sync"},
+				{Word: "wait", Explicit: true, Name: "Wait", Qual: "sync.WaitGroup"}, {Word: "block"}}},
+		{"method_after_its_type", "How does http.Server Shutdown wait for Active connections?", nil,
+			[]Keyword{{Word: "http"}, {Word: "server", Explicit: true, Name: "Server", Qual: "http"},
+				{Word: "shutdown", Explicit: true, Name: "Shutdown", Qual: "http.Server"}, {Word: "wait"}, {Word: "active"}, {Word: "connec"}}},
 		{"bracket_keywords", "How do callers observe cancellation?", []string{"Done", "context.Cause"},
 			[]Keyword{{Word: "caller"}, {Word: "observ"}, {Word: "cancel"}, {Word: "done", Explicit: true, Name: "Done"},
-				{Word: "context"}, {Word: "cause", Explicit: true, Name: "Cause"}}},
+				{Word: "context"}, {Word: "cause", Explicit: true, Name: "Cause", Qual: "context"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -20,6 +20,9 @@ type researcher struct {
 	agents map[string]string
 	// filesPerTask bounds the files an explorer reads per task.
 	filesPerTask int
+	// scopes caches the scopes of the questions that name a package.
+	// (nil: none kept).
+	scopes *scopes
 }
 
 var _ iterate.Worker[Notes] = (*researcher)(nil)
