@@ -28,7 +28,7 @@ func (d *Dir) Generations(ctx context.Context, session string) ([]*Checkpoint, e
 	if err := ValidateSession(session); err != nil {
 		return nil, err
 	}
-	names, err := readNames(d.dir())
+	names, err := d.readNames()
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: listing %s: %w", d.dir(), err)
 	}

@@ -58,7 +58,7 @@ func (d *Dir) Sessions(ctx context.Context) iter.Seq2[*Checkpoint, error] {
 			yield(nil, err)
 			return
 		}
-		names, err := readNames(d.dir())
+		names, err := d.readNames()
 		if err != nil {
 			yield(nil, fmt.Errorf("checkpoint: listing %s: %w", d.dir(), err))
 			return
