@@ -201,3 +201,34 @@ func BenchmarkDirNewSession(b *testing.B) {
 		})
 	}
 }
+
+// TestDirSessionsAfter: Dir.SessionsAfter lists what Sessions lists from
+// a name on, the name itself excluded, whether or not a session has it
+// (issue 31, item 10: a viewer's next page). Mutations caught: the session
+// named after listed (`<= after` as `< after`), the search skipped.
+func TestDirSessionsAfter(t *testing.T) {
+	d := checkpoint.NewDir(t.TempDir())
+	var names []string
+	for i := range 12 {
+		name := fmt.Sprintf("s%02d", i*2)
+		names = append(names, name)
+		saveGens(t, d, name, 1)
+	}
+	for _, after := range []string{"", "a", "s00", "s05", "s10", "s22", "z"} {
+		var got, want []string
+		for c, err := range d.SessionsAfter(ctx, after) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, c.Session)
+		}
+		for _, n := range names {
+			if n > after {
+				want = append(want, n)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("SessionsAfter(%q) = %v, want %v", after, got, want)
+		}
+	}
+}
