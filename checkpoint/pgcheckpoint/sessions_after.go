@@ -45,11 +45,18 @@ func (s *Store) SessionsAfter(ctx context.Context, after string) iter.Seq2[*chec
 }
 
 // sessionsBatch reads the newest envelopes of the next sessionsBatch
-// sessions after after, by the primary key's order.
+// sessions after after, by the primary key's index: what it reads is
+// bounded by the batch, not by the table.
 func (s *Store) sessionsBatch(ctx context.Context, after string) ([]*checkpoint.Checkpoint, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ON (session) session, `+envelopeColumns+`
-		FROM `+s.table("checkpoints")+` WHERE session > $1
-		ORDER BY session, generation DESC LIMIT $2`, after, sessionsBatch)
+	// The next names first, by the primary key's index (a DISTINCT ON
+	// ordered by generation DESC sorted the whole table), then each
+	// one's newest row.
+	rows, err := s.pool.Query(ctx, `SELECT n.session, `+envelopeColumns+`
+		FROM (SELECT DISTINCT session FROM `+s.table("checkpoints")+` WHERE session > $1
+			ORDER BY session LIMIT $2) n
+		CROSS JOIN LATERAL (SELECT `+envelopeColumns+` FROM `+s.table("checkpoints")+` x
+			WHERE x.session = n.session ORDER BY x.generation DESC LIMIT 1) c
+		ORDER BY n.session`, after, sessionsBatch)
 	if err != nil {
 		return nil, err
 	}
