@@ -117,7 +117,9 @@ func TestDirUnmarkedSessions(t *testing.T) {
 // TestDirMarkers checks the marker file of a session: created by its first
 // save, mode 0600 (before the umask), never opened if something is at its
 // name (a link planted there is not followed), removed by Remove last, and
-// a removed session is new again (a save starts from generation 1).
+// a removed session is new again. Mutations caught: the marker's mode
+// 0644; Remove leaving the marker (a removed session's Dir would list the
+// directory for it for ever).
 func TestDirMarkers(t *testing.T) {
 	dir := t.TempDir()
 	d := checkpoint.NewDir(dir)
