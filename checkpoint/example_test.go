@@ -50,6 +50,7 @@ func ExampleDir() {
 	// iteration 3, status running, state {"done":3}
 	// build.00000000000000000002.ckpt
 	// build.00000000000000000003.ckpt
+	// build.session
 	// true
 }
 
@@ -91,6 +92,7 @@ func ExampleDir_Load() {
 	// skipped damaged generations [2]
 	// build.00000000000000000001.ckpt
 	// build.00000000000000000002.ckpt.corrupt
+	// build.session
 }
 
 // A run locks its session and saves with the lock's fencing token. Once

@@ -12,3 +12,6 @@ func SetSync(d *Dir, sync func(f *os.File) error) { d.sync = sync }
 
 // RaceEnabled is raceEnabled, for the tests of package checkpoint_test.
 const RaceEnabled = raceEnabled
+
+// SetOnList makes d call f at each listing of its directory. Tests only.
+func SetOnList(d *Dir, f func()) { d.onList = f }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 )
 
 // Generations lists the envelopes of the kept generations of session,
@@ -28,25 +29,29 @@ func (d *Dir) Generations(ctx context.Context, session string) ([]*Checkpoint, e
 	if err := ValidateSession(session); err != nil {
 		return nil, err
 	}
-	names, err := readNames(d.dir())
+	names, err := d.readNames()
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: listing %s: %w", d.dir(), err)
 	}
+	// Only this session's names are picked out: grouping every session's
+	// (listSessions) cost more than the listing itself at 100,000.
+	var gens []uint64
+	for _, name := range names {
+		if gen, kind := parseName(name, session); kind == kindGeneration {
+			gens = append(gens, gen)
+		}
+	}
+	slices.Sort(gens)
 	var out []*Checkpoint
-	for _, l := range listSessions(names) {
-		if l.session != session {
+	for _, gen := range gens {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c, err := readEnvelope(filepath.Join(d.dir(), genName(session, gen)), session)
+		if err != nil || c.Generation != gen {
 			continue
 		}
-		for _, gen := range l.gens {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			c, err := readEnvelope(filepath.Join(d.dir(), genName(session, gen)), session)
-			if err != nil || c.Generation != gen {
-				continue
-			}
-			out = append(out, c)
-		}
+		out = append(out, c)
 	}
 	return out, nil
 }

@@ -53,17 +53,34 @@ import (
 // are not generations of a valid session name ([ValidateSession]) are
 // ignored, as are temporary and lock files.
 func (d *Dir) Sessions(ctx context.Context) iter.Seq2[*Checkpoint, error] {
+	return d.SessionsAfter(ctx, "")
+}
+
+// SessionsAfter is [Dir.Sessions] from a name on: the sessions whose names
+// sort after after ("" lists them all). The directory is still listed
+// whole, but no envelope of a session before after is read, so a page of a
+// viewer's list costs a listing and the envelopes of its rows, not those
+// of the sessions before it.
+func (d *Dir) SessionsAfter(ctx context.Context, after string) iter.Seq2[*Checkpoint, error] {
 	return func(yield func(*Checkpoint, error) bool) {
 		if err := ctx.Err(); err != nil {
 			yield(nil, err)
 			return
 		}
-		names, err := readNames(d.dir())
+		names, err := d.readNames()
 		if err != nil {
 			yield(nil, fmt.Errorf("checkpoint: listing %s: %w", d.dir(), err))
 			return
 		}
-		for _, l := range listSessions(names) {
+		list := listSessions(names)
+		if after != "" {
+			i, _ := slices.BinarySearchFunc(list, after, func(l *listed, name string) int { return strings.Compare(l.session, name) })
+			for i < len(list) && list[i].session <= after {
+				i++
+			}
+			list = list[i:]
+		}
+		for _, l := range list {
 			if err := ctx.Err(); err != nil {
 				yield(nil, err)
 				return

@@ -100,7 +100,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	}
 	complete, scanned := true, 0
 	listed := map[string]bool{}
-	for c, err := range h.store.Sessions(ctx) {
+	for c, err := range sessionsAfter(ctx, h.store, p.After) {
 		if c == nil {
 			if err != nil {
 				p.Errors = append(p.Errors, err.Error())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,6 +33,11 @@ type GenerationStore interface {
 func ReadOnly(s GenerationStore) Store { return readOnly{s} }
 
 type readOnly struct{ GenerationStore }
+
+// SessionsAfter is the store's, if it has one (see [PageLister]).
+func (r readOnly) SessionsAfter(ctx context.Context, after string) iter.Seq2[*checkpoint.Checkpoint, error] {
+	return sessionsAfter(ctx, r.GenerationStore, after)
+}
 
 func (r readOnly) Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error) {
 	gens, err := r.Generations(ctx, session)

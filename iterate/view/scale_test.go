@@ -114,3 +114,49 @@ func TestSessionPageListsNoSessions(t *testing.T) {
 		get(t, h, p)
 	}
 }
+
+// pagingStore is a countingStore that lists from a name on (PageLister).
+type pagingStore struct {
+	*countingStore
+	afters []string
+}
+
+func (s *pagingStore) SessionsAfter(ctx context.Context, after string) iter.Seq2[*checkpoint.Checkpoint, error] {
+	s.afters = append(s.afters, after)
+	return func(yield func(*checkpoint.Checkpoint, error) bool) {
+		for c, err := range s.Memory.Sessions(ctx) {
+			if c != nil && c.Session <= after {
+				continue
+			}
+			s.pulled++
+			if !yield(c, err) {
+				return
+			}
+		}
+	}
+}
+
+// TestListPagedFromStore guards issue 31, item 10: a page of the list
+// after a name is read from the store from that name on (PageLister, as
+// checkpoint.Dir and pgcheckpoint.Store list), also through ReadOnly,
+// never by listing every session and skipping those before. Mutations
+// caught: the list reading Sessions (noLists), ReadOnly hiding the
+// store's SessionsAfter, the page's after not passed on.
+func TestListPagedFromStore(t *testing.T) {
+	s := &pagingStore{countingStore: &countingStore{Memory: manySessions(t, 450), t: t, noLists: true}}
+	h, err := New(ReadOnly(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body := get(t, h, "/?after=s0300")
+	names := rowName.FindAllStringSubmatch(body, -1)
+	if len(names) != pageRows || names[0][1] != "s0301" {
+		t.Fatalf("page after s0300: %d rows from %v", len(names), names[:min(1, len(names))])
+	}
+	if len(s.afters) != 1 || s.afters[0] != "s0300" {
+		t.Errorf("SessionsAfter called with %q, want [s0300]", s.afters)
+	}
+	if s.pulled > pageRows+1 {
+		t.Errorf("the page pulled %d sessions from the store, want at most %d", s.pulled, pageRows+1)
+	}
+}

@@ -60,6 +60,35 @@ type Lister interface {
 	Sessions(ctx context.Context) iter.Seq2[*checkpoint.Checkpoint, error]
 }
 
+// PageLister is what a [Lister] may also implement to list its sessions
+// from a name on: SessionsAfter lists, as Sessions does, the sessions whose
+// names sort after after ("" lists them all), in name order, reading them
+// lazily, so that a page of the viewer's list costs what its rows cost,
+// not what the sessions before it cost. checkpoint.Dir and
+// pgcheckpoint.Store implement it (the latter with keyset queries of 100
+// sessions).
+type PageLister interface {
+	SessionsAfter(ctx context.Context, after string) iter.Seq2[*checkpoint.Checkpoint, error]
+}
+
+// sessionsAfter lists the sessions of l after after, through its
+// SessionsAfter if it has one, else by skipping those before.
+func sessionsAfter(ctx context.Context, l Lister, after string) iter.Seq2[*checkpoint.Checkpoint, error] {
+	if p, ok := l.(PageLister); ok {
+		return p.SessionsAfter(ctx, after)
+	}
+	return func(yield func(*checkpoint.Checkpoint, error) bool) {
+		for c, err := range l.Sessions(ctx) {
+			if c != nil && after != "" && c.Session <= after {
+				continue
+			}
+			if !yield(c, err) {
+				return
+			}
+		}
+	}
+}
+
 // Loader loads a session's newest checkpoint, with its engine record. A
 // session that does not exist gives an error matching checkpoint.ErrNotFound.
 type Loader interface {
