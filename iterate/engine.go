@@ -283,6 +283,9 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 	if status.Final() && !(extended && status == BudgetExhausted) {
 		return r.result(status, c.Reason, r.finalErr(status, c.Reason)), r.finalErr(status, c.Reason)
 	}
+	if res, err := r.steer(ctx, status, c.Reason, &rc); res != nil || err != nil { // steer.go
+		return res, err
+	}
 	if status == Escalated {
 		if !rc.hasAnswer {
 			res := r.result(Escalated, c.Reason, nil)
@@ -915,7 +918,7 @@ func (r *run[S]) escalate(ctx context.Context, d converge.Decision, plan *Plan) 
 	if esc.Iteration == 0 {
 		esc.Iteration = r.hist.Iteration
 	}
-	r.data.Escalation = esc
+	r.data.Escalation = r.applyDeadline(esc)
 	return r.stop(ctx, Escalated, esc.Reason)
 }
 
