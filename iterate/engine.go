@@ -280,11 +280,11 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 		return nil, err
 	}
 	status := Status(c.Status)
-	if status.Final() && !(extended && status == BudgetExhausted) {
-		return r.result(status, c.Reason, r.finalErr(status, c.Reason)), r.finalErr(status, c.Reason)
-	}
 	if res, err := r.steer(ctx, status, c.Reason, &rc); res != nil || err != nil { // steer.go
 		return res, err
+	}
+	if status.Final() && !(extended && status == BudgetExhausted) {
+		return r.result(status, c.Reason, r.finalErr(status, c.Reason)), r.finalErr(status, c.Reason)
 	}
 	if status == Escalated {
 		if !rc.hasAnswer {
