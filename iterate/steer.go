@@ -53,11 +53,19 @@ type CrashLoopError struct {
 }
 
 func (e *CrashLoopError) Error() string {
-	return "iterate: task " + e.Task + " was in flight at " + plural(e.Crashes, "crash") + " of the process; not run again"
+	return "iterate: task " + e.Task + " was in flight at " + crashesOf(e.Crashes) + " of the process; not run again"
 }
 
 // Is matches ErrCrashLoop.
 func (e *CrashLoopError) Is(target error) bool { return target == ErrCrashLoop }
+
+// crashesOf is "1 crash", "2 crashes".
+func crashesOf(n int) string {
+	if n == 1 {
+		return "1 crash"
+	}
+	return strconv.Itoa(n) + " crashes"
+}
 
 // crashCount is a task in flight (Count 0), or how many resumes found it
 // in flight after a crash.
@@ -122,7 +130,7 @@ func (r *run[S]) countCrashes(ctx context.Context) (*Result[S], error) {
 		}
 		r.data.Crashes[i].Count++
 		n := r.data.Crashes[i].Count
-		r.warn(r.hist.Iteration, fmt.Sprintf("task %s was in flight when the process stopped (%s of %d)", f.Task, plural(n, "crash"), r.cfg.crashBound))
+		r.warn(r.hist.Iteration, fmt.Sprintf("task %s was in flight when the process stopped (%s of %d)", f.Task, crashesOf(n), r.cfg.crashBound))
 		if n >= r.cfg.crashBound && worst == nil {
 			worst = &CrashLoopError{Task: f.Task, Crashes: n}
 		}
