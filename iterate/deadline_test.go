@@ -25,11 +25,11 @@ var dayDeadline = iterate.Deadline{After: 24 * time.Hour, RemindBefore: time.Hou
 
 // resumeIn resumes the session as a process of its own would: a new
 // engine on the store, observed by a new recorder.
-func resumeIn(store iterate.Checkpointer, script *iteratetest.Script, d iterate.Deadline, opts ...iterate.ResumeOption) (*iterate.Result[iteratetest.State], error, *iteratetest.Recorder) {
+func resumeIn(store iterate.Checkpointer, script *iteratetest.Script, d iterate.Deadline, opts ...iterate.ResumeOption) (*iterate.Result[iteratetest.State], *iteratetest.Recorder, error) {
 	rec := &iteratetest.Recorder{}
 	eng := iterate.New(script, seed002(store, iterate.WithQuestionDeadline(d), iterate.WithObserver(rec.Observe))...)
 	res, err := eng.Resume(context.Background(), opts...)
-	return res, err, rec
+	return res, rec, err
 }
 
 // TestQuestionDeadlineStops guards: a question carries its deadline and
@@ -60,13 +60,13 @@ func TestQuestionDeadlineStops(t *testing.T) {
 		}
 
 		time.Sleep(23*time.Hour - time.Second)
-		_, err, rec := resumeIn(store, script, dayDeadline)
+		_, rec, err := resumeIn(store, script, dayDeadline)
 		if !errors.Is(err, iterate.ErrEscalated) || len(iteratetest.Of[iterate.QuestionReminder](rec)) != 0 {
 			t.Fatalf("before the reminder: %v, %d reminders", err, len(iteratetest.Of[iterate.QuestionReminder](rec)))
 		}
 
 		time.Sleep(time.Second)
-		res, err, rec = resumeIn(store, script, dayDeadline)
+		res, rec, err = resumeIn(store, script, dayDeadline)
 		rem := iteratetest.Of[iterate.QuestionReminder](rec)
 		if !errors.Is(err, iterate.ErrEscalated) || len(rem) != 1 || !rem[0].Deadline.Equal(e.Deadline) || rem[0].Escalation.Question != e.Question {
 			t.Fatalf("at the reminder: %v, reminders %+v", err, rem)
@@ -75,17 +75,17 @@ func TestQuestionDeadlineStops(t *testing.T) {
 			t.Errorf("due after the reminder %v, want the deadline", res.Escalation.Due())
 		}
 		time.Sleep(30 * time.Minute)
-		_, err, rec = resumeIn(store, script, dayDeadline)
+		_, rec, err = resumeIn(store, script, dayDeadline)
 		if !errors.Is(err, iterate.ErrEscalated) || len(iteratetest.Of[iterate.QuestionReminder](rec)) != 0 {
 			t.Fatalf("after the reminder: %v, a second reminder", err)
 		}
 
 		time.Sleep(30*time.Minute - time.Second)
-		if _, err, _ = resumeIn(store, script, dayDeadline); !errors.Is(err, iterate.ErrEscalated) {
+		if _, _, err = resumeIn(store, script, dayDeadline); !errors.Is(err, iterate.ErrEscalated) {
 			t.Fatalf("a second before the deadline: %v", err)
 		}
 		time.Sleep(time.Second)
-		res, err, rec = resumeIn(store, script, dayDeadline)
+		res, rec, err = resumeIn(store, script, dayDeadline)
 		exp := iteratetest.Of[iterate.QuestionExpired](rec)
 		if err != nil || res.Status != iterate.Expired || len(exp) != 1 || exp[0].OnExpiry != iterate.ExpireStop || res.Escalation == nil {
 			t.Fatalf("at the deadline: %v, %s, expired events %+v", err, res.Status, exp)
@@ -95,7 +95,7 @@ func TestQuestionDeadlineStops(t *testing.T) {
 			t.Errorf("saved status %q, want expired", saved.Status)
 		}
 		// Final: an answer now is too late.
-		res, err, _ = resumeIn(store, script, dayDeadline, iterate.WithAnswer("late"))
+		res, _, err = resumeIn(store, script, dayDeadline, iterate.WithAnswer("late"))
 		if err != nil || res.Status != iterate.Expired || res.Iterations != 3 {
 			t.Fatalf("answer after expiry: %v, %s after %d", err, res.Status, res.Iterations)
 		}
@@ -116,7 +116,7 @@ func TestQuestionDeadlineDefaultAnswer(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(time.Hour)
-		res, err, rec := resumeIn(store, script, d)
+		res, rec, err := resumeIn(store, script, d)
 		if err != nil || res.Status != iterate.Converged || res.Iterations != 4 {
 			t.Fatalf("past the deadline: %v, %s after %d; want converged after 4", err, res.Status, res.Iterations)
 		}
@@ -145,15 +145,15 @@ func TestExtendDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(23 * time.Hour)
-		if _, _, rec := resumeIn(store, script, dayDeadline); len(iteratetest.Of[iterate.QuestionReminder](rec)) != 1 {
+		if _, rec, _ := resumeIn(store, script, dayDeadline); len(iteratetest.Of[iterate.QuestionReminder](rec)) != 1 {
 			t.Fatal("no reminder")
 		}
 		var ce *iterate.ConfigError
-		if _, err, _ := resumeIn(store, script, dayDeadline, iterate.ExtendDeadline(t0.Add(time.Hour), "bob")); !errors.As(err, &ce) {
+		if _, _, err := resumeIn(store, script, dayDeadline, iterate.ExtendDeadline(t0.Add(time.Hour), "bob")); !errors.As(err, &ce) {
 			t.Fatalf("extension to an earlier time: %v, want a *ConfigError", err)
 		}
 		to := t0.Add(48 * time.Hour)
-		res, err, _ := resumeIn(store, script, dayDeadline, iterate.ExtendDeadline(to, "bob"))
+		res, _, err := resumeIn(store, script, dayDeadline, iterate.ExtendDeadline(to, "bob"))
 		if !errors.Is(err, iterate.ErrEscalated) || !res.Escalation.Deadline.Equal(to) || !res.Escalation.Due().Equal(to.Add(-time.Hour)) {
 			t.Fatalf("extended: %v, deadline %v due %v", err, res.Escalation.Deadline, res.Escalation.Due())
 		}
@@ -161,18 +161,18 @@ func TestExtendDeadline(t *testing.T) {
 			t.Errorf("extensions %+v", x)
 		}
 		time.Sleep(2 * time.Hour) // past the old deadline
-		if res, err, _ := resumeIn(store, script, dayDeadline); !errors.Is(err, iterate.ErrEscalated) {
+		if res, _, err := resumeIn(store, script, dayDeadline); !errors.Is(err, iterate.ErrEscalated) {
 			t.Fatalf("past the old deadline: %v, %s", err, res.Status)
 		}
 		time.Sleep(22 * time.Hour) // at the new reminder
-		if _, _, rec := resumeIn(store, script, dayDeadline); len(iteratetest.Of[iterate.QuestionReminder](rec)) != 1 {
+		if _, rec, _ := resumeIn(store, script, dayDeadline); len(iteratetest.Of[iterate.QuestionReminder](rec)) != 1 {
 			t.Error("no reminder before the new deadline")
 		}
-		res, err, _ = resumeIn(store, script, dayDeadline, iterate.WithAnswer("use a number"))
+		res, _, err = resumeIn(store, script, dayDeadline, iterate.WithAnswer("use a number"))
 		if err != nil || res.Status != iterate.Converged {
 			t.Fatalf("answered: %v, %s", err, res.Status)
 		}
-		if _, err, _ := resumeIn(store, script, dayDeadline, iterate.ExtendDeadline(to.Add(time.Hour), "bob")); !errors.As(err, &ce) {
+		if _, _, err := resumeIn(store, script, dayDeadline, iterate.ExtendDeadline(to.Add(time.Hour), "bob")); !errors.As(err, &ce) {
 			t.Errorf("extension of a converged session: %v, want a *ConfigError", err)
 		}
 	})
@@ -201,7 +201,7 @@ func TestQuestionDeadlineFingerprint(t *testing.T) {
 			if _, err := eng.Run(context.Background(), iteratetest.State{}); !errors.Is(err, iterate.ErrEscalated) {
 				t.Fatal(err)
 			}
-			_, err, _ := resumeIn(store, script, tc.d)
+			_, _, err := resumeIn(store, script, tc.d)
 			var sc *iterate.SettingsChangedError
 			if got := errors.As(err, &sc); got != tc.refused {
 				t.Fatalf("resume under %+v: %v; refused %v, want %v", tc.d, err, got, tc.refused)
