@@ -142,16 +142,17 @@ type QuestionExpired struct {
 }
 
 // applyDeadline gives the escalation esc, new, the engine's deadline: the
-// fields the strategy left zero. It returns esc, or a copy when it set
-// anything (the strategy's value is not modified).
+// fields the strategy left zero. It returns a copy when the engine has a
+// deadline (the strategy's value is not modified), else esc.
 func (r *run[S]) applyDeadline(esc *Escalation) *Escalation {
 	d := r.cfg.deadline
-	if d.After <= 0 || !esc.Deadline.IsZero() {
+	if d.After <= 0 {
 		return esc
 	}
 	e := *esc
-	now := time.Now()
-	e.Deadline = now.Add(d.After)
+	if e.Deadline.IsZero() {
+		e.Deadline = time.Now().Add(d.After)
+	}
 	if e.OnExpiry == "" {
 		e.OnExpiry, e.Default = d.OnExpiry, d.Default
 	}
