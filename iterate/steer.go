@@ -93,7 +93,7 @@ func (r *run[S]) steer(ctx context.Context, status Status, reason string, rc *re
 	if err := checkQuestionOptions(status, rc); err != nil {
 		return nil, err
 	}
-	if res, err := r.countCrashes(ctx); res != nil || err != nil {
+	if res, err := r.countCrashes(ctx, status); res != nil || err != nil {
 		return res, err
 	}
 	if status == Escalated && !rc.hasAnswer {
@@ -104,10 +104,15 @@ func (r *run[S]) steer(ctx context.Context, status Status, reason string, rc *re
 
 // countCrashes counts a crash for each task in flight in the checkpoint
 // restored, and fails the session when one reaches the bound. Counts of
-// completed iterations are dropped.
-func (r *run[S]) countCrashes(ctx context.Context) (*Result[S], error) {
+// completed iterations are dropped. Only a checkpoint saved Running
+// counts: one saved at a stop (an interruption whose lone task was
+// abandoned, still running) was written by a process alive to stop.
+func (r *run[S]) countCrashes(ctx context.Context, status Status) (*Result[S], error) {
 	inFlight := r.data.InFlight
 	r.data.InFlight = nil
+	if status != Running {
+		inFlight = nil
+	}
 	if r.cfg.crashBound == 0 {
 		r.data.Crashes = nil
 		return nil, nil
