@@ -104,13 +104,13 @@ func ExtendDeadline(to time.Time, by string) ResumeOption {
 
 // Due returns when Resume next has something to do for the question
 // unanswered: its reminder's time while the reminder is unsent, then its
-// deadline; zero with no deadline. A host that keeps a process waits
-// until then and calls Resume again.
+// deadline; zero with neither. A host that keeps a process waits until
+// then and calls Resume again.
 func (e *Escalation) Due() time.Time {
 	if e == nil {
 		return time.Time{}
 	}
-	if !e.RemindAt.IsZero() && e.Reminded.IsZero() && e.RemindAt.Before(e.Deadline) {
+	if !e.RemindAt.IsZero() && e.Reminded.IsZero() && (e.Deadline.IsZero() || e.RemindAt.Before(e.Deadline)) {
 		return e.RemindAt
 	}
 	return e.Deadline
