@@ -57,8 +57,9 @@
 // successes, also on the last allowed iteration: convergence is checked
 // before the limit. MaxIterations is a partial convergence whose unmet
 // criteria are listed by Result.Decision.Unmet(). Stuck, Plateau and BudgetExhausted are
-// stops the loop decides on its own; Run returns a nil error for all of
-// these. Escalated (an *EscalationError: a human must answer), Interrupted (an
+// stops the loop decides on its own, and so is Expired (a question passed
+// its deadline, see [WithQuestionDeadline]); Run returns a nil error for
+// all of these. Escalated (an *EscalationError: a human must answer), Interrupted (an
 // *InterruptedError wrapping the context's cause and the last error),
 // Aborted and Failed (a *StopError) come with an error.
 //
@@ -110,7 +111,12 @@
 // place, keeping every counter (a budget_exhausted session continues), and
 // [WithStateVersion] migrates the state of sessions saved before its type
 // changed, step by step, refusing a newer version with a
-// *StateVersionError.
+// *StateVersionError. [WithQuestionDeadline] gives a question to a human a
+// deadline saved with it: Resume sends a [QuestionReminder] when it is
+// due and, past the deadline, stops the session as [Expired] or continues
+// with the host's default answer; [ExtendDeadline] moves it.
+// [WithCrashLoopBound] fails a session, with a *CrashLoopError naming the
+// task, once a task has been in flight at that many crashes of the process.
 //
 // # The best result, and going back
 //

@@ -280,6 +280,9 @@ func (e *engine[S]) Resume(ctx context.Context, opts ...ResumeOption) (*Result[S
 		return nil, err
 	}
 	status := Status(c.Status)
+	if res, err := r.steer(ctx, status, c.Reason, &rc); res != nil || err != nil { // steer.go
+		return res, err
+	}
 	if status.Final() && !(extended && status == BudgetExhausted) {
 		return r.result(status, c.Reason, r.finalErr(status, c.Reason)), r.finalErr(status, c.Reason)
 	}
@@ -915,7 +918,7 @@ func (r *run[S]) escalate(ctx context.Context, d converge.Decision, plan *Plan) 
 	if esc.Iteration == 0 {
 		esc.Iteration = r.hist.Iteration
 	}
-	r.data.Escalation = esc
+	r.data.Escalation = r.applyDeadline(esc)
 	return r.stop(ctx, Escalated, esc.Reason)
 }
 

@@ -19,7 +19,8 @@ import (
 // they hold (gaps, tasks) are shared with the engine and must not be
 // modified. The concrete types are LoopStarted, LoopStopped,
 // IterationStarted, GapsFound, Decided, Planned, TaskStarted, TaskEnded,
-// IterationEnded, CheckpointSaved, Recovered and Warned; switch on them.
+// IterationEnded, CheckpointSaved, Recovered, Warned, QuestionReminder and
+// QuestionExpired; switch on them.
 //
 // Every event a loop sends names the loop's session ([SessionOf]), so that
 // one observer can follow every loop of a process.

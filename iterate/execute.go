@@ -140,6 +140,9 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 		r.emit(TaskStarted{it: r.at(t.Iteration), Task: *t})
 	}
 	replayed := r.cfg.persist&Journal != 0 && r.replay(t, out)
+	if r.cfg.crashBound > 0 && !replayed { // WithCrashLoopBound (steer.go)
+		r.taskStarting(ctx, t)
+	}
 	switch {
 	case replayed:
 	case tctx.Done() == nil && !lone:
@@ -163,6 +166,9 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 func (r *run[S]) endTask(ctx context.Context, t *Task, out *Outcome[S], replayed bool, start time.Time) {
 	out.Task = *t
 	if !replayed {
+		if r.cfg.crashBound > 0 { // WithCrashLoopBound (steer.go)
+			r.taskEnding(t)
+		}
 		out.Duration = time.Since(start)
 		if r.cfg.persist&Journal != 0 {
 			r.record(ctx, t, out)

@@ -153,6 +153,8 @@ type config struct {
 	migrations   map[int]Migration
 	window       int
 	keepBest     *keepBest // WithKeepBest; nil when off
+	deadline     Deadline  // WithQuestionDeadline's
+	crashBound   int       // WithCrashLoopBound's; 0 when off
 
 	errs []error
 }
@@ -510,6 +512,9 @@ type resumeConfig struct {
 	extend      budget.Limits // ExtendBudget's, when hasExtend
 	extendBy    string
 	hasExtend   bool
+	deadlineTo  time.Time // ExtendDeadline's, when hasDeadline
+	deadlineBy  string
+	hasDeadline bool
 }
 
 type resumeFunc func(*resumeConfig)

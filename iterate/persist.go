@@ -50,6 +50,11 @@ type engineData struct {
 	// StateVersion is the version of the state type S the checkpoint's
 	// states are encoded under (see WithStateVersion).
 	StateVersion int `json:"state_version,omitempty"`
+	// InFlight and Crashes are WithCrashLoopBound's: the tasks running
+	// when the checkpoint was saved, and how many resumes found each in
+	// flight after a crash.
+	InFlight []crashCount `json:"in_flight,omitempty"`
+	Crashes  []crashCount `json:"crashes,omitempty"`
 }
 
 // recordVersion is the version of engineData that this engine writes.

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/refine-go/refine/budget"
@@ -100,6 +101,20 @@ type Escalation struct {
 	Question string `json:"question"`
 	// Feedback consolidates the open issues, as Plan.Feedback.
 	Feedback string `json:"feedback,omitempty"`
+
+	// The question's deadline (see [WithQuestionDeadline]; a strategy may
+	// set them on its own escalation, and the engine's fill only those it
+	// leaves zero). Deadline is when the question expires unanswered, zero
+	// for never; OnExpiry and Default say what happens then. RemindAt is
+	// when a [QuestionReminder] is due, zero for none; Reminded is when it
+	// was sent. Extensions lists the answerers' extensions of the deadline
+	// ([ExtendDeadline]). All are saved with the question.
+	Deadline   time.Time           `json:"deadline,omitzero"`
+	OnExpiry   Expiry              `json:"on_expiry,omitempty"`
+	Default    string              `json:"default,omitempty"`
+	RemindAt   time.Time           `json:"remind_at,omitzero"`
+	Reminded   time.Time           `json:"reminded,omitzero"`
+	Extensions []DeadlineExtension `json:"extensions,omitempty"`
 }
 
 // feedback is synthesised, prioritised, length-bounded feedback for the next

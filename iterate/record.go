@@ -162,6 +162,7 @@ func (e *recordEncoder) encode(d *engineData, durationsPushed int) ([]byte, erro
 		j.key("state_version")
 		j.int(int64(d.StateVersion))
 	}
+	j.crashes(d)
 	j.b = append(j.b, '}')
 	// The record opened with the head's brace; every field above wrote its
 	// own leading comma.
@@ -842,6 +843,7 @@ func (j *jsonBuf) escalation(e *Escalation) {
 		j.key("feedback")
 		j.str(e.Feedback)
 	}
+	j.deadline(e)
 	j.b = append(j.b, '}')
 }
 

@@ -139,6 +139,17 @@ func TestRecordEncoderMatchesJSON(t *testing.T) {
 		prevBest = d.Best
 		if pick(2) == 0 {
 			d.Escalation = &Escalation{Iteration: num(), Reason: str(), Attempts: list(), Pattern: str(), Question: str(), Feedback: str()}
+			if pick(2) == 0 { // a deadline (WithQuestionDeadline)
+				d.Escalation.Deadline, d.Escalation.RemindAt, d.Escalation.Reminded = times[pick(len(times))], times[pick(len(times))], times[pick(len(times))]
+				d.Escalation.OnExpiry, d.Escalation.Default = Expiry(str()), str()
+				for range pick(3) {
+					d.Escalation.Extensions = append(d.Escalation.Extensions, DeadlineExtension{By: str(), At: times[pick(len(times))], From: times[pick(len(times))], To: times[pick(len(times))]})
+				}
+			}
+		}
+		for range pick(3) { // WithCrashLoopBound's
+			d.InFlight = append(d.InFlight, crashCount{Task: str(), Iteration: num()})
+			d.Crashes = append(d.Crashes, crashCount{Task: str(), Iteration: num(), Count: num()})
 		}
 		if pick(4) > 0 {
 			h := &converge.History{Iteration: 1000 + i, MaxIterations: num(), Window: num(), ConsecutiveFailures: num(),

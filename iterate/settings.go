@@ -54,6 +54,7 @@ func settingsOf(c *config) []setting {
 	if kb, ok := keepBestSetting(c); ok {
 		s = append(s, kb)
 	}
+	s = steerSettings(c, s) // steer.go
 	return s
 }
 

@@ -435,7 +435,12 @@ func (k *Kind[A, S]) run(ctx context.Context, j *job) (stopped, error) {
 	if res == nil {
 		return stopped{}, err
 	}
-	return stopped{status: res.Status, iterations: res.Iterations, reason: res.Reason}, err
+	st := stopped{status: res.Status, iterations: res.Iterations, reason: res.Reason}
+	var esc *iterate.EscalationError
+	if errors.As(err, &esc) {
+		st.questionDue = esc.Escalation.Due()
+	}
+	return st, err
 }
 
 // errCancelling is the error of a cancelled session not yet saved as

@@ -51,6 +51,9 @@ type stopped struct {
 	status     iterate.Status
 	iterations int
 	reason     string
+	// questionDue is when an escalated run's question is next due (its
+	// reminder or deadline; zero without a deadline).
+	questionDue time.Time
 }
 
 // leaseInfo is the lease a run holds, as [Holding] reads it.
@@ -320,9 +323,14 @@ func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) (err error
 		}
 		if latest.status == iterate.Escalated {
 			if row.answerGeneration != latest.generation || row.answer == nil {
-				return nil // parked until answered
+				// Parked until answered, or until its question is due
+				// (deadline.go): then run without an answer.
+				if due, perr := f.questionDueNow(ctx, session); !due {
+					return perr
+				}
+			} else {
+				j.answer = row.answer
 			}
-			j.answer = row.answer
 		}
 	}
 	st, err := k.run(context.WithValue(ctx, leaseKey{}, j.lease), j)
@@ -353,6 +361,9 @@ func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) (err error
 		if err != nil && st.status != iterate.Escalated {
 			f.cfg.log.Warn("fleet: session ended with an error", zap.String("session", session),
 				zap.String("status", string(st.status)), zap.Error(err))
+		}
+		if st.status == iterate.Escalated {
+			return parkEscalated(st.questionDue) // deadline.go
 		}
 		return nil
 	case err != nil:
@@ -524,10 +535,12 @@ func (f *Fleet) reconcile(ctx context.Context) error {
 		JOIN `+f.table("river_job")+` j ON j.id = s.job_id
 		JOIN LATERAL (SELECT generation, status FROM `+f.table("checkpoints")+` c
 			WHERE c.session = s.session ORDER BY generation DESC LIMIT 1) c ON true
-		WHERE j.state IN ('completed', 'cancelled', 'discarded') AND (
-			-- a job given up (discarded) stays failed until Fleet.Retry
-			(s.cancelled_at IS NULL AND j.state = 'completed' AND s.answer_generation = c.generation AND c.status = 'escalated')
-			OR (s.cancelled_at IS NOT NULL AND c.status IN ('', 'running', 'interrupted', 'escalated')))
+		WHERE j.state IN ('completed', 'cancelled', 'discarded', 'scheduled') AND (
+			-- a job given up (discarded) stays failed until Fleet.Retry;
+			-- one snoozed until its question is due (deadline.go) is
+			-- retried once answered
+			(s.cancelled_at IS NULL AND j.state IN ('completed', 'scheduled') AND s.answer_generation = c.generation AND c.status = 'escalated')
+			OR (s.cancelled_at IS NOT NULL AND j.state <> 'scheduled' AND c.status IN ('', 'running', 'interrupted', 'escalated')))
 		LIMIT 100`)
 	if err != nil {
 		return err
