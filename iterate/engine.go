@@ -17,6 +17,7 @@ import (
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
+	"github.com/refine-go/refine/internal/histobserve"
 )
 
 // New returns an [Engine] that refines states of type S with the worker w.
@@ -153,6 +154,14 @@ type run[S any] struct {
 	// context that can end (see drive).
 	handoff *handoff
 	loopCtx loopContext
+	// lapAtTaskEnd is set when an iteration of one task, run on the loop's
+	// goroutine, ends with its task: after it comes no host code (a Func's
+	// integration is the engine's: it takes the step's state; no stage to
+	// end, no observer, no journal to write), only the engine's
+	// bookkeeping, which counts in the next iteration. The task's end is
+	// then read once, for both (the iterations' durations still add up to
+	// the run's time).
+	lapAtTaskEnd bool
 }
 
 func (e *engine[S]) newRun() (*run[S], error) {
@@ -168,6 +177,7 @@ func (e *engine[S]) newRun() (*run[S], error) {
 	}
 	r.outs = r.lone[:] // an iteration of one task, the usual, needs no allocation
 	r.assessesNothing = e.funcWorker != nil && e.funcWorker.AssessFunc == nil
+	r.lapAtTaskEnd = e.funcWorker != nil && e.stageEnder == nil && !r.observing && e.cfg.persist&Journal == 0
 	r.configureHistory()
 	return r, nil
 }
@@ -379,7 +389,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 		if err != nil {
 			return r.fail(ctx, "gap analysis failed", err)
 		}
-		r.hist.Observe(*a, gaps)
+		observeHistory(&r.hist, a, gaps) // History.Observe, without copying *a on the way
 		if r.cfg.keepBest != nil {
 			r.observeBest(a)
 		}
@@ -587,6 +597,10 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	return nil
 }
 
+// observeHistory is converge.History.Observe with a pointer to the
+// assessment (see package histobserve).
+var observeHistory = histobserve.Func.(func(*converge.History, *gap.Assessment, []gap.Gap))
+
 // iterClock times a run's iterations with one reading of the monotonic
 // clock each: an iteration lasts from the end of the one before (or the
 // start of the run) to the integration of its tasks, its assessment,
@@ -596,14 +610,24 @@ type iterClock struct {
 	start  time.Time     // when the run started, with a monotonic reading
 	last   time.Duration // when the latest iteration ended, after start
 	lapped bool          // an iteration ended in this run
+	// taskEnd is when the iteration's only task ended, after start, when
+	// taskEnded (see run.lapAtTaskEnd).
+	taskEnd   time.Duration
+	taskEnded bool
 }
 
 // at returns the instant d after the start.
 func (c *iterClock) at(d time.Duration) time.Time { return c.start.Add(d) }
 
-// lap ends an iteration and returns its duration.
+// lap ends an iteration and returns its duration: now, or at the end of
+// its only task when that was taken as its end (see run.lapAtTaskEnd).
 func (c *iterClock) lap() time.Duration {
-	now := time.Since(c.start)
+	var now time.Duration
+	if c.taskEnded {
+		now, c.taskEnded = c.taskEnd, false
+	} else {
+		now = time.Since(c.start)
+	}
 	dur := now - c.last
 	c.last, c.lapped = now, true
 	return dur
