@@ -112,7 +112,7 @@ type run[S any] struct {
 	budget *budget.Budget
 	sit    Situation
 	// plans are the plans of the iteration under way and the one before,
-	// alternating as taskBufs do: plans[n%2] is iteration n's.
+	// alternating as taskBufs do: plans[n&1] (n%2) is iteration n's.
 	plans      [2]Plan
 	hasLast    bool
 	decision   converge.Decision
@@ -428,7 +428,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 			}
 		}
 
-		plan := &r.plans[n%2] // not a local: the tasks may outlive this goroutine (see drive)
+		plan := &r.plans[n&1] // not a local: the tasks may outlive this goroutine (see drive)
 		err = r.plan(ctx, n, d, plan)
 		if err != nil {
 			reservation.Release()
@@ -512,7 +512,11 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	failedTasks, actions := 0, 0
 	var taskErr error
 	for i := range outs {
-		usage = usage.Add(outs[i].Usage)
+		if i == 0 {
+			usage = outs[0].Usage // what Add would give, without the additions
+		} else {
+			addUsage(&usage, &outs[i].Usage)
+		}
 		actions += len(outs[i].Actions)
 		for _, w := range outs[i].Warnings {
 			r.warn(n, w)
@@ -568,7 +572,7 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	usage.Iterations++
 	usage.Wall += dur
 	r.settle(reservation, usage)
-	r.data.Completed = r.data.Completed.Add(usage)
+	addUsage(&r.data.Completed, &usage)
 	attempt := converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
 		Tasks: len(outs), FailedTasks: failedTasks, Tokens: usage.Tokens, Cost: usage.Cost, Calls: usage.Calls,
 		TaskRuns: taskRuns(&r.runSlab, outs)}
@@ -592,7 +596,7 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	r.sit.Unresolved = r.data.Unresolved
 	r.data.Answer = ""
 	r.hasLast = true
-	r.ended(iterationEnd{n: n, action: plan.Action, tasks: len(outs), failedTasks: failedTasks,
+	r.ended(&iterationEnd{n: n, action: plan.Action, tasks: len(outs), failedTasks: failedTasks,
 		failed: failed, err: iterErr, dur: dur, usage: usage})
 	return nil
 }
@@ -649,7 +653,7 @@ type iterationEnd struct {
 
 // ended counts a completed iteration in the totals, emits IterationEnded
 // and logs it.
-func (r *run[S]) ended(e iterationEnd) {
+func (r *run[S]) ended(e *iterationEnd) {
 	r.data.Totals.Iterations++
 	r.data.Totals.Tasks += e.tasks
 	r.data.Totals.FailedTasks += e.failedTasks
@@ -681,7 +685,11 @@ func (r *run[S]) assess(ctx context.Context, a *gap.Assessment) (err error) {
 		*a = gap.Assessment{Complete: r.data.Complete} // what its Assess returns, without the call
 		return nil
 	}
-	defer recoverInto(&err, "assess")
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Where: "assess", Value: v, Stack: stack()}
+		}
+	}() // not recoverInto: a call less, on every iteration
 	*a, err = r.e.w.Assess(ctx, r.state)
 	if r.data.Complete {
 		a.Complete = true
@@ -699,7 +707,11 @@ func (r *run[S]) analyze(ctx context.Context, a *gap.Assessment) (gaps []gap.Gap
 		}
 		return nil, nil
 	}
-	defer recoverInto(&err, "analyze")
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Where: "analyze", Value: v, Stack: stack()}
+		}
+	}() // not recoverInto: a call less, on every iteration
 	return r.cfg.analyzer.Analyze(ctx, *a, r.cfg.thresholds)
 }
 
@@ -711,7 +723,11 @@ func (r *run[S]) analyze(ctx context.Context, a *gap.Assessment) (gaps []gap.Gap
 // iteration limit of [WithMaxIterations] stops a loop the policy would
 // continue. An escalation stands: it stops the loop too.
 func (r *run[S]) decide() (d converge.Decision, err error) {
-	defer recoverInto(&err, "decide")
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Where: "decide", Value: v, Stack: stack()}
+		}
+	}() // not recoverInto: a call less, on every iteration
 	h := &r.hist
 	d = r.cfg.policy.Decide(h)
 	switch {
@@ -750,20 +766,33 @@ func (r *run[S]) recordDecision(d converge.Decision) {
 }
 
 func (r *run[S]) integrate(ctx context.Context, outs []Outcome[S]) (s S, err error) {
-	defer recoverInto(&err, "integrate")
+	if fw := r.e.funcWorker; fw != nil {
+		// The engine's own code, which only reads the outcomes: nothing
+		// to recover.
+		return fw.Integrate(ctx, r.state, outs)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Where: "integrate", Value: v, Stack: stack()}
+		}
+	}() // not recoverInto: a call less, on every iteration
 	return r.e.w.Integrate(ctx, r.state, outs)
 }
 
 // plan asks the strategy for the plan of iteration n, into p (a slot of
 // the run, so that the plan is not copied on its way).
 func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision, p *Plan) (err error) {
-	defer recoverInto(&err, "plan")
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Where: "plan", Value: v, Stack: stack()}
+		}
+	}() // not recoverInto: a call less, on every iteration
 	r.fillSituation(n, d)
 	if *p, err = r.cfg.strategy.Plan(ctx, &r.sit); err != nil {
 		return err
 	}
 	if cap(p.Tasks) > 0 {
-		r.taskBufs[n%2] = p.Tasks[:0]
+		r.taskBufs[n&1] = p.Tasks[:0]
 	}
 	if p.Action == "" {
 		p.Action = Refine
@@ -855,9 +884,9 @@ func (r *run[S]) fillSituation(n int, d converge.Decision) {
 	}
 	s.Last = nil
 	if r.hasLast {
-		s.Last = &r.plans[(n-1)%2]
+		s.Last = &r.plans[(n-1)&1]
 	}
-	s.tasks = r.taskBufs[n%2][:0]
+	s.tasks = r.taskBufs[n&1][:0]
 	s.Answer = r.data.Answer
 	s.AnsweredAt = r.data.AnsweredAt
 }
@@ -903,7 +932,21 @@ func (r *run[S]) settle(res budget.Reservation, u budget.Usage) {
 		res.Settle(u)
 		return
 	}
-	r.spent = r.spent.Add(u)
+	addUsage(&r.spent, &u)
+}
+
+// addUsage adds u to *dst: *dst = dst.Add(*u), in place, without copying
+// the two Usages in and the sum out (TestAddUsage keeps it so).
+func addUsage(dst, u *budget.Usage) {
+	dst.Iterations += u.Iterations
+	dst.Tokens += u.Tokens
+	dst.Cost += u.Cost
+	dst.Wall += u.Wall
+	dst.Calls += u.Calls
+	dst.InputTokens += u.InputTokens
+	dst.OutputTokens += u.OutputTokens
+	dst.CacheReadTokens += u.CacheReadTokens
+	dst.CacheWriteTokens += u.CacheWriteTokens
 }
 
 // usage returns what the loop has spent.

@@ -141,15 +141,16 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 		r.emit(TaskStarted{it: r.at(t.Iteration), Task: *t})
 	}
 	replayed := r.cfg.persist&Journal != 0 && r.replay(t, out)
+	cancellable := tctx.Done() != nil
 	switch {
 	case replayed:
-	case tctx.Done() == nil && !lone:
+	case !cancellable && !lone:
 		// Work runs on the stage's goroutine, which a Work that calls
 		// runtime.Goexit ends: the task still ends, failed (see work).
 		defer r.endTask(ctx, t, out, false, false, start)
 		r.work(tctx, state, t, out)
 		return
-	case tctx.Done() == nil:
+	case !cancellable:
 		r.work(tctx, state, t, out)
 	case lone && r.handoff != nil && tctx == r.handoff.ctx:
 		r.workReleased(tctx, state, t, out, start)
