@@ -372,8 +372,9 @@ func (r *run[S]) finalErr(status Status, reason string) error {
 func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 	r.clock.start = time.Now()
 	a := new(gap.Assessment) // each iteration's, assessed in place
+	canEnd := ctx.Done() != nil // nil: ctx can never be cancelled (context.Context's Done)
 	for {
-		if ctx.Err() != nil {
+		if canEnd && ctx.Err() != nil {
 			return r.interrupt(ctx)
 		}
 		if err := r.hostPanicked(); err != nil {
@@ -461,7 +462,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 				return r.storageFailed(ctx, err)
 			}
 		}
-		if ctx.Err() != nil {
+		if canEnd && ctx.Err() != nil {
 			return r.interrupt(ctx)
 		}
 		if r.cfg.checkpointer != nil {
