@@ -371,7 +371,7 @@ func (r *run[S]) finalErr(status Status, reason string) error {
 // the loop's context, which carries Warn.
 func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 	r.clock.start = time.Now()
-	a := new(gap.Assessment) // each iteration's, assessed in place
+	a := new(gap.Assessment)    // each iteration's, assessed in place
 	canEnd := ctx.Done() != nil // nil: ctx can never be cancelled (context.Context's Done)
 	for {
 		if canEnd && ctx.Err() != nil {
