@@ -179,6 +179,7 @@ func (e *engine[S]) newRun() (*run[S], error) {
 	r.assessesNothing = e.funcWorker != nil && e.funcWorker.AssessFunc == nil
 	r.lapAtTaskEnd = e.funcWorker != nil && e.stageEnder == nil && !r.observing && e.cfg.persist&Journal == 0
 	r.configureHistory()
+	r.configureRecycling()
 	return r, nil
 }
 
@@ -576,7 +577,7 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	addUsage(&r.data.Completed, &usage)
 	attempt := converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
 		Tasks: len(outs), FailedTasks: failedTasks, Tokens: usage.Tokens, Cost: usage.Cost, Calls: usage.Calls,
-		TaskRuns: taskRuns(&r.runSlab, outs)}
+		TaskRuns: taskRuns(&r.runSlab, outs, n, r.oldestRecord())}
 	if actions > 0 {
 		attempt.Actions = actionsOf(outs)
 	}
@@ -605,6 +606,26 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 // observeHistory is converge.History.Observe with a pointer to the
 // assessment (see package histobserve).
 var observeHistory = histobserve.Func.(func(*converge.History, *gap.Assessment, []gap.Gap))
+
+// oldestRecord returns the iteration of the oldest record in the
+// history's window (-1 when there is none).
+func (r *run[S]) oldestRecord() int {
+	if len(r.hist.Recent) == 0 {
+		return -1
+	}
+	return r.hist.Recent[0].Iteration
+}
+
+// configureRecycling lets the run use its task runs' slabs again (see
+// runSlab) when no host code can keep a record: the engine's own policy
+// and strategy, which keep none, no observer, no checkpointer (a saved
+// checkpoint's history), no keep-best. The Result's records, the last
+// ones, are never recycled: the run has ended.
+func (r *run[S]) configureRecycling() {
+	c := r.cfg
+	r.runSlab.recycle = c.policy == converge.Default() && c.strategy == defaultStrategy && !r.observing &&
+		c.checkpointer == nil && c.keepBest == nil
+}
 
 // iterClock times a run's iterations with one reading of the monotonic
 // clock each: an iteration lasts from the end of the one before (or the
@@ -1156,11 +1177,11 @@ func stack() []byte { return debug.Stack() }
 
 // taskRuns describes each task of outs, as the iteration's record keeps
 // it (nil without tasks), in a slice carved from slab.
-func taskRuns[S any](slab *runSlab, outs []Outcome[S]) []converge.TaskRun {
+func taskRuns[S any](slab *runSlab, outs []Outcome[S], iter, oldest int) []converge.TaskRun {
 	if len(outs) == 0 {
 		return nil
 	}
-	runs := slab.carve(len(outs))
+	runs := slab.carve(len(outs), iter, oldest)
 	for i := range outs {
 		o, t := &outs[i], &runs[i] // t is zero: set what is not
 		t.Role = string(o.Task.Role)
