@@ -46,7 +46,12 @@ func All(policies ...Policy) Policy { return allOf(slices.Clone(policies)) }
 // [ThresholdsMet] when the assessment measured any of them. The thresholds
 // and the failure threshold are the loop's: [History.Thresholds] and
 // [History.FailureThreshold].
-func Default() Policy { return standard{} }
+func Default() Policy { return defaultPolicy }
+
+// defaultPolicy is the one standard policy: a pointer, so that a call
+// through the Policy interface reaches Decide without the wrapper a value
+// receiver would need.
+var defaultPolicy = &standard{}
 
 // standard is Any(Done{}, Passing{}, HighConfidence{}, ThresholdsMet{},
 // Failures{}, NoProgress{}, IterationLimit{}) with static calls: the same
@@ -55,7 +60,7 @@ type standard struct{}
 
 // Settings describes the policy as a host configures it, for the
 // fingerprint of a loop's settings and the changes a resume reports.
-func (standard) Settings() string { return "converge.Default()" }
+func (*standard) Settings() string { return "converge.Default()" }
 
 // Decide asks each policy's predicate first and builds a policy's Decision
 // only when that policy stops (or, for ThresholdsMet, has criteria to
@@ -63,7 +68,7 @@ func (standard) Settings() string { return "converge.Default()" }
 // limit) decides Continue without building seven Decisions. It returns
 // exactly what the Any of the seven policies returns (see
 // TestDefaultEqualsAny and TestDefaultEqualsAnySweep).
-func (standard) Decide(h *History) Decision {
+func (*standard) Decide(h *History) Decision {
 	if h == nil {
 		return Decision{}
 	}

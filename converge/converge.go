@@ -58,6 +58,7 @@ import (
 	"time"
 
 	"github.com/refine-go/refine/gap"
+	"github.com/refine-go/refine/internal/histobserve"
 )
 
 // Verdict is what a [Decision] concludes.
@@ -468,8 +469,14 @@ func mix(x uint64) uint64 {
 // without counting the assessment twice: Unchanged is kept when the work
 // remaining is the same as recorded and reset otherwise, and the outcome of
 // the recorded iteration (Failed, Action, Duration) is kept.
-func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
-	h.Current = a
+func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) { h.observe(&a, gaps) }
+
+func init() { histobserve.Func = (*History).observe }
+
+// observe is Observe with a pointer to the assessment, which it does not
+// keep: the engine's (see package histobserve).
+func (h *History) observe(a *gap.Assessment, gaps []gap.Gap) {
+	h.Current = *a
 	h.Gaps = gaps
 
 	if last := h.Last(); last != nil && last.Iteration == h.Iteration {
@@ -479,7 +486,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 			h.Unchanged = 0
 			h.WorkRemaining = append(h.WorkRemaining[:0], a.WorkRemaining...)
 		}
-		last.set(h.Iteration, &a, gaps, &last.Attempt)           // kept
+		last.set(h.Iteration, a, gaps, &last.Attempt)            // kept
 		if a.Score > h.BestScore || h.BestScore != h.BestScore { // a NaN is never the best
 			h.BestScore, h.BestIteration = a.Score, h.Iteration
 		}
@@ -503,7 +510,7 @@ func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) {
 	}
 	r := h.next(w)
 	r.Kinds = h.spareKinds // for set to fill
-	r.set(h.Iteration, &a, gaps, &h.Pending)
+	r.set(h.Iteration, a, gaps, &h.Pending)
 	if r.Kinds != nil {
 		h.spareKinds = nil
 	}

@@ -212,9 +212,12 @@ func (s *Adaptive) Plan(_ context.Context, sit *Situation) (Plan, error) {
 		// refinement. (The task is set in its slot: a Task built aside
 		// would be copied twice on every such iteration.)
 		tasks := append(sit.tasks, Task{})
-		role := s.role("")
 		t := &tasks[len(tasks)-1]
-		t.Action, t.Role, t.Prompt = Refine, role.Name, role.Prompt
+		t.Action, t.Role, t.Prompt = Refine, broadRole.Name, broadRole.Prompt // role(""), without roles of the host's
+		if len(s.Roles) > 0 {
+			role := s.role("")
+			t.Role, t.Prompt = role.Name, role.Prompt
+		}
 		return Plan{Action: Refine, Tasks: tasks, Reason: "no actionable gaps: broad refinement"}, nil
 	}
 

@@ -2,14 +2,18 @@ package iterate
 
 import "time"
 
-// now returns the current time for measuring durations (with time.Since):
-// read from the monotonic clock alone, as the run's start plus the time
-// since, it costs one reading of the clock where time.Now costs two (the
-// wall clock and the monotonic one). Its wall clock reading is derived,
-// not read: do not show it.
-func (c *iterClock) now() time.Time {
+// clockBase is the origin of readings taken before a run's clock started
+// (see since).
+var clockBase = time.Now()
+
+// since returns the time elapsed since the run started, for measuring a
+// task's duration as the difference of two readings: one reading of the
+// monotonic clock, and a Duration rather than a Time to carry (time.Now
+// reads two clocks, and a Time derived from the start costs an addition
+// on every reading).
+func (c *iterClock) since() time.Duration {
 	if c.start.IsZero() {
-		return time.Now() // not started: no monotonic reading to count from
+		return time.Since(clockBase) // not started: any fixed origin will do
 	}
-	return c.start.Add(time.Since(c.start))
+	return time.Since(c.start)
 }

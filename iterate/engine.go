@@ -17,6 +17,7 @@ import (
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
+	"github.com/refine-go/refine/internal/histobserve"
 )
 
 // New returns an [Engine] that refines states of type S with the worker w.
@@ -111,7 +112,7 @@ type run[S any] struct {
 	budget *budget.Budget
 	sit    Situation
 	// plans are the plans of the iteration under way and the one before,
-	// alternating as taskBufs do: plans[n%2] is iteration n's.
+	// alternating as taskBufs do: plans[n&1] (n%2) is iteration n's.
 	plans      [2]Plan
 	hasLast    bool
 	decision   converge.Decision
@@ -153,6 +154,14 @@ type run[S any] struct {
 	// context that can end (see drive).
 	handoff *handoff
 	loopCtx loopContext
+	// lapAtTaskEnd is set when an iteration of one task, run on the loop's
+	// goroutine, ends with its task: after it comes no host code (a Func's
+	// integration is the engine's: it takes the step's state; no stage to
+	// end, no observer, no journal to write), only the engine's
+	// bookkeeping, which counts in the next iteration. The task's end is
+	// then read once, for both (the iterations' durations still add up to
+	// the run's time).
+	lapAtTaskEnd bool
 }
 
 func (e *engine[S]) newRun() (*run[S], error) {
@@ -168,7 +177,9 @@ func (e *engine[S]) newRun() (*run[S], error) {
 	}
 	r.outs = r.lone[:] // an iteration of one task, the usual, needs no allocation
 	r.assessesNothing = e.funcWorker != nil && e.funcWorker.AssessFunc == nil
+	r.lapAtTaskEnd = e.funcWorker != nil && e.stageEnder == nil && !r.observing && e.cfg.persist&Journal == 0
 	r.configureHistory()
+	r.configureRecycling()
 	return r, nil
 }
 
@@ -364,9 +375,10 @@ func (r *run[S]) finalErr(status Status, reason string) error {
 // the loop's context, which carries Warn.
 func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 	r.clock.start = time.Now()
-	a := new(gap.Assessment) // each iteration's, assessed in place
+	a := new(gap.Assessment)    // each iteration's, assessed in place
+	canEnd := ctx.Done() != nil // nil: ctx can never be cancelled (context.Context's Done)
 	for {
-		if ctx.Err() != nil {
+		if canEnd && ctx.Err() != nil {
 			return r.interrupt(ctx)
 		}
 		if err := r.hostPanicked(); err != nil {
@@ -382,7 +394,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 		if err != nil {
 			return r.fail(ctx, "gap analysis failed", err)
 		}
-		r.hist.Observe(*a, gaps)
+		observeHistory(&r.hist, a, gaps) // History.Observe, without copying *a on the way
 		if r.cfg.keepBest != nil {
 			r.observeBest(a)
 		}
@@ -421,7 +433,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 			}
 		}
 
-		plan := &r.plans[n%2] // not a local: the tasks may outlive this goroutine (see drive)
+		plan := &r.plans[n&1] // not a local: the tasks may outlive this goroutine (see drive)
 		err = r.plan(ctx, n, d, plan)
 		if err != nil {
 			reservation.Release()
@@ -454,7 +466,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 				return r.storageFailed(ctx, err)
 			}
 		}
-		if ctx.Err() != nil {
+		if canEnd && ctx.Err() != nil {
 			return r.interrupt(ctx)
 		}
 		if r.cfg.checkpointer != nil {
@@ -505,7 +517,11 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	failedTasks, actions := 0, 0
 	var taskErr error
 	for i := range outs {
-		usage = usage.Add(outs[i].Usage)
+		if i == 0 {
+			usage = outs[0].Usage // what Add would give, without the additions
+		} else {
+			addUsage(&usage, &outs[i].Usage)
+		}
 		actions += len(outs[i].Actions)
 		for _, w := range outs[i].Warnings {
 			r.warn(n, w)
@@ -561,10 +577,10 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	usage.Iterations++
 	usage.Wall += dur
 	r.settle(reservation, usage)
-	r.data.Completed = r.data.Completed.Add(usage)
+	addUsage(&r.data.Completed, &usage)
 	attempt := converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
 		Tasks: len(outs), FailedTasks: failedTasks, Tokens: usage.Tokens, Cost: usage.Cost, Calls: usage.Calls,
-		TaskRuns: taskRuns(&r.runSlab, outs)}
+		TaskRuns: taskRuns(&r.runSlab, outs, n, r.oldestRecord())}
 	if actions > 0 {
 		attempt.Actions = actionsOf(outs)
 	}
@@ -585,9 +601,33 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	r.sit.Unresolved = r.data.Unresolved
 	r.data.Answer = ""
 	r.hasLast = true
-	r.ended(iterationEnd{n: n, action: plan.Action, tasks: len(outs), failedTasks: failedTasks,
+	r.ended(&iterationEnd{n: n, action: plan.Action, tasks: len(outs), failedTasks: failedTasks,
 		failed: failed, err: iterErr, dur: dur, usage: usage})
 	return nil
+}
+
+// observeHistory is converge.History.Observe with a pointer to the
+// assessment (see package histobserve).
+var observeHistory = histobserve.Func.(func(*converge.History, *gap.Assessment, []gap.Gap))
+
+// oldestRecord returns the iteration of the oldest record in the
+// history's window (-1 when there is none).
+func (r *run[S]) oldestRecord() int {
+	if len(r.hist.Recent) == 0 {
+		return -1
+	}
+	return r.hist.Recent[0].Iteration
+}
+
+// configureRecycling lets the run use its task runs' slabs again (see
+// runSlab) when no host code can keep a record: the engine's own policy
+// and strategy, which keep none, no observer, no checkpointer (a saved
+// checkpoint's history), no keep-best. The Result's records, the last
+// ones, are never recycled: the run has ended.
+func (r *run[S]) configureRecycling() {
+	c := r.cfg
+	r.runSlab.recycle = c.policy == converge.Default() && c.strategy == defaultStrategy && !r.observing &&
+		c.checkpointer == nil && c.keepBest == nil
 }
 
 // iterClock times a run's iterations with one reading of the monotonic
@@ -599,14 +639,24 @@ type iterClock struct {
 	start  time.Time     // when the run started, with a monotonic reading
 	last   time.Duration // when the latest iteration ended, after start
 	lapped bool          // an iteration ended in this run
+	// taskEnd is when the iteration's only task ended, after start, when
+	// taskEnded (see run.lapAtTaskEnd).
+	taskEnd   time.Duration
+	taskEnded bool
 }
 
 // at returns the instant d after the start.
 func (c *iterClock) at(d time.Duration) time.Time { return c.start.Add(d) }
 
-// lap ends an iteration and returns its duration.
+// lap ends an iteration and returns its duration: now, or at the end of
+// its only task when that was taken as its end (see run.lapAtTaskEnd).
 func (c *iterClock) lap() time.Duration {
-	now := time.Since(c.start)
+	var now time.Duration
+	if c.taskEnded {
+		now, c.taskEnded = c.taskEnd, false
+	} else {
+		now = time.Since(c.start)
+	}
 	dur := now - c.last
 	c.last, c.lapped = now, true
 	return dur
@@ -628,7 +678,7 @@ type iterationEnd struct {
 
 // ended counts a completed iteration in the totals, emits IterationEnded
 // and logs it.
-func (r *run[S]) ended(e iterationEnd) {
+func (r *run[S]) ended(e *iterationEnd) {
 	r.data.Totals.Iterations++
 	r.data.Totals.Tasks += e.tasks
 	r.data.Totals.FailedTasks += e.failedTasks
@@ -660,7 +710,11 @@ func (r *run[S]) assess(ctx context.Context, a *gap.Assessment) (err error) {
 		*a = gap.Assessment{Complete: r.data.Complete} // what its Assess returns, without the call
 		return nil
 	}
-	defer recoverInto(&err, "assess")
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Where: "assess", Value: v, Stack: stack()}
+		}
+	}() // not recoverInto: a call less, on every iteration
 	*a, err = r.e.w.Assess(ctx, r.state)
 	if r.data.Complete {
 		a.Complete = true
@@ -678,7 +732,11 @@ func (r *run[S]) analyze(ctx context.Context, a *gap.Assessment) (gaps []gap.Gap
 		}
 		return nil, nil
 	}
-	defer recoverInto(&err, "analyze")
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Where: "analyze", Value: v, Stack: stack()}
+		}
+	}() // not recoverInto: a call less, on every iteration
 	return r.cfg.analyzer.Analyze(ctx, *a, r.cfg.thresholds)
 }
 
@@ -690,7 +748,11 @@ func (r *run[S]) analyze(ctx context.Context, a *gap.Assessment) (gaps []gap.Gap
 // iteration limit of [WithMaxIterations] stops a loop the policy would
 // continue. An escalation stands: it stops the loop too.
 func (r *run[S]) decide() (d converge.Decision, err error) {
-	defer recoverInto(&err, "decide")
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Where: "decide", Value: v, Stack: stack()}
+		}
+	}() // not recoverInto: a call less, on every iteration
 	h := &r.hist
 	d = r.cfg.policy.Decide(h)
 	switch {
@@ -729,20 +791,33 @@ func (r *run[S]) recordDecision(d converge.Decision) {
 }
 
 func (r *run[S]) integrate(ctx context.Context, outs []Outcome[S]) (s S, err error) {
-	defer recoverInto(&err, "integrate")
+	if fw := r.e.funcWorker; fw != nil {
+		// The engine's own code, which only reads the outcomes: nothing
+		// to recover.
+		return fw.Integrate(ctx, r.state, outs)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Where: "integrate", Value: v, Stack: stack()}
+		}
+	}() // not recoverInto: a call less, on every iteration
 	return r.e.w.Integrate(ctx, r.state, outs)
 }
 
 // plan asks the strategy for the plan of iteration n, into p (a slot of
 // the run, so that the plan is not copied on its way).
 func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision, p *Plan) (err error) {
-	defer recoverInto(&err, "plan")
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Where: "plan", Value: v, Stack: stack()}
+		}
+	}() // not recoverInto: a call less, on every iteration
 	r.fillSituation(n, d)
 	if *p, err = r.cfg.strategy.Plan(ctx, &r.sit); err != nil {
 		return err
 	}
 	if cap(p.Tasks) > 0 {
-		r.taskBufs[n%2] = p.Tasks[:0]
+		r.taskBufs[n&1] = p.Tasks[:0]
 	}
 	if p.Action == "" {
 		p.Action = Refine
@@ -834,9 +909,9 @@ func (r *run[S]) fillSituation(n int, d converge.Decision) {
 	}
 	s.Last = nil
 	if r.hasLast {
-		s.Last = &r.plans[(n-1)%2]
+		s.Last = &r.plans[(n-1)&1]
 	}
-	s.tasks = r.taskBufs[n%2][:0]
+	s.tasks = r.taskBufs[n&1][:0]
 	s.Answer = r.data.Answer
 	s.AnsweredAt = r.data.AnsweredAt
 }
@@ -882,7 +957,21 @@ func (r *run[S]) settle(res budget.Reservation, u budget.Usage) {
 		res.Settle(u)
 		return
 	}
-	r.spent = r.spent.Add(u)
+	addUsage(&r.spent, &u)
+}
+
+// addUsage adds u to *dst: *dst = dst.Add(*u), in place, without copying
+// the two Usages in and the sum out (TestAddUsage keeps it so).
+func addUsage(dst, u *budget.Usage) {
+	dst.Iterations += u.Iterations
+	dst.Tokens += u.Tokens
+	dst.Cost += u.Cost
+	dst.Wall += u.Wall
+	dst.Calls += u.Calls
+	dst.InputTokens += u.InputTokens
+	dst.OutputTokens += u.OutputTokens
+	dst.CacheReadTokens += u.CacheReadTokens
+	dst.CacheWriteTokens += u.CacheWriteTokens
 }
 
 // usage returns what the loop has spent.
@@ -1091,11 +1180,11 @@ func stack() []byte { return debug.Stack() }
 
 // taskRuns describes each task of outs, as the iteration's record keeps
 // it (nil without tasks), in a slice carved from slab.
-func taskRuns[S any](slab *runSlab, outs []Outcome[S]) []converge.TaskRun {
+func taskRuns[S any](slab *runSlab, outs []Outcome[S], iter, oldest int) []converge.TaskRun {
 	if len(outs) == 0 {
 		return nil
 	}
-	runs := slab.carve(len(outs))
+	runs := slab.carve(len(outs), iter, oldest)
 	for i := range outs {
 		o, t := &outs[i], &runs[i] // t is zero: set what is not
 		t.Role = string(o.Task.Role)

@@ -26,6 +26,7 @@ func (r *run[S]) execute(ctx context.Context, tasks []Task) []Outcome[S] {
 	// runTask sets each outcome whole; tasks read a copy of the state: an
 	// abandoned task must not race the loop.
 	outs, state := r.outs[:len(tasks)], r.state
+	r.clock.taskEnded = false // not this iteration's task's end yet
 	if len(tasks) == 0 {
 		return outs
 	}
@@ -135,7 +136,7 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 		tctx, cancel = context.WithTimeout(ctx, t.Timeout)
 		defer cancel()
 	}
-	start := r.clock.now() // for out.Duration: one reading of the monotonic clock
+	start := r.clock.since() // for out.Duration: one reading of the monotonic clock
 	if r.observing {
 		r.emit(TaskStarted{it: r.at(t.Iteration), Task: *t})
 	}
@@ -143,33 +144,41 @@ func (r *run[S]) runTask(ctx context.Context, state S, t *Task, out *Outcome[S],
 	if r.cfg.crashBound > 0 && !replayed { // WithCrashLoopBound (steer.go)
 		r.taskStarting(ctx, t)
 	}
+	cancellable := tctx.Done() != nil
 	switch {
 	case replayed:
-	case tctx.Done() == nil && !lone:
+	case !cancellable && !lone:
 		// Work runs on the stage's goroutine, which a Work that calls
 		// runtime.Goexit ends: the task still ends, failed (see work).
-		defer r.endTask(ctx, t, out, false, start)
+		defer r.endTask(ctx, t, out, false, false, start)
 		r.work(tctx, state, t, out)
 		return
-	case tctx.Done() == nil:
+	case !cancellable:
 		r.work(tctx, state, t, out)
 	case lone && r.handoff != nil && tctx == r.handoff.ctx:
 		r.workReleased(tctx, state, t, out, start)
 	default:
 		r.workCancellable(tctx, state, t, out)
 	}
-	r.endTask(ctx, t, out, replayed, start)
+	r.endTask(ctx, t, out, replayed, lone, start)
 }
 
 // endTask completes the outcome of t, journals it unless it was replayed,
 // and reports the task's end.
-func (r *run[S]) endTask(ctx context.Context, t *Task, out *Outcome[S], replayed bool, start time.Time) {
+func (r *run[S]) endTask(ctx context.Context, t *Task, out *Outcome[S], replayed, lone bool, start time.Duration) {
 	out.Task = *t
 	if !replayed {
 		if r.cfg.crashBound > 0 { // WithCrashLoopBound (steer.go)
 			r.taskEnding(t)
 		}
-		out.Duration = time.Since(start)
+		end := r.clock.since()
+		out.Duration = end - start
+		if lone && r.lapAtTaskEnd {
+			// The only task, on the loop's goroutine, and nothing after it
+			// but the engine's own bookkeeping: its end is the iteration's
+			// (see integrateIteration).
+			r.clock.taskEnd, r.clock.taskEnded = end, true
+		}
 		if r.cfg.persist&Journal != 0 {
 			r.record(ctx, t, out)
 		}

@@ -37,7 +37,7 @@ type handoff struct {
 	// plan, which does not change meanwhile), and start when it started,
 	// when observing.
 	task  *Task
-	start time.Time
+	start time.Duration // after the run's start (iterClock.since)
 	// taken is set, under mu, when the caller's goroutine took the run.
 	taken bool
 }
@@ -131,7 +131,7 @@ func (x loopExit[S]) unwrap() (*Result[S], error) {
 // run meanwhile so that the caller's goroutine can take it if the task
 // ignores the end of the context. If it did, the task's outcome is
 // dropped and the goroutine exits.
-func (r *run[S]) workReleased(ctx context.Context, state S, t *Task, out *Outcome[S], start time.Time) {
+func (r *run[S]) workReleased(ctx context.Context, state S, t *Task, out *Outcome[S], start time.Duration) {
 	h := r.handoff
 	h.task, h.start, h.held = t, start, false
 	h.mu.Unlock()
@@ -146,9 +146,9 @@ func (r *run[S]) workReleased(ctx context.Context, state S, t *Task, out *Outcom
 // abandonTask ends, on the caller's goroutine, a run whose loop is stuck in
 // task t past the grace period: the task is abandoned, as one on a
 // goroutine of its own would be, and the run stops interrupted.
-func (r *run[S]) abandonTask(ctx context.Context, t Task, start time.Time) (*Result[S], error) {
+func (r *run[S]) abandonTask(ctx context.Context, t Task, start time.Duration) (*Result[S], error) {
 	out := r.abandoned(ctx, &t)
-	out.Task, out.Duration = t, time.Since(start)
+	out.Task, out.Duration = t, r.clock.since()-start
 	if r.observing {
 		r.emit(TaskEnded{it: r.at(t.Iteration), Task: t, Err: out.Err, Duration: out.Duration})
 	}
