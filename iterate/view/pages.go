@@ -35,6 +35,12 @@ type row struct {
 	Err        string
 	Skipped    []uint64 // damaged newer generations
 	Holding    string   // of a running session: whether a process holds it
+	// Tokens and Cost are the session's usage, budget.Usage as
+	// iterate.Inspect reads it from its newest checkpoint's engine
+	// record; UsageErr says why there is none (no engine record, or it
+	// does not load).
+	Tokens, Cost, UsageErr string
+	stored                 bool // the row is of a checkpoint, not only of the host's extras
 }
 
 // listPage is the listing's data.
@@ -117,7 +123,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		rw := row{Name: c.Session, Link: "session/" + link(c.Session)[2:], Status: c.Status, Reason: clip(c.Reason, maxField),
-			Question: clip(c.Question, maxField), Iteration: c.Iteration, Generation: c.Generation, Extra: extras[c.Session]}
+			Question: clip(c.Question, maxField), Iteration: c.Iteration, Generation: c.Generation, Extra: extras[c.Session], stored: true}
 		if err != nil {
 			rw.Err = clip(err.Error(), maxField)
 		} else {
@@ -163,6 +169,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	if complete && p.After == "" {
 		p.Total = scanned
 	}
+	h.usage(ctx, p.Rows)
 	if p.After != "" {
 		p.First = "?" + url.Values{"status": {p.Status}, "q": {p.Query}}.Encode()
 	}
@@ -178,6 +185,35 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.render(w, listTmpl, p, "")
+}
+
+// usage fills the rows' tokens and cost from each session's newest
+// checkpoint, loaded with its engine record and read by iterate.Inspect:
+// the figures are the library's own Usage. Only the page's rows are
+// loaded (at most pageRows), never every session; a row without a
+// checkpoint (a queued session the host tells of) or whose envelope did
+// not read is passed over.
+func (h *Handler) usage(ctx context.Context, rows []row) {
+	for i := range rows {
+		rw := &rows[i]
+		if rw.Err != "" || !rw.stored {
+			continue
+		}
+		c, err := h.store.Load(ctx, rw.Name)
+		if err != nil {
+			rw.UsageErr = clip(err.Error(), maxField)
+			continue
+		}
+		rep, err := iterate.Inspect(c)
+		if err != nil {
+			rw.UsageErr = clip(err.Error(), maxField)
+			continue
+		}
+		rw.Tokens = strconv.FormatInt(rep.Usage.Tokens, 10)
+		// The shortest decimal that reads back as the same float64: the
+		// library's figure exactly, not rounded.
+		rw.Cost = strconv.FormatFloat(rep.Usage.Cost, 'f', -1, 64)
+	}
 }
 
 // age formats d as a short age ("42s", "5m", "3h", "2d").

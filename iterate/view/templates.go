@@ -44,17 +44,17 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 {{- with .P.First}} · <a href="{{.}}">first page</a>{{end}}{{with .P.Next}} · <a id="next" href="{{.}}">next page →</a>{{end}}</p>
 {{range .P.Errors}}<p class="err">{{.}}</p>{{end}}
 <table id="sessions">
-<thead><tr><th>Session</th><th>Status</th><th>Iteration</th><th>Age</th>{{if .P.Extras}}<th>Kind</th><th>Holder</th>{{end}}<th>Open question</th><th>Lineage</th></tr></thead>
+<thead><tr><th>Session</th><th>Status</th><th>Iteration</th><th>Tokens</th><th>Cost</th><th>Age</th>{{if .P.Extras}}<th>Kind</th><th>Holder</th>{{end}}<th>Open question</th><th>Lineage</th></tr></thead>
 <tbody>
 {{- range .P.Rows}}
 <tr data-session="{{.Name}}"><td><a href="{{.Link}}">{{.Name}}</a>{{if .Err}}<div class="err">{{.Err}}</div>{{end}}</td>
 <td><span class="status s-{{.Status}}">{{.Status}}</span>{{if eq .Holding "unheld"}} <span class="err unheld">{{if $.P.Extras}}no worker holds it{{else}}no process holds it (killed or crashed){{end}}</span>{{end}}{{if .Skipped}} <span class="err damaged">damaged: generation {{range $i, $g := .Skipped}}{{if $i}}, {{end}}{{$g}}{{end}} does not read; shown: {{.Generation}}</span>{{end}}{{if .Answered}} <span class="muted">answered, {{if .Holder}}resumed by {{.Holder}}{{else}}waiting for a worker{{end}}</span>{{end}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
-<td class="n">{{.Iteration}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Extras}}<td>{{.Kind}}</td><td>{{.Holder}}</td>{{end}}
+<td class="n">{{.Iteration}}</td><td class="n tokens"{{with .UsageErr}} title="{{.}}"{{end}}>{{if .UsageErr}}—{{else}}{{.Tokens}}{{end}}</td><td class="n cost"{{with .UsageErr}} title="{{.}}"{{end}}>{{if .UsageErr}}—{{else}}{{.Cost}}{{end}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Extras}}<td>{{.Kind}}</td><td>{{.Holder}}</td>{{end}}
 <td>{{if .Question}}<div class="q">{{.Question}}</div>{{end}}</td>
 <td>{{if .Origin}}forked from <a href="{{.OriginLink}}">{{.Origin.Session}}</a> at generation {{.Origin.Generation}}{{end}}
 </td></tr>
 {{- else}}
-<tr><td colspan="7" class="muted">no sessions{{if or .P.Status .P.Query}} match{{end}}</td></tr>
+<tr><td colspan="9" class="muted">no sessions{{if or .P.Status .P.Query}} match{{end}}</td></tr>
 {{- end}}
 </tbody></table>
 </body></html>
