@@ -187,19 +187,36 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	h.render(w, listTmpl, p, "")
 }
 
-// usage fills the rows' tokens and cost from each session's newest
-// checkpoint, loaded with its engine record and read by iterate.Inspect:
-// the figures are the library's own Usage. Only the page's rows are
-// loaded (at most pageRows), never every session; a row without a
-// checkpoint (a queued session the host tells of) or whose envelope did
-// not read is passed over.
+// generationLoader loads one generation of a session, whole
+// (checkpoint.Dir, checkpoint.Memory and pgcheckpoint.Store do).
+type generationLoader interface {
+	LoadGeneration(ctx context.Context, session string, gen uint64) (*checkpoint.Checkpoint, error)
+}
+
+// usage fills the rows' tokens and cost from each session's engine record,
+// read by iterate.Inspect: the figures are the library's own Usage. The
+// generation loaded is the one the row shows, through the store's
+// LoadGeneration when it has one (of a checkpoint.Dir, one file, where
+// Load lists the directory), else the newest, through Load (and so when
+// the row's generation was pruned meanwhile). Only the page's rows are
+// loaded, one load a row, at most pageRows: never every session. A row
+// without a checkpoint (a queued session the host tells of) or whose
+// envelope did not read is passed over.
 func (h *Handler) usage(ctx context.Context, rows []row) {
+	gl, byGen := h.store.(generationLoader)
 	for i := range rows {
 		rw := &rows[i]
 		if rw.Err != "" || !rw.stored {
 			continue
 		}
-		c, err := h.store.Load(ctx, rw.Name)
+		var c *checkpoint.Checkpoint
+		err := checkpoint.ErrNotFound
+		if byGen && rw.Generation > 0 {
+			c, err = gl.LoadGeneration(ctx, rw.Name, rw.Generation)
+		}
+		if errors.Is(err, checkpoint.ErrNotFound) {
+			c, err = h.store.Load(ctx, rw.Name)
+		}
 		if err != nil {
 			rw.UsageErr = clip(err.Error(), maxField)
 			continue

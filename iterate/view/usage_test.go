@@ -3,6 +3,8 @@ package view
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -102,22 +104,31 @@ func TestListUsage(t *testing.T) {
 type loadCounting struct {
 	*checkpoint.Memory
 	loaded []string
+	loads  int // of Load
 }
 
 func (s *loadCounting) Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error) {
 	s.loaded = append(s.loaded, session)
+	s.loads++
 	return s.Memory.Load(ctx, session)
+}
+
+func (s *loadCounting) LoadGeneration(ctx context.Context, session string, gen uint64) (*checkpoint.Checkpoint, error) {
+	s.loaded = append(s.loaded, session)
+	return s.Memory.LoadGeneration(ctx, session, gen)
 }
 
 // TestListUsageBounded guards issue 31, item 12: the list's usage is read
 // for the page's rows only, one load each, never for every session of the
-// store. Mutations caught: usage loaded for every listed session (a loop
-// over Sessions), for the sessions before the page, twice a row.
+// store, and through LoadGeneration, the row's generation, where the
+// store has it (a checkpoint.Dir's Load lists the whole directory).
+// Mutations caught: usage loaded for every listed session (a loop over
+// Sessions), for the sessions before the page, twice a row, through Load.
 func TestListUsageBounded(t *testing.T) {
 	s := &loadCounting{Memory: manySessions(t, 450)}
 	h := newHandler(t, s)
 	for _, path := range []string{"/", "/?after=s0300", "/?status=escalated&after=s0100"} {
-		s.loaded = nil
+		s.loaded, s.loads = nil, 0
 		_, body := get(t, h, path)
 		rows := map[string]bool{}
 		for _, m := range rowName.FindAllStringSubmatch(body, -1) {
@@ -126,10 +137,47 @@ func TestListUsageBounded(t *testing.T) {
 		if len(s.loaded) != len(rows) || len(rows) != pageRows {
 			t.Errorf("%s: %d sessions loaded for %d rows, want one a row of %d", path, len(s.loaded), len(rows), pageRows)
 		}
+		if s.loads > 0 {
+			t.Errorf("%s: %d sessions loaded through Load, not LoadGeneration", path, s.loads)
+		}
 		for _, name := range s.loaded {
 			if !rows[name] {
 				t.Errorf("%s: loaded %s, not on the page", path, name)
 			}
+		}
+	}
+}
+
+// TestListUsageDir: over a checkpoint.Dir, directly and through ReadOnly,
+// the list's figures are the library's for the generation the row shows,
+// and reading them changes nothing: of a session whose newest generation
+// is damaged, the row shows the newest that reads, and the damaged file
+// stays where it is (Dir.Load would quarantine it). Mutation caught: the
+// usage loaded through the store's Load (the damaged file quarantined by
+// a GET of the list).
+func TestListUsageDir(t *testing.T) {
+	ctx := context.Background()
+	d, newest := damageNewest(t, func(b []byte) []byte { return b[:len(b)/2] })
+	shown, err := d.LoadGeneration(ctx, "s", newest-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := iterate.Inspect(shown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [2]string{strconv.FormatInt(rep.Usage.Tokens, 10), strconv.FormatFloat(rep.Usage.Cost, 'f', -1, 64)}
+	damaged := filepath.Join(d.Path(), fmt.Sprintf("s.%020d.ckpt", newest))
+	for name, store := range map[string]Store{"Dir": d, "ReadOnly": ReadOnly(d)} {
+		h, err := New(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cells, why := listUsage(t, h, "/"); cells["s"] != want {
+			t.Errorf("%s: cells %q (%q), the library says %q", name, cells["s"], why["s"], want)
+		}
+		if _, err := os.Stat(damaged); err != nil {
+			t.Fatalf("%s: the list moved the damaged generation: %v", name, err)
 		}
 	}
 }
