@@ -64,6 +64,8 @@ type listPage struct {
 const (
 	pageRows = 100
 	maxField = 300
+	// maxUsageErr bounds why a row shows no usage (a title).
+	maxUsageErr = 160
 )
 
 // knownStatuses are the statuses the list's filter offers, beside those
@@ -218,12 +220,12 @@ func (h *Handler) usage(ctx context.Context, rows []row) {
 			c, err = h.store.Load(ctx, rw.Name)
 		}
 		if err != nil {
-			rw.UsageErr = clip(err.Error(), maxField)
+			rw.UsageErr = clip(err.Error(), maxUsageErr)
 			continue
 		}
 		rep, err := iterate.Inspect(c)
 		if err != nil {
-			rw.UsageErr = clip(err.Error(), maxField)
+			rw.UsageErr = clip(err.Error(), maxUsageErr)
 			continue
 		}
 		rw.Tokens = strconv.FormatInt(rep.Usage.Tokens, 10)

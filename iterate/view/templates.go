@@ -49,7 +49,7 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 {{- range .P.Rows}}
 <tr data-session="{{.Name}}"><td><a href="{{.Link}}">{{.Name}}</a>{{if .Err}}<div class="err">{{.Err}}</div>{{end}}</td>
 <td><span class="status s-{{.Status}}">{{.Status}}</span>{{if eq .Holding "unheld"}} <span class="err unheld">{{if $.P.Extras}}no worker holds it{{else}}no process holds it (killed or crashed){{end}}</span>{{end}}{{if .Skipped}} <span class="err damaged">damaged: generation {{range $i, $g := .Skipped}}{{if $i}}, {{end}}{{$g}}{{end}} does not read; shown: {{.Generation}}</span>{{end}}{{if .Answered}} <span class="muted">answered, {{if .Holder}}resumed by {{.Holder}}{{else}}waiting for a worker{{end}}</span>{{end}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
-<td class="n">{{.Iteration}}</td><td class="n tokens"{{with .UsageErr}} title="{{.}}"{{end}}>{{if .UsageErr}}—{{else}}{{.Tokens}}{{end}}</td><td class="n cost"{{with .UsageErr}} title="{{.}}"{{end}}>{{if .UsageErr}}—{{else}}{{.Cost}}{{end}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Extras}}<td>{{.Kind}}</td><td>{{.Holder}}</td>{{end}}
+<td class="n">{{.Iteration}}</td><td class="n tokens"{{with .UsageErr}} title="{{.}}"{{end}}>{{if .UsageErr}}—{{else}}{{.Tokens}}{{end}}</td><td class="n cost">{{if .UsageErr}}—{{else}}{{.Cost}}{{end}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Extras}}<td>{{.Kind}}</td><td>{{.Holder}}</td>{{end}}
 <td>{{if .Question}}<div class="q">{{.Question}}</div>{{end}}</td>
 <td>{{if .Origin}}forked from <a href="{{.OriginLink}}">{{.Origin.Session}}</a> at generation {{.Origin.Generation}}{{end}}
 </td></tr>
