@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -56,6 +58,10 @@ type listPage struct {
 	// After is the query's cursor; Next and First the links to the next
 	// page and to the first, when there are.
 	After, Next, First string
+	// Fingerprint is that of the page's rows (see ListLive); Poll, in
+	// milliseconds, how often the page asks /live for it.
+	Fingerprint string
+	Poll        int64
 }
 
 // pageRows is the number of sessions a page of the list shows; maxField
@@ -91,6 +97,47 @@ func clip(s string, n int) string {
 // and on it cost to list, whatever follows (a store lists its sessions
 // lazily, as checkpoint.Dir does, or in one query).
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
+	p := h.listRows(r)
+	h.usage(r.Context(), p.Rows)
+	p.Fingerprint, p.Poll = fingerprint(&p), h.poll.Milliseconds()
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	h.render(w, listTmpl, p, hex.EncodeToString(b[:]))
+}
+
+// ListLive is what the list's /live tells, as JSON, of the page its query
+// names (status, q, after): a fingerprint of the page's rows as the list
+// would show them (their sessions, statuses, generations, holders,
+// answers, errors, and the page's links), without their usage. The list
+// page polls it and reloads when it changes.
+type ListLive struct {
+	Fingerprint string `json:"fingerprint"`
+}
+
+// listLive serves the list's /live: the page's rows are listed as the
+// list lists them (the sessions on the page and before it, as a page
+// costs), but no generation is loaded.
+func (h *Handler) listLive(w http.ResponseWriter, r *http.Request) {
+	p := h.listRows(r)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(ListLive{Fingerprint: fingerprint(&p)})
+}
+
+// fingerprint hashes what the page's rows show but their usage (which
+// changes only with a new generation, that it hashes).
+func fingerprint(p *listPage) string {
+	f := sha256.New()
+	for _, rw := range p.Rows {
+		fmt.Fprintf(f, "%q %q %d %d %q %q %q %q %q %v %v %v %q %q\n", rw.Name, rw.Status, rw.Generation, rw.Iteration,
+			rw.Saved, rw.Reason, rw.Question, rw.Holding, rw.Holder, rw.Answered, rw.Skipped, rw.Kind, rw.Err, rw.Extra.Status)
+	}
+	fmt.Fprintf(f, "%d %q %q %q", p.Total, p.Next, p.First, p.Errors)
+	return hex.EncodeToString(f.Sum(nil)[:12])
+}
+
+// listRows lists the rows of the page r asks for.
+func (h *Handler) listRows(r *http.Request) listPage {
 	ctx := r.Context()
 	qv := r.URL.Query()
 	p := listPage{Title: h.title, Status: qv.Get("status"), Query: qv.Get("q"), After: qv.Get("after"), Extras: h.extras != nil}
@@ -171,7 +218,6 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	if complete && p.After == "" {
 		p.Total = scanned
 	}
-	h.usage(ctx, p.Rows)
 	if p.After != "" {
 		p.First = "?" + url.Values{"status": {p.Status}, "q": {p.Query}}.Encode()
 	}
@@ -186,7 +232,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 			p.Statuses = append(p.Statuses, rw.Status)
 		}
 	}
-	h.render(w, listTmpl, p, "")
+	return p
 }
 
 // generationLoader loads one generation of a session, whole

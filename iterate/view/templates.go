@@ -31,7 +31,7 @@ td.tasks{min-width:18em}.task{white-space:nowrap}.task details{white-space:norma
 </style>`
 
 var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.P.Title}}</title>` + style + `</head><body>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.P.Title}}</title>` + style + `</head><body data-fingerprint="{{.P.Fingerprint}}" data-poll="{{.P.Poll}}">
 <h1>{{.P.Title}}</h1>
 <form method="get" action="./">
 <label>Status <select name="status"><option value="">any</option>
@@ -57,6 +57,24 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 <tr><td colspan="9" class="muted">no sessions{{if or .P.Status .P.Query}} match{{end}}</td></tr>
 {{- end}}
 </tbody></table>
+<p class="muted" id="refresh">This page follows the store: it reloads when its rows change.</p>
+<script nonce="{{.Nonce}}">
+(function(){
+  var b=document.body, fp=b.dataset.fingerprint, poll=+b.dataset.poll, url="live"+location.search,
+      note=document.getElementById("refresh");
+  function tick(){
+    if(document.hidden){setTimeout(tick,poll);return}
+    fetch(url,{cache:"no-store"}).then(function(r){return r.ok?r.json():null}).then(function(j){
+      if(j&&j.fingerprint!==fp){
+        var a=document.activeElement;
+        if(a&&a.form){note.textContent="The rows changed: the page reloads when you leave the filter.";setTimeout(tick,poll);return}
+        location.reload();return}
+      setTimeout(tick,poll);
+    },function(){note.textContent="The store did not answer: retrying.";setTimeout(tick,poll)});
+  }
+  setTimeout(tick,poll);
+})();
+</script>
 </body></html>
 `))
 

@@ -341,6 +341,7 @@ func New(store Store, opts ...Option) (*Handler, error) {
 	}
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("GET /{$}", h.list)
+	h.mux.HandleFunc("GET /live", h.listLive)
 	h.mux.HandleFunc("GET /session/{name}", h.session)
 	h.mux.HandleFunc("GET /session/{name}/live", h.live)
 	h.mux.HandleFunc("GET /session/{name}/forks", h.forks)
