@@ -43,14 +43,29 @@ type row struct {
 	// does not load).
 	Tokens, Cost, UsageErr string
 	stored                 bool // the row is of a checkpoint, not only of the host's extras
+	saved                  time.Time
+	tokens                 int64
+	cost                   float64
 }
 
 // listPage is the listing's data.
 type listPage struct {
 	Title, Status, Query string
-	Statuses             []string
-	Rows                 []row
-	Errors               []string
+	// Kind, Age and Sort are the query's other filters and order: the
+	// host's kind of session, the most time since a session's newest save
+	// ("90m", "2d"), and the column the page's rows are sorted by.
+	Kind, Age, Sort string
+	Sorts           []string
+	// Searched is set when the page ended before it was full, a filter
+	// having read maxScan sessions of the store; SearchedTo, the name the
+	// listing was read up to.
+	Searched   bool
+	SearchedTo string
+	MaxScan    int
+	Ages       []string // offered
+	Statuses   []string
+	Rows       []row
+	Errors     []string
 	// Total is the number of sessions, known when the page is the first
 	// and the last (0 otherwise).
 	Total  int
@@ -69,6 +84,10 @@ type listPage struct {
 // is bounded in bytes.
 const (
 	pageRows = 100
+	// maxScan bounds the sessions a filtered page reads from the store's
+	// listing: a filter few sessions pass ends its page there, partial,
+	// with a link on.
+	maxScan  = 10 * pageRows
 	maxField = 300
 	// maxUsageErr bounds why a row shows no usage (a title).
 	maxUsageErr = 160
@@ -98,11 +117,69 @@ func clip(s string, n int) string {
 // lazily, as checkpoint.Dir does, or in one query).
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	p := h.listRows(r)
-	h.usage(r.Context(), p.Rows)
 	p.Fingerprint, p.Poll = fingerprint(&p), h.poll.Milliseconds()
+	h.usage(r.Context(), p.Rows)
+	sortRows(p.Rows, p.Sort)
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	h.render(w, listTmpl, p, hex.EncodeToString(b[:]))
+}
+
+// sorts are the orders the list offers for a page's rows: by name (the
+// store's, "") or by another column, the page's rows only, pages
+// following names.
+var sorts = []string{"status", "age", "iteration", "tokens", "cost"}
+
+// sortRows sorts the page's rows by the column by names: status
+// alphabetically, the newest saved first, the most iterations, tokens or
+// cost first; ties, and an unknown column, by name.
+func sortRows(rows []row, by string) {
+	key := map[string]func(a, b *row) int{
+		"status":    func(a, b *row) int { return cmp.Compare(a.Status, b.Status) },
+		"age":       func(a, b *row) int { return b.saved.Compare(a.saved) },
+		"iteration": func(a, b *row) int { return cmp.Compare(b.Iteration, a.Iteration) },
+		"tokens":    func(a, b *row) int { return cmp.Compare(b.tokens, a.tokens) },
+		"cost":      func(a, b *row) int { return cmp.Compare(b.cost, a.cost) },
+	}[by]
+	if key == nil {
+		return
+	}
+	slices.SortStableFunc(rows, func(a, b row) int { return key(&a, &b) })
+}
+
+// ages are the age filters the list offers (any other is read too).
+var ages = []string{"1h", "24h", "7d", "30d"}
+
+// query is the page's query with after as the cursor.
+func (p *listPage) query(after string) string {
+	v := url.Values{}
+	for k, x := range map[string]string{"status": p.Status, "q": p.Query, "kind": p.Kind, "age": p.Age, "sort": p.Sort, "after": after} {
+		if x != "" {
+			v.Set(k, x)
+		}
+	}
+	return v.Encode()
+}
+
+// parseAge reads an age filter: a Go duration ("90m", "36h") or days
+// ("2d"), positive.
+func parseAge(s string) (time.Duration, error) {
+	var d time.Duration
+	var err error
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		days, err = strconv.Atoi(n)
+		if days > 100000 {
+			days = 100000
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		d, err = time.ParseDuration(s)
+	}
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("age %q: not an age (90m, 36h, 2d): ignored", s)
+	}
+	return d, nil
 }
 
 // ListLive is what the list's /live tells, as JSON, of the page its query
@@ -140,20 +217,38 @@ func fingerprint(p *listPage) string {
 func (h *Handler) listRows(r *http.Request) listPage {
 	ctx := r.Context()
 	qv := r.URL.Query()
-	p := listPage{Title: h.title, Status: qv.Get("status"), Query: qv.Get("q"), After: qv.Get("after"), Extras: h.extras != nil}
+	p := listPage{Title: h.title, Status: qv.Get("status"), Query: qv.Get("q"), After: qv.Get("after"), Extras: h.extras != nil,
+		Kind: qv.Get("kind"), Age: qv.Get("age"), Sort: qv.Get("sort"), Sorts: sorts,
+		MaxScan: maxScan, Ages: ages}
+	if p.Age != "" && !slices.Contains(ages, p.Age) {
+		p.Ages = append(slices.Clone(ages), p.Age)
+	}
 	extras, extrasErr := h.extrasOf(ctx)
 	if extrasErr != nil {
 		p.Errors = append(p.Errors, extrasErr.Error())
 	}
 	now := h.now()
 	q := strings.ToLower(p.Query)
+	var maxAge time.Duration
+	if p.Age != "" {
+		d, err := parseAge(p.Age)
+		if err != nil {
+			p.Errors = append(p.Errors, err.Error())
+		}
+		maxAge = d
+	}
 	match := func(rw *row) bool {
-		if p.Status != "" && rw.Status != p.Status {
+		if p.Status != "" && rw.Status != p.Status || p.Kind != "" && rw.Kind != p.Kind {
+			return false
+		}
+		if maxAge > 0 && (rw.saved.IsZero() || now.Sub(rw.saved) > maxAge) {
 			return false
 		}
 		return q == "" || strings.Contains(strings.ToLower(rw.Name+"\n"+rw.Reason+"\n"+rw.Question+"\n"+rw.Holder+"\n"+rw.Kind), q)
 	}
-	complete, scanned := true, 0
+	// cursor is the name the listing was read up to, when it was not read
+	// to its end: the next page lists from it on.
+	complete, scanned, examined, cursor := true, 0, 0, ""
 	listed := map[string]bool{}
 	for c, err := range sessionsAfter(ctx, h.store, p.After) {
 		if c == nil {
@@ -168,9 +263,17 @@ func (h *Handler) listRows(r *http.Request) listPage {
 			continue
 		}
 		if len(p.Rows) == pageRows {
-			complete = false
+			complete, cursor = false, p.Rows[len(p.Rows)-1].Name
 			break
 		}
+		if examined == maxScan {
+			// A filter few sessions pass: the page ends here, partial,
+			// rather than reading the whole listing.
+			complete, p.Searched = false, true
+			break
+		}
+		examined++
+		cursor = c.Session
 		rw := row{Name: c.Session, Link: "session/" + link(c.Session)[2:], Status: c.Status, Reason: clip(c.Reason, maxField),
 			Question: clip(c.Question, maxField), Iteration: c.Iteration, Generation: c.Generation, Extra: extras[c.Session], stored: true}
 		if err != nil {
@@ -179,6 +282,7 @@ func (h *Handler) listRows(r *http.Request) listPage {
 			rw.Skipped = c.Skipped
 		}
 		if !c.Time.IsZero() {
+			rw.saved = c.Time
 			rw.Saved = c.Time.UTC().Format(time.RFC3339)
 			rw.Age = age(now.Sub(c.Time))
 		}
@@ -199,7 +303,7 @@ func (h *Handler) listRows(r *http.Request) listPage {
 	// their place by name.
 	for name, x := range extras {
 		if listed[name] || x.Status == "" || p.After != "" && name <= p.After ||
-			!complete && len(p.Rows) > 0 && name > p.Rows[len(p.Rows)-1].Name {
+			!complete && name > cursor {
 			continue
 		}
 		rw := row{Name: name, Link: "session/" + link(name)[2:], Status: x.Status, Extra: x}
@@ -211,15 +315,17 @@ func (h *Handler) listRows(r *http.Request) listPage {
 	slices.SortFunc(p.Rows, func(a, b row) int { return cmp.Compare(a.Name, b.Name) })
 	if len(p.Rows) > pageRows {
 		p.Rows, complete = p.Rows[:pageRows], false
+		cursor = p.Rows[len(p.Rows)-1].Name
 	}
-	if !complete && len(p.Rows) > 0 {
-		p.Next = "?" + url.Values{"status": {p.Status}, "q": {p.Query}, "after": {p.Rows[len(p.Rows)-1].Name}}.Encode()
+	p.SearchedTo = cursor
+	if !complete && cursor != "" {
+		p.Next = "?" + p.query(cursor)
 	}
 	if complete && p.After == "" {
 		p.Total = scanned
 	}
 	if p.After != "" {
-		p.First = "?" + url.Values{"status": {p.Status}, "q": {p.Query}}.Encode()
+		p.First = "?" + p.query("")
 	}
 	seen := map[string]bool{}
 	for _, s := range knownStatuses {
@@ -274,6 +380,7 @@ func (h *Handler) usage(ctx context.Context, rows []row) {
 			rw.UsageErr = clip(err.Error(), maxUsageErr)
 			continue
 		}
+		rw.tokens, rw.cost = rep.Usage.Tokens, rep.Usage.Cost
 		rw.Tokens = strconv.FormatInt(rep.Usage.Tokens, 10)
 		// The shortest decimal that reads back as the same float64: the
 		// library's figure exactly, not rounded.

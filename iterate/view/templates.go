@@ -38,11 +38,20 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 {{- range .P.Statuses}}<option value="{{.}}"{{if eq . $.P.Status}} selected{{end}}>{{.}}</option>{{end -}}
 </select></label>
 <label>Text <input type="search" name="q" value="{{.P.Query}}"></label>
+{{- if .P.Extras}}
+<label>Kind <input type="search" name="kind" value="{{.P.Kind}}" size="10"></label>{{end}}
+<label>Saved within <select name="age"><option value="">any time</option>
+{{- range $a := .P.Ages}}<option value="{{$a}}"{{if eq $a $.P.Age}} selected{{end}}>{{$a}}</option>{{end -}}
+</select></label>
+<label>Sort the page by <select name="sort"><option value="">name</option>
+{{- range .P.Sorts}}<option value="{{.}}"{{if eq . $.P.Sort}} selected{{end}}>{{.}}</option>{{end -}}
+</select></label>
 <button type="submit">Filter</button>
 </form>
 <p class="muted" id="count">{{if .P.Total}}{{len .P.Rows}} of {{.P.Total}} sessions{{else}}{{len .P.Rows}} sessions{{with .P.After}} after {{.}}{{end}}{{if .P.Next}}, and more{{end}}{{end}}
 {{- with .P.First}} · <a href="{{.}}">first page</a>{{end}}{{with .P.Next}} · <a id="next" href="{{.}}">next page →</a>{{end}}</p>
 {{range .P.Errors}}<p class="err">{{.}}</p>{{end}}
+{{- if .P.Searched}}<p class="muted" id="searched">The filter read {{.P.MaxScan}} sessions, up to {{.P.SearchedTo}}, without filling the page: the next page reads on.</p>{{end}}
 <table id="sessions">
 <thead><tr><th>Session</th><th>Status</th><th>Iteration</th><th>Tokens</th><th>Cost</th><th>Age</th>{{if .P.Extras}}<th>Kind</th><th>Holder</th>{{end}}<th>Open question</th><th>Lineage</th></tr></thead>
 <tbody>
