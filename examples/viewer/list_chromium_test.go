@@ -79,3 +79,48 @@ func TestChromiumListLive(t *testing.T) {
 		t.Errorf("usage cells %q, the library says %d tokens, cost %v", cells, rep.Usage.Tokens, rep.Usage.Cost)
 	}
 }
+
+// TestChromiumListFilter: an operator filters the list by status and
+// sorts it with the page's form, in a browser: the page then shows the
+// matching sessions only, with the filter and order kept in its form, and
+// each row's tokens. Mutations caught: the form's status or sort not sent
+// (no name), the status filter not applied.
+func TestChromiumListFilter(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir)
+	runLoop(t, d, "done", false)
+	runLoop(t, d, "asked", true)
+	c, err := d.Load(ctx, "asked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := iterate.Inspect(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := server(t, "--dir", dir)
+	page := startBrowser(t).newTab(ctx, t)
+	page.navigate(base + "/")
+	page.waitFor("the list", `document.querySelectorAll('#sessions tr[data-session]').length === 2`)
+	page.eval(`document.querySelector('select[name=status]').value='escalated'`, nil)
+	page.eval(`document.querySelector('select[name=sort]').value='tokens'`, nil)
+	page.click(`#filters button[type=submit]`)
+	page.waitFor("the filtered list", `location.search.includes('status=escalated') && document.readyState === 'complete'`)
+	var got struct {
+		Rows   []string
+		Tokens []string
+		Sort   string
+	}
+	page.eval(`({Rows: [...document.querySelectorAll('#sessions tr[data-session]')].map(r => r.dataset.session),
+		Tokens: [...document.querySelectorAll('#sessions td.tokens')].map(c => c.textContent),
+		Sort: document.querySelector('select[name=sort]').value})`, &got)
+	if len(got.Rows) != 1 || got.Rows[0] != "asked" || got.Sort != "tokens" {
+		t.Errorf("filtered by status escalated, sorted by tokens: rows %v, sort %q; want [asked], tokens", got.Rows, got.Sort)
+	}
+	if len(got.Tokens) != 1 || got.Tokens[0] != strconv.FormatInt(rep.Usage.Tokens, 10) {
+		t.Errorf("tokens %v, the library says %d", got.Tokens, rep.Usage.Tokens)
+	}
+	page.screenshot("list-filtered.png")
+}

@@ -33,7 +33,7 @@ td.tasks{min-width:18em}.task{white-space:nowrap}.task details{white-space:norma
 var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.P.Title}}</title>` + style + `</head><body data-fingerprint="{{.P.Fingerprint}}" data-poll="{{.P.Poll}}">
 <h1>{{.P.Title}}</h1>
-<form method="get" action="./">
+<form id="filters" method="get" action="./">
 <label>Status <select name="status"><option value="">any</option>
 {{- range .P.Statuses}}<option value="{{.}}"{{if eq . $.P.Status}} selected{{end}}>{{.}}</option>{{end -}}
 </select></label>
