@@ -1,7 +1,7 @@
 // Command viewer serves the live session viewer of package iterate/view
 // for a checkpoint directory or a PostgreSQL database:
 //
-//	viewer --dir DIR
+//	viewer --dir DIR [--answer-dir ADIR]
 //	viewer --db URL [--schema S]
 //	viewer --db URL --fleet-schema S [--answers]
 //
@@ -19,6 +19,12 @@
 // address is refused unless --allow-remote is given: the viewer has no
 // authentication of its own, and with --answers anyone who reaches it can
 // answer a fleet's escalations.
+//
+// --answer-dir ADIR, with --dir, allows answering the directory's escalated
+// sessions from their pages: each answer is recorded, durably and once, in
+// ADIR (view.DirAnswers), for the loop's host to read
+// (view.ReadDirAnswer) and resume the session with; the viewer runs no
+// loop itself.
 package main
 
 import (
@@ -60,6 +66,7 @@ func main() {
 // options are the command's flags.
 type options struct {
 	dir, db, schema, fleetSchema, addr string
+	answerDir                          string
 	answers, allowRemote               bool
 	poll                               time.Duration
 	metrics                            metricList
@@ -108,6 +115,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	fs.StringVar(&o.db, "db", "", "serve the sessions of the PostgreSQL database at `URL`")
 	fs.StringVar(&o.schema, "schema", "", "the pgcheckpoint `schema` of the sessions (pgcheckpoint's default when empty)")
 	fs.StringVar(&o.fleetSchema, "fleet-schema", "", "serve a fleet's sessions, in `schema` (with their kinds, holders, and answered escalations)")
+	fs.StringVar(&o.answerDir, "answer-dir", "", "with --dir, allow answering escalations from the pages: record each answer, once, in `ADIR` for the host to resume with")
 	fs.BoolVar(&o.answers, "answers", false, "allow answering the fleet's escalations from the pages (needs --fleet-schema)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "listen on `host:port` (a loopback address unless --allow-remote)")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --addr (the viewer has no authentication)")
@@ -120,7 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		"\"tests failing\"; planrunner: \"tasks done\", \"phases complete\"), or a count: gaps, gaps:KIND, tasks, failed tasks,\n"+
 		"tokens, cost, calls, duration. Without it: what each loop recorded as other than 0, and the gaps")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: viewer --dir DIR | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--addr HOST:PORT] [--metric NAME]...\n\n")
+		fmt.Fprintf(stderr, "Usage: viewer --dir DIR [--answer-dir ADIR] | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--addr HOST:PORT] [--metric NAME]...\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -151,6 +159,8 @@ func (o *options) check(rest []string) error {
 		return errors.New("--schema, --fleet-schema and --answers go with --db")
 	case o.schema != "" && o.fleetSchema != "":
 		return errors.New("give --schema or --fleet-schema, not both: a fleet's sessions are in its schema")
+	case o.answerDir != "" && o.dir == "":
+		return errors.New("--answer-dir goes with --dir (a fleet's answers: --answers)")
 	case o.answers && o.fleetSchema == "":
 		return errors.New("--answers needs --fleet-schema: escalations are answered through a fleet")
 	}
@@ -207,6 +217,9 @@ func serve(ctx context.Context, o options, stdout io.Writer, ready func(string))
 	var store view.Store
 	if o.dir != "" {
 		store = view.ReadOnly(checkpoint.NewDir(o.dir))
+		if o.answerDir != "" {
+			opts = append(opts, view.Answers(view.DirAnswers{Path: o.answerDir}))
+		}
 	} else {
 		pool, err := pgxpool.New(ctx, o.db)
 		if err != nil {

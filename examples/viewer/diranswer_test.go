@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"regexp"
+	"testing"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/iterate/view"
+)
+
+// TestDirAnswer guards issue 31, item 13: with --dir and --answer-dir the
+// page of an escalated session has an answer form; its answer is recorded
+// in the answer directory (view.ReadDirAnswer reads it) before the 303, a
+// second answer, from a second viewer, gets 409; without --answer-dir
+// there is no form and the POST is not served (off by default).
+// Mutations caught: --answer-dir not wired (no form), answers allowed
+// without it.
+func TestDirAnswer(t *testing.T) {
+	dir, adir := t.TempDir(), t.TempDir()
+	runLoop(t, checkpoint.NewDir(dir), "asked", true)
+	c, err := checkpoint.NewDir(dir).Load(context.Background(), "asked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := regexp.MustCompile(`<form id="answer" method="post" action="\./asked/answer">\s*<input type="hidden" name="token" value="([0-9a-f]+)"><input type="hidden" name="generation" value="(\d+)">`)
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	answer := func(base, text string) int {
+		t.Helper()
+		_, body := fetch(t, base+"/session/asked")
+		m := form.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("no answer form on %s", base)
+		}
+		res, err := client.PostForm(base+"/session/asked/answer", url.Values{"token": {m[1]}, "answer": {text}, "generation": {m[2]}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+
+	off := server(t, "--dir", dir)
+	if _, body := fetch(t, off+"/session/asked"); form.MatchString(body) {
+		t.Error("an answer form without --answer-dir")
+	}
+	if res, err := client.PostForm(off+"/session/asked/answer", url.Values{"answer": {"x"}}); err != nil || res.StatusCode == http.StatusSeeOther {
+		t.Errorf("a POST without --answer-dir: %v %v", res, err)
+	} else {
+		res.Body.Close()
+	}
+	if _, err := view.ReadDirAnswer(adir, "asked", c.Generation); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("an answer recorded without --answer-dir: %v", err)
+	}
+
+	if code := answer(server(t, "--dir", dir, "--answer-dir", adir), "go on"); code != http.StatusSeeOther {
+		t.Fatalf("answer: %d", code)
+	}
+	rec, err := view.ReadDirAnswer(adir, "asked", c.Generation)
+	if err != nil || rec.Answer != "go on" {
+		t.Fatalf("recorded: %+v %v", rec, err)
+	}
+	if code := answer(server(t, "--dir", dir, "--answer-dir", adir), "no"); code != http.StatusConflict {
+		t.Errorf("a second answer from a second viewer: %d, want 409", code)
+	}
+	if rec, _ := view.ReadDirAnswer(adir, "asked", c.Generation); rec == nil || rec.Answer != "go on" {
+		t.Errorf("after the second answer: %+v", rec)
+	}
+}
