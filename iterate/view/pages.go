@@ -466,9 +466,13 @@ type sessionPage struct {
 	Answer               bool
 	Token                string
 	AnswerLink           string
-	BestIteration        int
-	HasBest              bool
-	BestBy               string // the keep-best scorer, as the settings name it
+	// Cancel is set when the page offers to cancel the session, with the
+	// form's token and action.
+	Cancel                  bool
+	CancelToken, CancelLink string
+	BestIteration           int
+	HasBest                 bool
+	BestBy                  string // the keep-best scorer, as the settings name it
 	// LiveGeneration is the generation /live tells now: the page reloads
 	// when it changes.
 	LiveGeneration uint64
@@ -713,6 +717,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	p.QA = questions(gens, p.Extra.Answers, c)
 	if h.answerer != nil && c.Status == string(iterate.Escalated) && p.Question != "" && !p.Extra.Answered {
 		p.Answer, p.Token, p.AnswerLink = true, h.token(name, c.Generation), link(name)+"/answer"
+	}
+	if h.cancellable(c.Status) {
+		p.Cancel, p.CancelToken, p.CancelLink = true, h.cancelToken(name), link(name)+"/cancel"
 	}
 	nonce := ""
 	if !p.Final {

@@ -165,6 +165,11 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- range .P.Generations}}<tr><td class="n">{{.Generation}}{{if eq .Generation $.P.C.BestGeneration}} ★ best{{end}}</td><td>{{.Status}}</td><td class="n">{{.Iteration}}</td><td>{{.Time.UTC.Format "2006-01-02 15:04:05"}}</td></tr>{{end}}
 </tbody></table>
 {{- end}}
+{{- if .P.Cancel}}
+<form id="cancel" method="post" action="{{.P.CancelLink}}"><input type="hidden" name="token" value="{{.P.CancelToken}}">
+<p><button type="submit">Cancel this session for good</button></p>
+</form>
+{{- end}}
 <h2>Settings</h2>
 <table id="settings"><tbody>
 {{- range .P.Settings}}<tr><th>{{.Name}}</th><td>{{if .Detail}}<details><summary>{{.Value}}</summary><pre>{{.Detail}}</pre></details>{{else}}{{.Value}}{{end}}</td></tr>{{end}}
