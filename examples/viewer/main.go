@@ -3,7 +3,7 @@
 //
 //	viewer --dir DIR [--answer-dir ADIR]
 //	viewer --db URL [--schema S]
-//	viewer --db URL --fleet-schema S [--answers]
+//	viewer --db URL --fleet-schema S [--answers] [--cancel]
 //
 // It answers only to requests for the loopback names, the address it
 // listens on and the names given with --host (repeatable): a request
@@ -25,6 +25,11 @@
 // ADIR (view.DirAnswers), for the loop's host to read
 // (view.ReadDirAnswer) and resume the session with; the viewer runs no
 // loop itself.
+//
+// --cancel, with --fleet-schema, adds a button cancelling a session that has
+// not ended (fleet.Fleet.Cancel, recorded in the database before the page
+// says so). A directory's sessions cannot be cancelled from the viewer:
+// nothing it could record reaches the process running a loop.
 package main
 
 import (
@@ -67,7 +72,7 @@ func main() {
 type options struct {
 	dir, db, schema, fleetSchema, addr string
 	answerDir                          string
-	answers, allowRemote               bool
+	answers, allowRemote, cancel       bool
 	poll                               time.Duration
 	metrics                            metricList
 	hosts                              metricList // --host
@@ -116,6 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	fs.StringVar(&o.schema, "schema", "", "the pgcheckpoint `schema` of the sessions (pgcheckpoint's default when empty)")
 	fs.StringVar(&o.fleetSchema, "fleet-schema", "", "serve a fleet's sessions, in `schema` (with their kinds, holders, and answered escalations)")
 	fs.StringVar(&o.answerDir, "answer-dir", "", "with --dir, allow answering escalations from the pages: record each answer, once, in `ADIR` for the host to resume with")
+	fs.BoolVar(&o.cancel, "cancel", false, "allow cancelling the fleet's sessions from the pages (needs --fleet-schema)")
 	fs.BoolVar(&o.answers, "answers", false, "allow answering the fleet's escalations from the pages (needs --fleet-schema)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "listen on `host:port` (a loopback address unless --allow-remote)")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --addr (the viewer has no authentication)")
@@ -128,7 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		"\"tests failing\"; planrunner: \"tasks done\", \"phases complete\"), or a count: gaps, gaps:KIND, tasks, failed tasks,\n"+
 		"tokens, cost, calls, duration. Without it: what each loop recorded as other than 0, and the gaps")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: viewer --dir DIR [--answer-dir ADIR] | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--addr HOST:PORT] [--metric NAME]...\n\n")
+		fmt.Fprintf(stderr, "Usage: viewer --dir DIR [--answer-dir ADIR] | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--cancel] [--addr HOST:PORT] [--metric NAME]...\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -161,6 +167,8 @@ func (o *options) check(rest []string) error {
 		return errors.New("give --schema or --fleet-schema, not both: a fleet's sessions are in its schema")
 	case o.answerDir != "" && o.dir == "":
 		return errors.New("--answer-dir goes with --dir (a fleet's answers: --answers)")
+	case o.cancel && o.fleetSchema == "":
+		return errors.New("--cancel needs --fleet-schema: a directory's sessions cannot be cancelled from the viewer")
 	case o.answers && o.fleetSchema == "":
 		return errors.New("--answers needs --fleet-schema: escalations are answered through a fleet")
 	}
@@ -235,6 +243,9 @@ func serve(ctx context.Context, o options, stdout io.Writer, ready func(string))
 			opts = append(opts, view.Extras(extras(f)), view.Title("fleet "+o.fleetSchema))
 			if o.answers {
 				opts = append(opts, view.Answers(fleetAnswers{f}))
+			}
+			if o.cancel {
+				opts = append(opts, view.Cancels(f))
 			}
 		} else {
 			var popts []pgcheckpoint.Option
