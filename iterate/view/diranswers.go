@@ -70,13 +70,29 @@ func (a DirAnswers) AnswerOnce(ctx context.Context, session string, gen uint64, 
 	if err != nil {
 		return err
 	}
-	name := filepath.Join(a.Path, dirAnswerName(session, gen))
-	if _, err := os.Lstat(name); err == nil {
+	err = writeOnce(a.Path, dirAnswerName(session, gen), data)
+	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%w: generation %d of %s has its answer recorded", ErrAnswered, gen, session)
 	}
-	tmp, err := os.CreateTemp(a.Path, ".answer-*")
 	if err != nil {
 		return fmt.Errorf("view: recording the answer: %w", err)
+	}
+	return nil
+}
+
+// writeOnce writes data as the file name of the directory dir, whole and
+// durably, unless the name exists (an error matching fs.ErrExist): to a
+// temporary file, synced, linked to its name (a link, unlike a rename,
+// never replaces a file: of two writers, one links, the other is refused),
+// and the directory synced.
+func writeOnce(dir, name string, data []byte) error {
+	final := filepath.Join(dir, name)
+	if _, err := os.Lstat(final); err == nil {
+		return fs.ErrExist
+	}
+	tmp, err := os.CreateTemp(dir, ".record-*")
+	if err != nil {
+		return err
 	}
 	defer os.Remove(tmp.Name())
 	_, err = tmp.Write(data)
@@ -87,20 +103,12 @@ func (a DirAnswers) AnswerOnce(ctx context.Context, session string, gen uint64, 
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("view: recording the answer: %w", err)
+		return err
 	}
-	// Link, unlike rename, never replaces a file: of two answers, one is
-	// linked, the other refused.
-	if err := os.Link(tmp.Name(), name); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%w: generation %d of %s has its answer recorded", ErrAnswered, gen, session)
-		}
-		return fmt.Errorf("view: recording the answer: %w", err)
+	if err := os.Link(tmp.Name(), final); err != nil {
+		return err
 	}
-	if err := syncDir(a.Path); err != nil {
-		return fmt.Errorf("view: recording the answer: %w", err)
-	}
-	return nil
+	return syncDir(dir)
 }
 
 // syncDir syncs the directory path's entries (where a directory can be
