@@ -470,6 +470,11 @@ type sessionPage struct {
 	// form's token and action.
 	Cancel                  bool
 	CancelToken, CancelLink string
+	// Extend is set when the page offers to extend the session's budget,
+	// with the form's token and action and the current limits.
+	Extend                  bool
+	ExtendToken, ExtendLink string
+	Wall                    string
 	BestIteration           int
 	HasBest                 bool
 	BestBy                  string // the keep-best scorer, as the settings name it
@@ -717,6 +722,12 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	p.QA = questions(gens, p.Extra.Answers, c)
 	if h.answerer != nil && c.Status == string(iterate.Escalated) && p.Question != "" && !p.Extra.Answered {
 		p.Answer, p.Token, p.AnswerLink = true, h.token(name, c.Generation), link(name)+"/answer"
+	}
+	if h.extender != nil && c.Status == string(iterate.BudgetExhausted) && inspectErr == "" {
+		p.Extend, p.ExtendToken, p.ExtendLink = true, h.extendToken(name, c.Generation), link(name)+"/extend"
+		if rep.Limits.Wall > 0 {
+			p.Wall = rep.Limits.Wall.String()
+		}
 	}
 	if h.cancellable(c.Status) {
 		p.Cancel, p.CancelToken, p.CancelLink = true, h.cancelToken(name), link(name)+"/cancel"

@@ -165,6 +165,16 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- range .P.Generations}}<tr><td class="n">{{.Generation}}{{if eq .Generation $.P.C.BestGeneration}} ★ best{{end}}</td><td>{{.Status}}</td><td class="n">{{.Iteration}}</td><td>{{.Time.UTC.Format "2006-01-02 15:04:05"}}</td></tr>{{end}}
 </tbody></table>
 {{- end}}
+{{- if .P.Extend}}
+<form id="extend" method="post" action="{{.P.ExtendLink}}"><input type="hidden" name="token" value="{{.P.ExtendToken}}"><input type="hidden" name="generation" value="{{.P.C.Generation}}">
+<p>Resume with a raised budget (0: no limit; the host resumes the session):
+<label>tokens <input name="tokens" inputmode="numeric" value="{{.P.R.Limits.Tokens}}" size="10"></label>
+<label>cost <input name="cost" inputmode="decimal" value="{{.P.R.Limits.Cost}}" size="8"></label>
+<label>calls <input name="calls" inputmode="numeric" value="{{.P.R.Limits.Calls}}" size="8"></label>
+<label>time <input name="wall" value="{{.P.Wall}}" size="8"></label>
+<button type="submit">Request the extension</button></p>
+</form>
+{{- end}}
 {{- if .P.Cancel}}
 <form id="cancel" method="post" action="{{.P.CancelLink}}"><input type="hidden" name="token" value="{{.P.CancelToken}}">
 <p><button type="submit">Cancel this session for good</button></p>

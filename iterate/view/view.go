@@ -301,6 +301,7 @@ type Handler struct {
 	metrics   []Metric
 	answerer  Answerer
 	canceller Canceller
+	extender  Extender
 	extras    func(ctx context.Context) (map[string]Extra, error)
 	poll      time.Duration
 	title     string
@@ -346,6 +347,9 @@ func New(store Store, opts ...Option) (*Handler, error) {
 	h.mux.HandleFunc("GET /session/{name}", h.session)
 	h.mux.HandleFunc("GET /session/{name}/live", h.live)
 	h.mux.HandleFunc("GET /session/{name}/forks", h.forks)
+	if h.extender != nil {
+		h.mux.Handle("POST /session/{name}/extend", http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.extend)))
+	}
 	if h.canceller != nil {
 		h.mux.Handle("POST /session/{name}/cancel", http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.cancel)))
 	}
