@@ -7,9 +7,12 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"testing"
 
+	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/iterate"
 	"github.com/refine-go/refine/iterate/view"
 )
 
@@ -69,5 +72,39 @@ func TestDirAnswer(t *testing.T) {
 	}
 	if rec, _ := view.ReadDirAnswer(adir, "asked", c.Generation); rec == nil || rec.Answer != "go on" {
 		t.Errorf("after the second answer: %+v", rec)
+	}
+}
+
+// TestDirExtend guards issue 31, item 13: with --dir and --extend-dir a
+// budget_exhausted session's page has the extension form, and its POST
+// records the request (view.ReadDirExtension reads it); without
+// --extend-dir there is no form. Mutation caught: --extend-dir not wired.
+func TestDirExtend(t *testing.T) {
+	dir, edir := t.TempDir(), t.TempDir()
+	d := checkpoint.NewDir(dir)
+	if res, err := iterate.New(worker{}, iterate.WithCheckpointer(d), iterate.WithSession("spent"),
+		iterate.WithBudget(budget.Limits{Tokens: 1})).Run(context.Background(), state{}); res == nil || res.Status != iterate.BudgetExhausted {
+		t.Fatalf("premise: budget_exhausted: %v %v", res, err)
+	}
+	form := regexp.MustCompile(`<form id="extend" method="post" action="\./spent/extend"><input type="hidden" name="token" value="([0-9a-f]+)"><input type="hidden" name="generation" value="(\d+)">`)
+	if _, body := fetch(t, server(t, "--dir", dir)+"/session/spent"); form.MatchString(body) {
+		t.Error("an extension form without --extend-dir")
+	}
+	base := server(t, "--dir", dir, "--extend-dir", edir)
+	_, body := fetch(t, base+"/session/spent")
+	m := form.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("no extension form with --extend-dir")
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.PostForm(base+"/session/spent/extend", url.Values{"token": {m[1]}, "generation": {m[2]},
+		"tokens": {"100000"}, "cost": {"0"}, "calls": {"0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	gen, _ := strconv.ParseUint(m[2], 10, 64)
+	if rec, err := view.ReadDirExtension(edir, "spent", gen); res.StatusCode != http.StatusSeeOther || err != nil || rec.To.Tokens != 100000 {
+		t.Errorf("extend: %d, recorded %+v %v", res.StatusCode, rec, err)
 	}
 }

@@ -1,7 +1,7 @@
 // Command viewer serves the live session viewer of package iterate/view
 // for a checkpoint directory or a PostgreSQL database:
 //
-//	viewer --dir DIR [--answer-dir ADIR]
+//	viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR]
 //	viewer --db URL [--schema S]
 //	viewer --db URL --fleet-schema S [--answers] [--cancel]
 //
@@ -24,7 +24,10 @@
 // sessions from their pages: each answer is recorded, durably and once, in
 // ADIR (view.DirAnswers), for the loop's host to read
 // (view.ReadDirAnswer) and resume the session with; the viewer runs no
-// loop itself.
+// loop itself. --extend-dir EDIR, with --dir, likewise records, once per
+// generation, a request to resume a budget_exhausted session under raised
+// limits (view.DirExtensions), for the host to read
+// (view.ReadDirExtension) and resume with iterate.ExtendBudget.
 //
 // --cancel, with --fleet-schema, adds a button cancelling a session that has
 // not ended (fleet.Fleet.Cancel, recorded in the database before the page
@@ -71,7 +74,7 @@ func main() {
 // options are the command's flags.
 type options struct {
 	dir, db, schema, fleetSchema, addr string
-	answerDir                          string
+	answerDir, extendDir               string
 	answers, allowRemote, cancel       bool
 	poll                               time.Duration
 	metrics                            metricList
@@ -121,6 +124,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	fs.StringVar(&o.schema, "schema", "", "the pgcheckpoint `schema` of the sessions (pgcheckpoint's default when empty)")
 	fs.StringVar(&o.fleetSchema, "fleet-schema", "", "serve a fleet's sessions, in `schema` (with their kinds, holders, and answered escalations)")
 	fs.StringVar(&o.answerDir, "answer-dir", "", "with --dir, allow answering escalations from the pages: record each answer, once, in `ADIR` for the host to resume with")
+	fs.StringVar(&o.extendDir, "extend-dir", "", "with --dir, allow requesting a budget_exhausted session's resume under raised limits: record each request, once, in `EDIR` for the host")
 	fs.BoolVar(&o.cancel, "cancel", false, "allow cancelling the fleet's sessions from the pages (needs --fleet-schema)")
 	fs.BoolVar(&o.answers, "answers", false, "allow answering the fleet's escalations from the pages (needs --fleet-schema)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "listen on `host:port` (a loopback address unless --allow-remote)")
@@ -134,7 +138,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		"\"tests failing\"; planrunner: \"tasks done\", \"phases complete\"), or a count: gaps, gaps:KIND, tasks, failed tasks,\n"+
 		"tokens, cost, calls, duration. Without it: what each loop recorded as other than 0, and the gaps")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: viewer --dir DIR [--answer-dir ADIR] | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--cancel] [--addr HOST:PORT] [--metric NAME]...\n\n")
+		fmt.Fprintf(stderr, "Usage: viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR] | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--cancel] [--addr HOST:PORT] [--metric NAME]...\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -165,6 +169,8 @@ func (o *options) check(rest []string) error {
 		return errors.New("--schema, --fleet-schema and --answers go with --db")
 	case o.schema != "" && o.fleetSchema != "":
 		return errors.New("give --schema or --fleet-schema, not both: a fleet's sessions are in its schema")
+	case o.extendDir != "" && o.dir == "":
+		return errors.New("--extend-dir goes with --dir")
 	case o.answerDir != "" && o.dir == "":
 		return errors.New("--answer-dir goes with --dir (a fleet's answers: --answers)")
 	case o.cancel && o.fleetSchema == "":
@@ -227,6 +233,9 @@ func serve(ctx context.Context, o options, stdout io.Writer, ready func(string))
 		store = view.ReadOnly(checkpoint.NewDir(o.dir))
 		if o.answerDir != "" {
 			opts = append(opts, view.Answers(view.DirAnswers{Path: o.answerDir}))
+		}
+		if o.extendDir != "" {
+			opts = append(opts, view.Extends(view.DirExtensions{Path: o.extendDir}))
 		}
 	} else {
 		pool, err := pgxpool.New(ctx, o.db)
