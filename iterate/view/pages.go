@@ -472,6 +472,10 @@ type sessionPage struct {
 	CancelToken, CancelLink string
 	// Extend is set when the page offers to extend the session's budget,
 	// with the form's token and action and the current limits.
+	// Fork is set when the page offers to fork the session, with the
+	// form's token and action.
+	Fork                    bool
+	ForkToken, ForkLink     string
 	Extend                  bool
 	ExtendToken, ExtendLink string
 	Wall                    string
@@ -728,6 +732,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		if rep.Limits.Wall > 0 {
 			p.Wall = rep.Limits.Wall.String()
 		}
+	}
+	if h.forker != nil && !notStarted {
+		p.Fork, p.ForkToken, p.ForkLink = true, h.forkToken(name), link(name)+"/fork"
 	}
 	if h.cancellable(c.Status) {
 		p.Cancel, p.CancelToken, p.CancelLink = true, h.cancelToken(name), link(name)+"/cancel"

@@ -175,6 +175,13 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <button type="submit">Request the extension</button></p>
 </form>
 {{- end}}
+{{- if .P.Fork}}
+<form id="fork" method="post" action="{{.P.ForkLink}}"><input type="hidden" name="token" value="{{.P.ForkToken}}">
+<p>Fork from generation <input name="generation" inputmode="numeric" value="{{.P.C.Generation}}" size="6">
+as the new session <input name="to" required size="20"> (the host runs it)
+<button type="submit">Request the fork</button></p>
+</form>
+{{- end}}
 {{- if .P.Cancel}}
 <form id="cancel" method="post" action="{{.P.CancelLink}}"><input type="hidden" name="token" value="{{.P.CancelToken}}">
 <p><button type="submit">Cancel this session for good</button></p>

@@ -302,6 +302,7 @@ type Handler struct {
 	answerer  Answerer
 	canceller Canceller
 	extender  Extender
+	forker    Forker
 	extras    func(ctx context.Context) (map[string]Extra, error)
 	poll      time.Duration
 	title     string
@@ -347,6 +348,9 @@ func New(store Store, opts ...Option) (*Handler, error) {
 	h.mux.HandleFunc("GET /session/{name}", h.session)
 	h.mux.HandleFunc("GET /session/{name}/live", h.live)
 	h.mux.HandleFunc("GET /session/{name}/forks", h.forks)
+	if h.forker != nil {
+		h.mux.Handle("POST /session/{name}/fork", http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.fork)))
+	}
 	if h.extender != nil {
 		h.mux.Handle("POST /session/{name}/extend", http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.extend)))
 	}
