@@ -108,3 +108,31 @@ func TestDirExtend(t *testing.T) {
 		t.Errorf("extend: %d, recorded %+v %v", res.StatusCode, rec, err)
 	}
 }
+
+// TestDirFork guards issue 31, item 13: with --dir and --fork-dir a
+// session's page has the fork form, and its POST records the request
+// (view.ReadDirFork reads it); without --fork-dir there is no form.
+// Mutation caught: --fork-dir not wired.
+func TestDirFork(t *testing.T) {
+	dir, fdir := t.TempDir(), t.TempDir()
+	runLoop(t, checkpoint.NewDir(dir), "done", false)
+	form := regexp.MustCompile(`<form id="fork" method="post" action="\./done/fork"><input type="hidden" name="token" value="([0-9a-f]+)">\s*<p>Fork from generation <input name="generation" inputmode="numeric" value="(\d+)"`)
+	if _, body := fetch(t, server(t, "--dir", dir)+"/session/done"); form.MatchString(body) {
+		t.Error("a fork form without --fork-dir")
+	}
+	base := server(t, "--dir", dir, "--fork-dir", fdir)
+	_, body := fetch(t, base+"/session/done")
+	m := form.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("no fork form with --fork-dir")
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.PostForm(base+"/session/done/fork", url.Values{"token": {m[1]}, "generation": {m[2]}, "to": {"branch"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if rec, err := view.ReadDirFork(fdir, "branch"); res.StatusCode != http.StatusSeeOther || err != nil || rec.From != "done" || strconv.FormatUint(rec.Generation, 10) != m[2] {
+		t.Errorf("fork: %d, recorded %+v %v", res.StatusCode, rec, err)
+	}
+}

@@ -1,7 +1,7 @@
 // Command viewer serves the live session viewer of package iterate/view
 // for a checkpoint directory or a PostgreSQL database:
 //
-//	viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR]
+//	viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR] [--fork-dir FDIR]
 //	viewer --db URL [--schema S]
 //	viewer --db URL --fleet-schema S [--answers] [--cancel]
 //
@@ -28,6 +28,9 @@
 // generation, a request to resume a budget_exhausted session under raised
 // limits (view.DirExtensions), for the host to read
 // (view.ReadDirExtension) and resume with iterate.ExtendBudget.
+// --fork-dir FDIR records, once per new name, a request to fork a session
+// from a kept generation (view.DirForks), for the host to read
+// (view.ReadDirFork) and run with iterate.ForkFrom.
 //
 // --cancel, with --fleet-schema, adds a button cancelling a session that has
 // not ended (fleet.Fleet.Cancel, recorded in the database before the page
@@ -74,7 +77,7 @@ func main() {
 // options are the command's flags.
 type options struct {
 	dir, db, schema, fleetSchema, addr string
-	answerDir, extendDir               string
+	answerDir, extendDir, forkDir      string
 	answers, allowRemote, cancel       bool
 	poll                               time.Duration
 	metrics                            metricList
@@ -125,6 +128,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	fs.StringVar(&o.fleetSchema, "fleet-schema", "", "serve a fleet's sessions, in `schema` (with their kinds, holders, and answered escalations)")
 	fs.StringVar(&o.answerDir, "answer-dir", "", "with --dir, allow answering escalations from the pages: record each answer, once, in `ADIR` for the host to resume with")
 	fs.StringVar(&o.extendDir, "extend-dir", "", "with --dir, allow requesting a budget_exhausted session's resume under raised limits: record each request, once, in `EDIR` for the host")
+	fs.StringVar(&o.forkDir, "fork-dir", "", "with --dir, allow requesting a fork of a session from a kept generation: record each request, once, in `FDIR` for the host")
 	fs.BoolVar(&o.cancel, "cancel", false, "allow cancelling the fleet's sessions from the pages (needs --fleet-schema)")
 	fs.BoolVar(&o.answers, "answers", false, "allow answering the fleet's escalations from the pages (needs --fleet-schema)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "listen on `host:port` (a loopback address unless --allow-remote)")
@@ -138,7 +142,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		"\"tests failing\"; planrunner: \"tasks done\", \"phases complete\"), or a count: gaps, gaps:KIND, tasks, failed tasks,\n"+
 		"tokens, cost, calls, duration. Without it: what each loop recorded as other than 0, and the gaps")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR] | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--cancel] [--addr HOST:PORT] [--metric NAME]...\n\n")
+		fmt.Fprintf(stderr, "Usage: viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR] [--fork-dir FDIR] | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--cancel] [--addr HOST:PORT] [--metric NAME]...\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -169,8 +173,8 @@ func (o *options) check(rest []string) error {
 		return errors.New("--schema, --fleet-schema and --answers go with --db")
 	case o.schema != "" && o.fleetSchema != "":
 		return errors.New("give --schema or --fleet-schema, not both: a fleet's sessions are in its schema")
-	case o.extendDir != "" && o.dir == "":
-		return errors.New("--extend-dir goes with --dir")
+	case (o.extendDir != "" || o.forkDir != "") && o.dir == "":
+		return errors.New("--extend-dir and --fork-dir go with --dir")
 	case o.answerDir != "" && o.dir == "":
 		return errors.New("--answer-dir goes with --dir (a fleet's answers: --answers)")
 	case o.cancel && o.fleetSchema == "":
@@ -233,6 +237,9 @@ func serve(ctx context.Context, o options, stdout io.Writer, ready func(string))
 		store = view.ReadOnly(checkpoint.NewDir(o.dir))
 		if o.answerDir != "" {
 			opts = append(opts, view.Answers(view.DirAnswers{Path: o.answerDir}))
+		}
+		if o.forkDir != "" {
+			opts = append(opts, view.Forks(view.DirForks{Path: o.forkDir}))
 		}
 		if o.extendDir != "" {
 			opts = append(opts, view.Extends(view.DirExtensions{Path: o.extendDir}))
