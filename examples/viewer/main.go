@@ -1,9 +1,9 @@
 // Command viewer serves the live session viewer of package iterate/view
 // for a checkpoint directory or a PostgreSQL database:
 //
-//	viewer --dir DIR
+//	viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR] [--fork-dir FDIR]
 //	viewer --db URL [--schema S]
-//	viewer --db URL --fleet-schema S [--answers]
+//	viewer --db URL --fleet-schema S [--answers] [--cancel]
 //
 // It answers only to requests for the loopback names, the address it
 // listens on and the names given with --host (repeatable): a request
@@ -19,6 +19,23 @@
 // address is refused unless --allow-remote is given: the viewer has no
 // authentication of its own, and with --answers anyone who reaches it can
 // answer a fleet's escalations.
+//
+// --answer-dir ADIR, with --dir, allows answering the directory's escalated
+// sessions from their pages: each answer is recorded, durably and once, in
+// ADIR (view.DirAnswers), for the loop's host to read
+// (view.ReadDirAnswer) and resume the session with; the viewer runs no
+// loop itself. --extend-dir EDIR, with --dir, likewise records, once per
+// generation, a request to resume a budget_exhausted session under raised
+// limits (view.DirExtensions), for the host to read
+// (view.ReadDirExtension) and resume with iterate.ExtendBudget.
+// --fork-dir FDIR records, once per new name, a request to fork a session
+// from a kept generation (view.DirForks), for the host to read
+// (view.ReadDirFork) and run with iterate.ForkFrom.
+//
+// --cancel, with --fleet-schema, adds a button cancelling a session that has
+// not ended (fleet.Fleet.Cancel, recorded in the database before the page
+// says so). A directory's sessions cannot be cancelled from the viewer:
+// nothing it could record reaches the process running a loop.
 package main
 
 import (
@@ -60,7 +77,8 @@ func main() {
 // options are the command's flags.
 type options struct {
 	dir, db, schema, fleetSchema, addr string
-	answers, allowRemote               bool
+	answerDir, extendDir, forkDir      string
+	answers, allowRemote, cancel       bool
 	poll                               time.Duration
 	metrics                            metricList
 	hosts                              metricList // --host
@@ -108,6 +126,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	fs.StringVar(&o.db, "db", "", "serve the sessions of the PostgreSQL database at `URL`")
 	fs.StringVar(&o.schema, "schema", "", "the pgcheckpoint `schema` of the sessions (pgcheckpoint's default when empty)")
 	fs.StringVar(&o.fleetSchema, "fleet-schema", "", "serve a fleet's sessions, in `schema` (with their kinds, holders, and answered escalations)")
+	fs.StringVar(&o.answerDir, "answer-dir", "", "with --dir, allow answering escalations from the pages: record each answer, once, in `ADIR` for the host to resume with")
+	fs.StringVar(&o.extendDir, "extend-dir", "", "with --dir, allow requesting a budget_exhausted session's resume under raised limits: record each request, once, in `EDIR` for the host")
+	fs.StringVar(&o.forkDir, "fork-dir", "", "with --dir, allow requesting a fork of a session from a kept generation: record each request, once, in `FDIR` for the host")
+	fs.BoolVar(&o.cancel, "cancel", false, "allow cancelling the fleet's sessions from the pages (needs --fleet-schema)")
 	fs.BoolVar(&o.answers, "answers", false, "allow answering the fleet's escalations from the pages (needs --fleet-schema)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "listen on `host:port` (a loopback address unless --allow-remote)")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --addr (the viewer has no authentication)")
@@ -120,7 +142,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		"\"tests failing\"; planrunner: \"tasks done\", \"phases complete\"), or a count: gaps, gaps:KIND, tasks, failed tasks,\n"+
 		"tokens, cost, calls, duration. Without it: what each loop recorded as other than 0, and the gaps")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: viewer --dir DIR | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--addr HOST:PORT] [--metric NAME]...\n\n")
+		fmt.Fprintf(stderr, "Usage: viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR] [--fork-dir FDIR] | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--cancel] [--addr HOST:PORT] [--metric NAME]...\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -151,6 +173,12 @@ func (o *options) check(rest []string) error {
 		return errors.New("--schema, --fleet-schema and --answers go with --db")
 	case o.schema != "" && o.fleetSchema != "":
 		return errors.New("give --schema or --fleet-schema, not both: a fleet's sessions are in its schema")
+	case (o.extendDir != "" || o.forkDir != "") && o.dir == "":
+		return errors.New("--extend-dir and --fork-dir go with --dir")
+	case o.answerDir != "" && o.dir == "":
+		return errors.New("--answer-dir goes with --dir (a fleet's answers: --answers)")
+	case o.cancel && o.fleetSchema == "":
+		return errors.New("--cancel needs --fleet-schema: a directory's sessions cannot be cancelled from the viewer")
 	case o.answers && o.fleetSchema == "":
 		return errors.New("--answers needs --fleet-schema: escalations are answered through a fleet")
 	}
@@ -207,6 +235,15 @@ func serve(ctx context.Context, o options, stdout io.Writer, ready func(string))
 	var store view.Store
 	if o.dir != "" {
 		store = view.ReadOnly(checkpoint.NewDir(o.dir))
+		if o.answerDir != "" {
+			opts = append(opts, view.Answers(view.DirAnswers{Path: o.answerDir}))
+		}
+		if o.forkDir != "" {
+			opts = append(opts, view.Forks(view.DirForks{Path: o.forkDir}))
+		}
+		if o.extendDir != "" {
+			opts = append(opts, view.Extends(view.DirExtensions{Path: o.extendDir}))
+		}
 	} else {
 		pool, err := pgxpool.New(ctx, o.db)
 		if err != nil {
@@ -222,6 +259,9 @@ func serve(ctx context.Context, o options, stdout io.Writer, ready func(string))
 			opts = append(opts, view.Extras(extras(f)), view.Title("fleet "+o.fleetSchema))
 			if o.answers {
 				opts = append(opts, view.Answers(fleetAnswers{f}))
+			}
+			if o.cancel {
+				opts = append(opts, view.Cancels(f))
 			}
 		} else {
 			var popts []pgcheckpoint.Option

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -35,14 +37,35 @@ type row struct {
 	Err        string
 	Skipped    []uint64 // damaged newer generations
 	Holding    string   // of a running session: whether a process holds it
+	// Tokens and Cost are the session's usage, budget.Usage as
+	// iterate.Inspect reads it from its newest checkpoint's engine
+	// record; UsageErr says why there is none (no engine record, or it
+	// does not load).
+	Tokens, Cost, UsageErr string
+	stored                 bool // the row is of a checkpoint, not only of the host's extras
+	saved                  time.Time
+	tokens                 int64
+	cost                   float64
 }
 
 // listPage is the listing's data.
 type listPage struct {
 	Title, Status, Query string
-	Statuses             []string
-	Rows                 []row
-	Errors               []string
+	// Kind, Age and Sort are the query's other filters and order: the
+	// host's kind of session, the most time since a session's newest save
+	// ("90m", "2d"), and the column the page's rows are sorted by.
+	Kind, Age, Sort string
+	Sorts           []string
+	// Searched is set when the page ended before it was full, a filter
+	// having read maxScan sessions of the store; SearchedTo, the name the
+	// listing was read up to.
+	Searched   bool
+	SearchedTo string
+	MaxScan    int
+	Ages       []string // offered
+	Statuses   []string
+	Rows       []row
+	Errors     []string
 	// Total is the number of sessions, known when the page is the first
 	// and the last (0 otherwise).
 	Total  int
@@ -50,6 +73,10 @@ type listPage struct {
 	// After is the query's cursor; Next and First the links to the next
 	// page and to the first, when there are.
 	After, Next, First string
+	// Fingerprint is that of the page's rows (see ListLive); Poll, in
+	// milliseconds, how often the page asks /live for it.
+	Fingerprint string
+	Poll        int64
 }
 
 // pageRows is the number of sessions a page of the list shows; maxField
@@ -57,7 +84,13 @@ type listPage struct {
 // is bounded in bytes.
 const (
 	pageRows = 100
+	// maxScan bounds the sessions a filtered page reads from the store's
+	// listing: a filter few sessions pass ends its page there, partial,
+	// with a link on.
+	maxScan  = 10 * pageRows
 	maxField = 300
+	// maxUsageErr bounds why a row shows no usage (a title).
+	maxUsageErr = 160
 )
 
 // knownStatuses are the statuses the list's filter offers, beside those
@@ -83,22 +116,139 @@ func clip(s string, n int) string {
 // and on it cost to list, whatever follows (a store lists its sessions
 // lazily, as checkpoint.Dir does, or in one query).
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
+	p := h.listRows(r)
+	p.Fingerprint, p.Poll = fingerprint(&p), h.poll.Milliseconds()
+	h.usage(r.Context(), p.Rows)
+	sortRows(p.Rows, p.Sort)
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	h.render(w, listTmpl, p, hex.EncodeToString(b[:]))
+}
+
+// sorts are the orders the list offers for a page's rows: by name (the
+// store's, "") or by another column, the page's rows only, pages
+// following names.
+var sorts = []string{"status", "age", "iteration", "tokens", "cost"}
+
+// sortRows sorts the page's rows by the column by names: status
+// alphabetically, the newest saved first, the most iterations, tokens or
+// cost first; ties, and an unknown column, by name.
+func sortRows(rows []row, by string) {
+	key := map[string]func(a, b *row) int{
+		"status":    func(a, b *row) int { return cmp.Compare(a.Status, b.Status) },
+		"age":       func(a, b *row) int { return b.saved.Compare(a.saved) },
+		"iteration": func(a, b *row) int { return cmp.Compare(b.Iteration, a.Iteration) },
+		"tokens":    func(a, b *row) int { return cmp.Compare(b.tokens, a.tokens) },
+		"cost":      func(a, b *row) int { return cmp.Compare(b.cost, a.cost) },
+	}[by]
+	if key == nil {
+		return
+	}
+	slices.SortStableFunc(rows, func(a, b row) int { return key(&a, &b) })
+}
+
+// ages are the age filters the list offers (any other is read too).
+var ages = []string{"1h", "24h", "7d", "30d"}
+
+// query is the page's query with after as the cursor.
+func (p *listPage) query(after string) string {
+	v := url.Values{}
+	for k, x := range map[string]string{"status": p.Status, "q": p.Query, "kind": p.Kind, "age": p.Age, "sort": p.Sort, "after": after} {
+		if x != "" {
+			v.Set(k, x)
+		}
+	}
+	return v.Encode()
+}
+
+// parseAge reads an age filter: a Go duration ("90m", "36h") or days
+// ("2d"), positive.
+func parseAge(s string) (time.Duration, error) {
+	var d time.Duration
+	var err error
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		var days int
+		days, err = strconv.Atoi(n)
+		if days > 100000 {
+			days = 100000
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else {
+		d, err = time.ParseDuration(s)
+	}
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("age %q: not an age (90m, 36h, 2d): ignored", s)
+	}
+	return d, nil
+}
+
+// ListLive is what the list's /live tells, as JSON, of the page its query
+// names (status, q, after): a fingerprint of the page's rows as the list
+// would show them (their sessions, statuses, generations, holders,
+// answers, errors, and the page's links), without their usage. The list
+// page polls it and reloads when it changes.
+type ListLive struct {
+	Fingerprint string `json:"fingerprint"`
+}
+
+// listLive serves the list's /live: the page's rows are listed as the
+// list lists them (the sessions on the page and before it, as a page
+// costs), but no generation is loaded.
+func (h *Handler) listLive(w http.ResponseWriter, r *http.Request) {
+	p := h.listRows(r)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(ListLive{Fingerprint: fingerprint(&p)})
+}
+
+// fingerprint hashes what the page's rows show but their usage (which
+// changes only with a new generation, that it hashes).
+func fingerprint(p *listPage) string {
+	f := sha256.New()
+	for _, rw := range p.Rows {
+		fmt.Fprintf(f, "%q %q %d %d %q %q %q %q %q %v %v %v %q %q\n", rw.Name, rw.Status, rw.Generation, rw.Iteration,
+			rw.Saved, rw.Reason, rw.Question, rw.Holding, rw.Holder, rw.Answered, rw.Skipped, rw.Kind, rw.Err, rw.Extra.Status)
+	}
+	fmt.Fprintf(f, "%d %q %q %q", p.Total, p.Next, p.First, p.Errors)
+	return hex.EncodeToString(f.Sum(nil)[:12])
+}
+
+// listRows lists the rows of the page r asks for.
+func (h *Handler) listRows(r *http.Request) listPage {
 	ctx := r.Context()
 	qv := r.URL.Query()
-	p := listPage{Title: h.title, Status: qv.Get("status"), Query: qv.Get("q"), After: qv.Get("after"), Extras: h.extras != nil}
+	p := listPage{Title: h.title, Status: qv.Get("status"), Query: qv.Get("q"), After: qv.Get("after"), Extras: h.extras != nil,
+		Kind: qv.Get("kind"), Age: qv.Get("age"), Sort: qv.Get("sort"), Sorts: sorts,
+		MaxScan: maxScan, Ages: ages}
+	if p.Age != "" && !slices.Contains(ages, p.Age) {
+		p.Ages = append(slices.Clone(ages), p.Age)
+	}
 	extras, extrasErr := h.extrasOf(ctx)
 	if extrasErr != nil {
 		p.Errors = append(p.Errors, extrasErr.Error())
 	}
 	now := h.now()
 	q := strings.ToLower(p.Query)
+	var maxAge time.Duration
+	if p.Age != "" {
+		d, err := parseAge(p.Age)
+		if err != nil {
+			p.Errors = append(p.Errors, err.Error())
+		}
+		maxAge = d
+	}
 	match := func(rw *row) bool {
-		if p.Status != "" && rw.Status != p.Status {
+		if p.Status != "" && rw.Status != p.Status || p.Kind != "" && rw.Kind != p.Kind {
+			return false
+		}
+		if maxAge > 0 && (rw.saved.IsZero() || now.Sub(rw.saved) > maxAge) {
 			return false
 		}
 		return q == "" || strings.Contains(strings.ToLower(rw.Name+"\n"+rw.Reason+"\n"+rw.Question+"\n"+rw.Holder+"\n"+rw.Kind), q)
 	}
-	complete, scanned := true, 0
+	// cursor is the name the listing was read up to, when it was not read
+	// to its end: the next page lists from it on.
+	complete, scanned, examined, cursor := true, 0, 0, ""
 	listed := map[string]bool{}
 	for c, err := range sessionsAfter(ctx, h.store, p.After) {
 		if c == nil {
@@ -113,17 +263,26 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if len(p.Rows) == pageRows {
-			complete = false
+			complete, cursor = false, p.Rows[len(p.Rows)-1].Name
 			break
 		}
+		if examined == maxScan {
+			// A filter few sessions pass: the page ends here, partial,
+			// rather than reading the whole listing.
+			complete, p.Searched = false, true
+			break
+		}
+		examined++
+		cursor = c.Session
 		rw := row{Name: c.Session, Link: "session/" + link(c.Session)[2:], Status: c.Status, Reason: clip(c.Reason, maxField),
-			Question: clip(c.Question, maxField), Iteration: c.Iteration, Generation: c.Generation, Extra: extras[c.Session]}
+			Question: clip(c.Question, maxField), Iteration: c.Iteration, Generation: c.Generation, Extra: extras[c.Session], stored: true}
 		if err != nil {
 			rw.Err = clip(err.Error(), maxField)
 		} else {
 			rw.Skipped = c.Skipped
 		}
 		if !c.Time.IsZero() {
+			rw.saved = c.Time
 			rw.Saved = c.Time.UTC().Format(time.RFC3339)
 			rw.Age = age(now.Sub(c.Time))
 		}
@@ -144,7 +303,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	// their place by name.
 	for name, x := range extras {
 		if listed[name] || x.Status == "" || p.After != "" && name <= p.After ||
-			!complete && len(p.Rows) > 0 && name > p.Rows[len(p.Rows)-1].Name {
+			!complete && name > cursor {
 			continue
 		}
 		rw := row{Name: name, Link: "session/" + link(name)[2:], Status: x.Status, Extra: x}
@@ -156,15 +315,17 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	slices.SortFunc(p.Rows, func(a, b row) int { return cmp.Compare(a.Name, b.Name) })
 	if len(p.Rows) > pageRows {
 		p.Rows, complete = p.Rows[:pageRows], false
+		cursor = p.Rows[len(p.Rows)-1].Name
 	}
-	if !complete && len(p.Rows) > 0 {
-		p.Next = "?" + url.Values{"status": {p.Status}, "q": {p.Query}, "after": {p.Rows[len(p.Rows)-1].Name}}.Encode()
+	p.SearchedTo = cursor
+	if !complete && cursor != "" {
+		p.Next = "?" + p.query(cursor)
 	}
 	if complete && p.After == "" {
 		p.Total = scanned
 	}
 	if p.After != "" {
-		p.First = "?" + url.Values{"status": {p.Status}, "q": {p.Query}}.Encode()
+		p.First = "?" + p.query("")
 	}
 	seen := map[string]bool{}
 	for _, s := range knownStatuses {
@@ -177,7 +338,54 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 			p.Statuses = append(p.Statuses, rw.Status)
 		}
 	}
-	h.render(w, listTmpl, p, "")
+	return p
+}
+
+// generationLoader loads one generation of a session, whole
+// (checkpoint.Dir, checkpoint.Memory and pgcheckpoint.Store do).
+type generationLoader interface {
+	LoadGeneration(ctx context.Context, session string, gen uint64) (*checkpoint.Checkpoint, error)
+}
+
+// usage fills the rows' tokens and cost from each session's engine record,
+// read by iterate.Inspect: the figures are the library's own Usage. The
+// generation loaded is the one the row shows, through the store's
+// LoadGeneration when it has one (of a checkpoint.Dir, one file, where
+// Load lists the directory), else the newest, through Load (and so when
+// the row's generation was pruned meanwhile). Only the page's rows are
+// loaded, one load a row, at most pageRows: never every session. A row
+// without a checkpoint (a queued session the host tells of) or whose
+// envelope did not read is passed over.
+func (h *Handler) usage(ctx context.Context, rows []row) {
+	gl, byGen := h.store.(generationLoader)
+	for i := range rows {
+		rw := &rows[i]
+		if rw.Err != "" || !rw.stored {
+			continue
+		}
+		var c *checkpoint.Checkpoint
+		err := checkpoint.ErrNotFound
+		if byGen && rw.Generation > 0 {
+			c, err = gl.LoadGeneration(ctx, rw.Name, rw.Generation)
+		}
+		if errors.Is(err, checkpoint.ErrNotFound) {
+			c, err = h.store.Load(ctx, rw.Name)
+		}
+		if err != nil {
+			rw.UsageErr = clip(err.Error(), maxUsageErr)
+			continue
+		}
+		rep, err := iterate.Inspect(c)
+		if err != nil {
+			rw.UsageErr = clip(err.Error(), maxUsageErr)
+			continue
+		}
+		rw.tokens, rw.cost = rep.Usage.Tokens, rep.Usage.Cost
+		rw.Tokens = strconv.FormatInt(rep.Usage.Tokens, 10)
+		// The shortest decimal that reads back as the same float64: the
+		// library's figure exactly, not rounded.
+		rw.Cost = strconv.FormatFloat(rep.Usage.Cost, 'f', -1, 64)
+	}
 }
 
 // age formats d as a short age ("42s", "5m", "3h", "2d").
@@ -258,9 +466,22 @@ type sessionPage struct {
 	Answer               bool
 	Token                string
 	AnswerLink           string
-	BestIteration        int
-	HasBest              bool
-	BestBy               string // the keep-best scorer, as the settings name it
+	// Cancel is set when the page offers to cancel the session, with the
+	// form's token and action.
+	Cancel                  bool
+	CancelToken, CancelLink string
+	// Extend is set when the page offers to extend the session's budget,
+	// with the form's token and action and the current limits.
+	// Fork is set when the page offers to fork the session, with the
+	// form's token and action.
+	Fork                    bool
+	ForkToken, ForkLink     string
+	Extend                  bool
+	ExtendToken, ExtendLink string
+	Wall                    string
+	BestIteration           int
+	HasBest                 bool
+	BestBy                  string // the keep-best scorer, as the settings name it
 	// LiveGeneration is the generation /live tells now: the page reloads
 	// when it changes.
 	LiveGeneration uint64
@@ -505,6 +726,18 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	p.QA = questions(gens, p.Extra.Answers, c)
 	if h.answerer != nil && c.Status == string(iterate.Escalated) && p.Question != "" && !p.Extra.Answered {
 		p.Answer, p.Token, p.AnswerLink = true, h.token(name, c.Generation), link(name)+"/answer"
+	}
+	if h.extender != nil && c.Status == string(iterate.BudgetExhausted) && inspectErr == "" {
+		p.Extend, p.ExtendToken, p.ExtendLink = true, h.extendToken(name, c.Generation), link(name)+"/extend"
+		if rep.Limits.Wall > 0 {
+			p.Wall = rep.Limits.Wall.String()
+		}
+	}
+	if h.forker != nil && !notStarted {
+		p.Fork, p.ForkToken, p.ForkLink = true, h.forkToken(name), link(name)+"/fork"
+	}
+	if h.cancellable(c.Status) {
+		p.Cancel, p.CancelToken, p.CancelLink = true, h.cancelToken(name), link(name)+"/cancel"
 	}
 	nonce := ""
 	if !p.Final {

@@ -31,32 +31,59 @@ td.tasks{min-width:18em}.task{white-space:nowrap}.task details{white-space:norma
 </style>`
 
 var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.P.Title}}</title>` + style + `</head><body>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>{{.P.Title}}</title>` + style + `</head><body data-fingerprint="{{.P.Fingerprint}}" data-poll="{{.P.Poll}}">
 <h1>{{.P.Title}}</h1>
-<form method="get" action="./">
+<form id="filters" method="get" action="./">
 <label>Status <select name="status"><option value="">any</option>
 {{- range .P.Statuses}}<option value="{{.}}"{{if eq . $.P.Status}} selected{{end}}>{{.}}</option>{{end -}}
 </select></label>
 <label>Text <input type="search" name="q" value="{{.P.Query}}"></label>
+{{- if .P.Extras}}
+<label>Kind <input type="search" name="kind" value="{{.P.Kind}}" size="10"></label>{{end}}
+<label>Saved within <select name="age"><option value="">any time</option>
+{{- range $a := .P.Ages}}<option value="{{$a}}"{{if eq $a $.P.Age}} selected{{end}}>{{$a}}</option>{{end -}}
+</select></label>
+<label>Sort the page by <select name="sort"><option value="">name</option>
+{{- range .P.Sorts}}<option value="{{.}}"{{if eq . $.P.Sort}} selected{{end}}>{{.}}</option>{{end -}}
+</select></label>
 <button type="submit">Filter</button>
 </form>
 <p class="muted" id="count">{{if .P.Total}}{{len .P.Rows}} of {{.P.Total}} sessions{{else}}{{len .P.Rows}} sessions{{with .P.After}} after {{.}}{{end}}{{if .P.Next}}, and more{{end}}{{end}}
 {{- with .P.First}} · <a href="{{.}}">first page</a>{{end}}{{with .P.Next}} · <a id="next" href="{{.}}">next page →</a>{{end}}</p>
 {{range .P.Errors}}<p class="err">{{.}}</p>{{end}}
+{{- if .P.Searched}}<p class="muted" id="searched">The filter read {{.P.MaxScan}} sessions, up to {{.P.SearchedTo}}, without filling the page: the next page reads on.</p>{{end}}
 <table id="sessions">
-<thead><tr><th>Session</th><th>Status</th><th>Iteration</th><th>Age</th>{{if .P.Extras}}<th>Kind</th><th>Holder</th>{{end}}<th>Open question</th><th>Lineage</th></tr></thead>
+<thead><tr><th>Session</th><th>Status</th><th>Iteration</th><th>Tokens</th><th>Cost</th><th>Age</th>{{if .P.Extras}}<th>Kind</th><th>Holder</th>{{end}}<th>Open question</th><th>Lineage</th></tr></thead>
 <tbody>
 {{- range .P.Rows}}
 <tr data-session="{{.Name}}"><td><a href="{{.Link}}">{{.Name}}</a>{{if .Err}}<div class="err">{{.Err}}</div>{{end}}</td>
 <td><span class="status s-{{.Status}}">{{.Status}}</span>{{if eq .Holding "unheld"}} <span class="err unheld">{{if $.P.Extras}}no worker holds it{{else}}no process holds it (killed or crashed){{end}}</span>{{end}}{{if .Skipped}} <span class="err damaged">damaged: generation {{range $i, $g := .Skipped}}{{if $i}}, {{end}}{{$g}}{{end}} does not read; shown: {{.Generation}}</span>{{end}}{{if .Answered}} <span class="muted">answered, {{if .Holder}}resumed by {{.Holder}}{{else}}waiting for a worker{{end}}</span>{{end}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
-<td class="n">{{.Iteration}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Extras}}<td>{{.Kind}}</td><td>{{.Holder}}</td>{{end}}
+<td class="n">{{.Iteration}}</td><td class="n tokens"{{with .UsageErr}} title="{{.}}"{{end}}>{{if .UsageErr}}—{{else}}{{.Tokens}}{{end}}</td><td class="n cost">{{if .UsageErr}}—{{else}}{{.Cost}}{{end}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Extras}}<td>{{.Kind}}</td><td>{{.Holder}}</td>{{end}}
 <td>{{if .Question}}<div class="q">{{.Question}}</div>{{end}}</td>
 <td>{{if .Origin}}forked from <a href="{{.OriginLink}}">{{.Origin.Session}}</a> at generation {{.Origin.Generation}}{{end}}
 </td></tr>
 {{- else}}
-<tr><td colspan="7" class="muted">no sessions{{if or .P.Status .P.Query}} match{{end}}</td></tr>
+<tr><td colspan="9" class="muted">no sessions{{if or .P.Status .P.Query}} match{{end}}</td></tr>
 {{- end}}
 </tbody></table>
+<p class="muted" id="refresh">This page follows the store: it reloads when its rows change.</p>
+<script nonce="{{.Nonce}}">
+(function(){
+  var b=document.body, fp=b.dataset.fingerprint, poll=+b.dataset.poll, url="live"+location.search,
+      note=document.getElementById("refresh");
+  function tick(){
+    if(document.hidden){setTimeout(tick,poll);return}
+    fetch(url,{cache:"no-store"}).then(function(r){return r.ok?r.json():null}).then(function(j){
+      if(j&&j.fingerprint!==fp){
+        var a=document.activeElement;
+        if(a&&a.form){note.textContent="The rows changed: the page reloads when you leave the filter.";setTimeout(tick,poll);return}
+        location.reload();return}
+      setTimeout(tick,poll);
+    },function(){note.textContent="The store did not answer: retrying.";setTimeout(tick,poll)});
+  }
+  setTimeout(tick,poll);
+})();
+</script>
 </body></html>
 `))
 
@@ -137,6 +164,28 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <table id="generations"><thead><tr><th>Generation</th><th>Status</th><th>Iteration</th><th>Saved</th></tr></thead><tbody>
 {{- range .P.Generations}}<tr><td class="n">{{.Generation}}{{if eq .Generation $.P.C.BestGeneration}} ★ best{{end}}</td><td>{{.Status}}</td><td class="n">{{.Iteration}}</td><td>{{.Time.UTC.Format "2006-01-02 15:04:05"}}</td></tr>{{end}}
 </tbody></table>
+{{- end}}
+{{- if .P.Extend}}
+<form id="extend" method="post" action="{{.P.ExtendLink}}"><input type="hidden" name="token" value="{{.P.ExtendToken}}"><input type="hidden" name="generation" value="{{.P.C.Generation}}">
+<p>Resume with a raised budget (0: no limit; the host resumes the session):
+<label>tokens <input name="tokens" inputmode="numeric" value="{{.P.R.Limits.Tokens}}" size="10"></label>
+<label>cost <input name="cost" inputmode="decimal" value="{{.P.R.Limits.Cost}}" size="8"></label>
+<label>calls <input name="calls" inputmode="numeric" value="{{.P.R.Limits.Calls}}" size="8"></label>
+<label>time <input name="wall" value="{{.P.Wall}}" size="8"></label>
+<button type="submit">Request the extension</button></p>
+</form>
+{{- end}}
+{{- if .P.Fork}}
+<form id="fork" method="post" action="{{.P.ForkLink}}"><input type="hidden" name="token" value="{{.P.ForkToken}}">
+<p>Fork from generation <input name="generation" inputmode="numeric" value="{{.P.C.Generation}}" size="6">
+as the new session <input name="to" required size="20"> (the host runs it)
+<button type="submit">Request the fork</button></p>
+</form>
+{{- end}}
+{{- if .P.Cancel}}
+<form id="cancel" method="post" action="{{.P.CancelLink}}"><input type="hidden" name="token" value="{{.P.CancelToken}}">
+<p><button type="submit">Cancel this session for good</button></p>
+</form>
 {{- end}}
 <h2>Settings</h2>
 <table id="settings"><tbody>

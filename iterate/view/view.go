@@ -297,17 +297,20 @@ func Title(s string) Option {
 // Handler serves the viewer's pages; see the package documentation. It is
 // safe for concurrent use.
 type Handler struct {
-	store    Store
-	metrics  []Metric
-	answerer Answerer
-	extras   func(ctx context.Context) (map[string]Extra, error)
-	poll     time.Duration
-	title    string
-	secret   []byte
-	now      func() time.Time
-	mux      *http.ServeMux
-	hosts    map[string]bool // nil: the loopback names
-	answerBy func(r *http.Request) string
+	store     Store
+	metrics   []Metric
+	answerer  Answerer
+	canceller Canceller
+	extender  Extender
+	forker    Forker
+	extras    func(ctx context.Context) (map[string]Extra, error)
+	poll      time.Duration
+	title     string
+	secret    []byte
+	now       func() time.Time
+	mux       *http.ServeMux
+	hosts     map[string]bool // nil: the loopback names
+	answerBy  func(r *http.Request) string
 
 	// answeredMu guards answered: the escalations (session and
 	// generation) this handler took an answer to.
@@ -341,9 +344,19 @@ func New(store Store, opts ...Option) (*Handler, error) {
 	}
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("GET /{$}", h.list)
+	h.mux.HandleFunc("GET /live", h.listLive)
 	h.mux.HandleFunc("GET /session/{name}", h.session)
 	h.mux.HandleFunc("GET /session/{name}/live", h.live)
 	h.mux.HandleFunc("GET /session/{name}/forks", h.forks)
+	if h.forker != nil {
+		h.mux.Handle("POST /session/{name}/fork", http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.fork)))
+	}
+	if h.extender != nil {
+		h.mux.Handle("POST /session/{name}/extend", http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.extend)))
+	}
+	if h.canceller != nil {
+		h.mux.Handle("POST /session/{name}/cancel", http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.cancel)))
+	}
 	if h.answerer != nil {
 		h.mux.Handle("POST /session/{name}/answer", http.NewCrossOriginProtection().Handler(http.HandlerFunc(h.answer)))
 	}
