@@ -255,14 +255,17 @@ func (f *Fleet) table(name string) string {
 // schemaVersion marks, as the comment of the fleet's table of sessions, the
 // version of the fleet's own tables: a process finding it current does no
 // DDL (a role without CREATE can work).
-const schemaVersion = "refine-go fleet schema 2"
+const schemaVersion = "refine-go fleet schema 3"
 
 // fleetDDL creates the fleet's own tables, beside River's and the store's:
 // one row per submitted session, with its kind and arguments, its job, and
 // what a human asked of it (the answer to its open question, a
 // cancellation); and one row per accepted answer, keyed by the escalation's
-// checkpoint generation, so that each question is answered once. Every
-// statement is idempotent: version 1's tables are brought to version 2.
+// checkpoint generation, so that each question is answered once; and one
+// row per accepted extension of a budget (Fleet.Extend), keyed by the
+// budget_exhausted checkpoint's generation, so that each stop is extended
+// once. Every statement is idempotent: older versions' tables are brought
+// to version 3.
 const fleetDDL = `
 CREATE TABLE IF NOT EXISTS %[1]s.fleet_sessions (
 	session           text        PRIMARY KEY,
@@ -283,6 +286,14 @@ CREATE TABLE IF NOT EXISTS %[1]s.fleet_answers (
 	answer      text        NOT NULL,
 	answered_by text        NOT NULL DEFAULT '',
 	answered_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+	PRIMARY KEY (session, generation)
+);
+CREATE TABLE IF NOT EXISTS %[1]s.fleet_extensions (
+	session     text        NOT NULL REFERENCES %[1]s.fleet_sessions ON DELETE CASCADE,
+	generation  bigint      NOT NULL,
+	limits      jsonb       NOT NULL,
+	extended_by text        NOT NULL DEFAULT '',
+	extended_at timestamptz NOT NULL DEFAULT clock_timestamp(),
 	PRIMARY KEY (session, generation)
 );
 INSERT INTO %[1]s.fleet_answers (session, generation, answer, answered_at)

@@ -312,7 +312,8 @@ func jsonEqual(a, b []byte) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// Wait waits until the session stops for good, parks on an escalation, is
+// Wait waits until the session stops for good (a stop at its budget that
+// [Fleet.Extend] extended is not one), parks on an escalation, is
 // cancelled or fails (a *[FailedError]), looking every [Poll] interval, and returns its result as
 // [Kind.Result] does. It returns ctx's error if ctx ends first.
 func (k *Kind[A, S]) Wait(ctx context.Context, session string) (*iterate.Result[S], error) {
@@ -326,7 +327,7 @@ func (k *Kind[A, S]) Wait(ctx context.Context, session string) (*iterate.Result[
 		if s.Kind != k.name {
 			return nil, &KindError{Session: session, Kind: s.Kind, Want: k.name}
 		}
-		if s.Status != Queued && (s.Status.Final() || s.Status == iterate.Escalated && !s.Answered) {
+		if s.Status != Queued && (s.Status.Final() && !s.Extended || s.Status == iterate.Escalated && !s.Answered) {
 			res, err := k.Result(ctx, session)
 			if !errors.Is(err, errCancelling) {
 				return res, err

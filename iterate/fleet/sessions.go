@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -181,6 +182,9 @@ type Session struct {
 	// session then waits for a worker).
 	Question string
 	Answered bool
+	// Extended is set when Status is iterate.BudgetExhausted and the stop
+	// was extended ([Fleet.Extend]): the session then waits for a worker.
+	Extended bool
 	// Answer is the newest answer accepted for the session's questions
 	// (for the open one when Answered; for an earlier one otherwise), with
 	// who gave it and when; nil when none was. [Fleet.Answers] lists
@@ -237,6 +241,9 @@ func (f *Fleet) sessionRow(ctx context.Context, session string) (sessionRow, err
 type head struct {
 	generation uint64
 	status     iterate.Status
+	// extension is the accepted extension of a budget_exhausted head
+	// (Fleet.Extend), nil without one.
+	extension *Extension
 }
 
 // sessionHead reads the fleet's row of session and the head of its newest
@@ -244,14 +251,16 @@ type head struct {
 func (f *Fleet) sessionHead(ctx context.Context, session string) (sessionRow, *head, error) {
 	var r sessionRow
 	var gen, cgen *int64
-	var status *string
+	var status, extBy *string
+	var extLimits []byte
 	err := f.pool.QueryRow(ctx, `SELECT s.kind, s.args, s.job_id, s.cancelled_at IS NOT NULL, s.answer, s.answer_generation,
-			c.generation, c.status
+			c.generation, c.status, e.limits, e.extended_by
 		FROM `+f.table("fleet_sessions")+` s
 		LEFT JOIN LATERAL (SELECT generation, status FROM `+f.table("checkpoints")+` x
 			WHERE x.session = s.session ORDER BY x.generation DESC LIMIT 1) c ON true
+		LEFT JOIN `+f.table("fleet_extensions")+` e ON e.session = s.session AND e.generation = c.generation
 		WHERE s.session = $1`, session).
-		Scan(&r.kind, &r.args, &r.jobID, &r.cancelled, &r.answer, &gen, &cgen, &status)
+		Scan(&r.kind, &r.args, &r.jobID, &r.cancelled, &r.answer, &gen, &cgen, &status, &extLimits, &extBy)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, nil, errf(ErrUnknownSession, "unknown session %q", session)
 	}
@@ -264,7 +273,14 @@ func (f *Fleet) sessionHead(ctx context.Context, session string) (sessionRow, *h
 	if cgen == nil || status == nil {
 		return r, nil, nil
 	}
-	return r, &head{generation: uint64(*cgen), status: iterate.Status(*status)}, nil
+	h := &head{generation: uint64(*cgen), status: iterate.Status(*status)}
+	if extLimits != nil && extBy != nil {
+		h.extension = &Extension{By: *extBy, Generation: h.generation}
+		if err := json.Unmarshal(extLimits, &h.extension.To); err != nil {
+			return r, nil, fmt.Errorf("fleet: reading the extension of session %q: %w", session, err)
+		}
+	}
+	return r, h, nil
 }
 
 // sessionsQuery lists sessions with their newest checkpoint, lease and job.
@@ -277,7 +293,8 @@ const sessionsQuery = `
 		coalesce(j.errors[array_upper(j.errors, 1)]->>'error', ''),
 		clock_timestamp(),
 		a.answer, coalesce(a.answered_by, ''), coalesce(a.question, ''), coalesce(a.iteration, 0), a.answered_at,
-		coalesce(a.generation, 0)
+		coalesce(a.generation, 0),
+		EXISTS (SELECT 1 FROM %[1]s.fleet_extensions e WHERE e.session = s.session AND e.generation = c.generation)
 	FROM %[1]s.fleet_sessions s
 	LEFT JOIN LATERAL (SELECT * FROM %[1]s.checkpoints x WHERE x.session = s.session
 		ORDER BY x.generation DESC LIMIT 1) c ON true
@@ -301,7 +318,7 @@ func scanSession(row pgx.CollectableRow) (Session, error) {
 	var answerGen int64
 	if err := row.Scan(&s.Name, &s.Kind, &s.Submitted, &cancelled, &s.Answered, &status, &s.Reason, &iteration,
 		&s.Question, &saved, &s.Holder, &s.Job, &attempt, &s.LastError, &now,
-		&answer, &a.By, &a.Question, &answerIteration, &answeredAt, &answerGen); err != nil {
+		&answer, &a.By, &a.Question, &answerIteration, &answeredAt, &answerGen, &s.Extended); err != nil {
 		return s, err
 	}
 	if answer != nil {
@@ -327,6 +344,9 @@ func scanSession(row pgx.CollectableRow) (Session, error) {
 	}
 	if s.Status != iterate.Escalated {
 		s.Question = ""
+	}
+	if s.Status != iterate.BudgetExhausted {
+		s.Extended = false
 	}
 	return s, nil
 }

@@ -36,14 +36,21 @@ type job struct {
 	row    sessionRow
 	latest *head   // nil when the session has no checkpoint
 	answer *string // the answer to resume an escalation with
-	lease  *leaseInfo
+	// extension is the accepted extension of a budget_exhausted stop to
+	// resume with (extend.go), nil without one.
+	extension *Extension
+	lease     *leaseInfo
 }
 
 func (j *job) resumeOpts() []iterate.ResumeOption {
+	var opts []iterate.ResumeOption
 	if j.answer != nil {
-		return []iterate.ResumeOption{iterate.WithAnswer(*j.answer)}
+		opts = append(opts, iterate.WithAnswer(*j.answer))
 	}
-	return nil
+	if j.extension != nil {
+		opts = append(opts, iterate.ExtendBudget(j.extension.To, j.extension.By))
+	}
+	return opts
 }
 
 // stopped is how a run ended, as the worker checks it against the store.
@@ -319,7 +326,10 @@ func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) (err error
 	j := &job{jobArgs: rj.Args, row: row, latest: latest, lease: &leaseInfo{session: session}}
 	if latest != nil {
 		if latest.status.Final() {
-			return nil // ended already, durably
+			if latest.status != iterate.BudgetExhausted || latest.extension == nil {
+				return nil // ended already, durably
+			}
+			j.extension = latest.extension // extend.go
 		}
 		if latest.status == iterate.Escalated {
 			if row.answerGeneration != latest.generation || row.answer == nil {
@@ -540,6 +550,10 @@ func (f *Fleet) reconcile(ctx context.Context) error {
 			-- one snoozed until its question is due (deadline.go) is
 			-- retried once answered
 			(s.cancelled_at IS NULL AND j.state IN ('completed', 'scheduled') AND s.answer_generation = c.generation AND c.status = 'escalated')
+			-- a stop at the budget extended as its job was completing
+			-- (extend.go)
+			OR (s.cancelled_at IS NULL AND j.state = 'completed' AND c.status = 'budget_exhausted' AND EXISTS (
+				SELECT 1 FROM `+f.table("fleet_extensions")+` e WHERE e.session = s.session AND e.generation = c.generation))
 			OR (s.cancelled_at IS NOT NULL AND j.state <> 'scheduled' AND c.status IN ('', 'running', 'interrupted', 'escalated')))
 		LIMIT 100`)
 	if err != nil {
