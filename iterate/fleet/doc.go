@@ -98,6 +98,10 @@
 //     [Kind.Result] return a *[FailedError], and [Fleet.Retry] runs it
 //     again from its newest checkpoint. [Kind.Submit] does not revive it
 //     (a submit is idempotent: the session exists).
+//   - A session that stopped budget_exhausted is extended in place from
+//     any process with [Fleet.Extend]: once the request is committed, a
+//     worker resumes it under the raised limits ([iterate.ExtendBudget]),
+//     every counter kept. Each stop is extended once (*[ExtendError]).
 //
 // # Fencing the loop's own side effects
 //
