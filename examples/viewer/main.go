@@ -3,7 +3,7 @@
 //
 //	viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR] [--fork-dir FDIR]
 //	viewer --db URL [--schema S]
-//	viewer --db URL --fleet-schema S [--answers] [--cancel]
+//	viewer --db URL --fleet-schema S [--answers] [--cancel] [--extend]
 //
 // It answers only to requests for the loopback names, the address it
 // listens on and the names given with --host (repeatable): a request
@@ -36,6 +36,11 @@
 // not ended (fleet.Fleet.Cancel, recorded in the database before the page
 // says so). A directory's sessions cannot be cancelled from the viewer:
 // nothing it could record reaches the process running a loop.
+//
+// --extend, with --fleet-schema, adds to the page of a budget_exhausted
+// session a form raising its limits (fleet.Fleet.Extend, committed before
+// the page says so); a worker then resumes the session under them, every
+// counter kept. Each stop is extended once.
 package main
 
 import (
@@ -54,6 +59,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/checkpoint/pgcheckpoint"
 	"github.com/refine-go/refine/iterate/fleet"
@@ -79,6 +85,7 @@ type options struct {
 	dir, db, schema, fleetSchema, addr string
 	answerDir, extendDir, forkDir      string
 	answers, allowRemote, cancel       bool
+	extend                             bool // --extend: a fleet's budgets
 	poll                               time.Duration
 	metrics                            metricList
 	hosts                              metricList // --host
@@ -130,6 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	fs.StringVar(&o.extendDir, "extend-dir", "", "with --dir, allow requesting a budget_exhausted session's resume under raised limits: record each request, once, in `EDIR` for the host")
 	fs.StringVar(&o.forkDir, "fork-dir", "", "with --dir, allow requesting a fork of a session from a kept generation: record each request, once, in `FDIR` for the host")
 	fs.BoolVar(&o.cancel, "cancel", false, "allow cancelling the fleet's sessions from the pages (needs --fleet-schema)")
+	fs.BoolVar(&o.extend, "extend", false, "allow raising the budget of the fleet's budget_exhausted sessions from the pages (needs --fleet-schema)")
 	fs.BoolVar(&o.answers, "answers", false, "allow answering the fleet's escalations from the pages (needs --fleet-schema)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "listen on `host:port` (a loopback address unless --allow-remote)")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --addr (the viewer has no authentication)")
@@ -142,7 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		"\"tests failing\"; planrunner: \"tasks done\", \"phases complete\"), or a count: gaps, gaps:KIND, tasks, failed tasks,\n"+
 		"tokens, cost, calls, duration. Without it: what each loop recorded as other than 0, and the gaps")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR] [--fork-dir FDIR] | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--cancel] [--addr HOST:PORT] [--metric NAME]...\n\n")
+		fmt.Fprintf(stderr, "Usage: viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR] [--fork-dir FDIR] | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--cancel] [--extend] [--addr HOST:PORT] [--metric NAME]...\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -177,6 +185,8 @@ func (o *options) check(rest []string) error {
 		return errors.New("--extend-dir and --fork-dir go with --dir")
 	case o.answerDir != "" && o.dir == "":
 		return errors.New("--answer-dir goes with --dir (a fleet's answers: --answers)")
+	case o.extend && o.fleetSchema == "":
+		return errors.New("--extend needs --fleet-schema (a directory's sessions: --extend-dir)")
 	case o.cancel && o.fleetSchema == "":
 		return errors.New("--cancel needs --fleet-schema: a directory's sessions cannot be cancelled from the viewer")
 	case o.answers && o.fleetSchema == "":
@@ -263,6 +273,9 @@ func serve(ctx context.Context, o options, stdout io.Writer, ready func(string))
 			if o.cancel {
 				opts = append(opts, view.Cancels(f))
 			}
+			if o.extend {
+				opts = append(opts, view.Extends(fleetExtends{f}))
+			}
 		} else {
 			var popts []pgcheckpoint.Option
 			if o.schema != "" {
@@ -321,6 +334,24 @@ func extras(f *fleet.Fleet) func(ctx context.Context) (map[string]view.Extra, er
 		}
 		return m, nil
 	}
+}
+
+// fleetExtends raises the budget of a fleet's budget_exhausted sessions,
+// once per stop, through fleet.Extend, which a worker then resumes under
+// the raised limits: an extension of a stop extended already with other
+// limits is refused with an error matching view.ErrExtended (the same one
+// again is a no-op).
+type fleetExtends struct{ *fleet.Fleet }
+
+// ExtendBudget extends session's stop at its budget to the limits to, as
+// by. The generation the page showed is checked by the viewer; the fleet
+// extends the session's newest stop.
+func (e fleetExtends) ExtendBudget(ctx context.Context, session string, _ uint64, to budget.Limits, by string) error {
+	err := e.Extend(ctx, session, to, by)
+	if errors.Is(err, fleet.ErrExtended) || errors.Is(err, fleet.ErrNotExhausted) {
+		return fmt.Errorf("%w: %v", view.ErrExtended, err)
+	}
+	return err
 }
 
 // fleetAnswers answers a fleet's escalations once each, through

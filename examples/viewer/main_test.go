@@ -160,6 +160,7 @@ func TestUsage(t *testing.T) {
 		{"not_a_dir", []string{"--dir", file}, "is not a directory"},
 		{"schema_with_dir", []string{"--dir", dir, "--schema", "s"}, "go with --db"},
 		{"answers_without_fleet", []string{"--db", "postgres://x", "--answers"}, "--answers needs --fleet-schema"},
+		{"extend_without_fleet", []string{"--dir", dir, "--extend"}, "--extend needs --fleet-schema"},
 		{"every_interface", []string{"--dir", dir, "--addr", ":8080"}, "listens on every interface, not a loopback address"},
 		{"remote", []string{"--dir", dir, "--addr", "192.0.2.1:80"}, "add --allow-remote"},
 		{"arguments", []string{"--dir", dir, "x"}, "unexpected arguments"},

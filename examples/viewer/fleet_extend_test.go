@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/iterate"
+	"github.com/refine-go/refine/iterate/fleet"
+)
+
+// spent counts a spending session's steps.
+type spent struct {
+	Steps int `json:"steps"`
+}
+
+// TestFleetExtend guards issue 34, item 1 (the viewer's action over a
+// fleet): with --extend the page of a fleet's budget_exhausted session has
+// the extension form (none without it); its POST extends the session
+// through fleet.Fleet.Extend, a worker resumes it under the raised limits,
+// every counter kept, and the extension is recorded in the session; a
+// second, other extension of the same stop is refused (409). Mutations
+// caught: --extend not wired (no form), fleetExtends not mapping
+// ErrExtended (a 500, not 409).
+func TestFleetExtend(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dbURL := serverURL(t)
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	schema := fmt.Sprintf("viewer_extend_%d", time.Now().UnixNano())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	// A fleet of its own for each phase, worked until stopped: the
+	// extension is posted while no worker runs, so that the second one
+	// meets the stop extended by the first, not a session moved on.
+	start := func() (*fleet.Kind[struct{}, spent], func()) {
+		f, err := fleet.New(ctx, pool, fleet.Schema(schema), fleet.Poll(50*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kind := fleet.MustRegister(f, "spend", func(context.Context, struct{}) (fleet.Loop[spent], error) {
+			step := func(_ context.Context, s spent, r iterate.Round) (spent, error) {
+				r.Charge(budget.Usage{Tokens: 100})
+				s.Steps++
+				return s, nil
+			}
+			return fleet.Loop[spent]{Worker: iterate.Func(step),
+				Options: []iterate.Option{iterate.WithBudget(budget.Limits{Tokens: 300}), iterate.WithMaxIterations(100)}}, nil
+		})
+		work, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- f.Work(work) }()
+		var once sync.Once
+		halt := func() {
+			once.Do(func() {
+				stop()
+				if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("Work: %v", err)
+				}
+			})
+		}
+		t.Cleanup(halt)
+		return kind, halt
+	}
+	kind, halt := start()
+	if _, err := kind.Submit(ctx, "thrifty", struct{}{}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := kind.Wait(ctx, "thrifty"); err != nil || res.Status != iterate.BudgetExhausted || res.State.Steps != 3 {
+		t.Fatalf("premise: budget_exhausted after 3 steps: %v, %v", res, err)
+	}
+	halt()
+
+	form := regexp.MustCompile(`<form id="extend" method="post" action="\./thrifty/extend"><input type="hidden" name="token" value="([0-9a-f]+)"><input type="hidden" name="generation" value="(\d+)">`)
+	if _, body := fetch(t, server(t, "--db", dbURL, "--fleet-schema", schema)+"/session/thrifty"); form.MatchString(body) {
+		t.Error("an extension form without --extend")
+	}
+	base := server(t, "--db", dbURL, "--fleet-schema", schema, "--extend")
+	_, body := fetch(t, base+"/session/thrifty")
+	m := form.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no extension form with --extend: %s", body)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	post := func(tokens string) int {
+		t.Helper()
+		res, err := client.PostForm(base+"/session/thrifty/extend", url.Values{"token": {m[1]}, "generation": {m[2]},
+			"tokens": {tokens}, "cost": {"0"}, "calls": {"0"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := post("500"); code != http.StatusSeeOther {
+		t.Fatalf("extend: %d, want 303", code)
+	}
+	if code := post("900"); code != http.StatusConflict {
+		t.Errorf("a second, other extension of the same stop: %d, want 409", code)
+	}
+	kind, _ = start()
+	res, err := kind.Wait(ctx, "thrifty")
+	if err != nil || res.Status != iterate.BudgetExhausted || res.State.Steps != 5 || res.Usage.Tokens != 500 ||
+		len(res.Extensions) != 1 || res.Extensions[0].To.Tokens != 500 {
+		t.Fatalf("after the extension: %v (steps %d, tokens %d, extensions %+v), %v; want 5 steps, 500 tokens, one extension to 500",
+			res.Status, res.State.Steps, res.Usage.Tokens, res.Extensions, err)
+	}
+}
