@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,9 +31,10 @@ type spent struct {
 // the extension form (none without it); its POST extends the session
 // through fleet.Fleet.Extend, a worker resumes it under the raised limits,
 // every counter kept, and the extension is recorded in the session; a
-// second, other extension of the same stop is refused (409). Mutations
-// caught: --extend not wired (no form), fleetExtends not mapping
-// ErrExtended (a 500, not 409).
+// second, other extension of the same stop is refused (409), naming the
+// accepted one. Mutations caught: --extend not wired (no form); a second
+// extension of a stop taken as the first again (fleet.Extend's once per
+// stop: 303, not 409).
 func TestFleetExtend(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -101,21 +104,22 @@ func TestFleetExtend(t *testing.T) {
 		t.Fatalf("no extension form with --extend: %s", body)
 	}
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	post := func(tokens string) int {
+	post := func(tokens string) (int, string) {
 		t.Helper()
 		res, err := client.PostForm(base+"/session/thrifty/extend", url.Values{"token": {m[1]}, "generation": {m[2]},
 			"tokens": {tokens}, "cost": {"0"}, "calls": {"0"}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		res.Body.Close()
-		return res.StatusCode
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(body)
 	}
-	if code := post("500"); code != http.StatusSeeOther {
+	if code, _ := post("500"); code != http.StatusSeeOther {
 		t.Fatalf("extend: %d, want 303", code)
 	}
-	if code := post("900"); code != http.StatusConflict {
-		t.Errorf("a second, other extension of the same stop: %d, want 409", code)
+	if code, body := post("900"); code != http.StatusConflict || !strings.Contains(body, "already extended to tokens 500") {
+		t.Errorf("a second, other extension of the same stop: %d %q, want 409 naming the accepted one", code, body)
 	}
 	kind, _ = start()
 	res, err := kind.Wait(ctx, "thrifty")
