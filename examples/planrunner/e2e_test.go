@@ -1047,22 +1047,7 @@ func TestKillLeavesNoImplementer(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	pgid, err := syscall.Getpgid(child)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
-	deadline = time.Now().Add(30 * time.Second)
-	for members := e2etest.GroupMembers(pgid); len(members) > 0; members = e2etest.GroupMembers(pgid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			t.Fatalf("processes %v of the implementer's group outlived planrunner", members)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e2etest.KillLeavesNoGroup(t, cmd, child, "the implementer's group")
 }
 
 // TestReportedTokensEstimateContext (issue 32): the tokens implementers

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -50,20 +49,5 @@ func TestKillLeavesNoAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pgid, err := syscall.Getpgid(child)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
-	deadline := time.Now().Add(30 * time.Second)
-	for members := e2etest.GroupMembers(pgid); len(members) > 0; members = e2etest.GroupMembers(pgid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			t.Fatalf("processes %v of the agent's group outlived research", members)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	e2etest.KillLeavesNoGroup(t, cmd, child, "the agent's group")
 }

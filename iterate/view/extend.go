@@ -146,15 +146,27 @@ func (h *Handler) extend(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "extending: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	by := ""
-	if h.answerBy != nil {
-		by = h.answerBy(r)
+	h.recorded(w, name, "extending", h.extender.ExtendBudget(ctx, name, gen, to, h.requestBy(r)))
+}
+
+// requestBy is who makes request r, as [AnswerBy] tells it ("" without
+// it).
+func (h *Handler) requestBy(r *http.Request) string {
+	if h.answerBy == nil {
+		return ""
 	}
-	if err := h.extender.ExtendBudget(ctx, name, gen, to, by); err != nil {
-		http.Error(w, "extending: "+err.Error(), http.StatusConflict)
+	return h.answerBy(r)
+}
+
+// recorded ends the POST of an action on session whose request was
+// recorded with the error err: 409 saying what failed while doing, or a
+// redirect to the session's page.
+func (h *Handler) recorded(w http.ResponseWriter, session, doing string, err error) {
+	if err != nil {
+		http.Error(w, doing+": "+err.Error(), http.StatusConflict)
 		return
 	}
-	w.Header().Set("Location", "../"+url.PathEscape(name))
+	w.Header().Set("Location", "../"+url.PathEscape(session))
 	w.WriteHeader(http.StatusSeeOther)
 }
 

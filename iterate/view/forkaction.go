@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -91,16 +90,7 @@ func (h *Handler) fork(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("%v: %s", ErrForkExists, to), http.StatusConflict)
 		return
 	}
-	by := ""
-	if h.answerBy != nil {
-		by = h.answerBy(r)
-	}
-	if err := h.forker.Fork(ctx, name, gen, to, by); err != nil {
-		http.Error(w, "forking: "+err.Error(), http.StatusConflict)
-		return
-	}
-	w.Header().Set("Location", "../"+url.PathEscape(name))
-	w.WriteHeader(http.StatusSeeOther)
+	h.recorded(w, name, "forking", h.forker.Fork(ctx, name, gen, to, h.requestBy(r)))
 }
 
 // ForkRecord is a fork requested from a viewer, as [DirForks] records it.

@@ -444,10 +444,7 @@ func (h *Handler) answerOnce(r *http.Request, session string, gen uint64, answer
 	if extras, err := h.extrasOf(ctx); err == nil && extras[session].Answered {
 		return fmt.Errorf("%w: reload the page to see the answer", ErrAnswered)
 	}
-	by := ""
-	if h.answerBy != nil {
-		by = h.answerBy(r)
-	}
+	by := h.requestBy(r)
 	if once, ok := h.answerer.(AnswerOnce); ok {
 		err = once.AnswerOnce(ctx, session, gen, answer, by)
 	} else {
