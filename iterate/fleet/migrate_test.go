@@ -46,11 +46,10 @@ func countLoop[S any](get func(S) int, set func(S, int) S, opts ...iterate.Optio
 // Rule (issue 34, item 3, the fleet's side): a kind's state evolves
 // across a rolling deploy. Sessions parked under the old state type are
 // continued by workers of the new one, which declare its version and the
-// migration (iterate.WithStateVersion): the migration runs once per
-// session, and the session ends as if it had always had the new type.
-// (Mutations caught: the new workers without the migration — the count is
-// lost (decoded as 0: 6 iterations to total 5, not 5); the state version counted among the
-// settings a resume compares — the session fails, refused by name.)
+// migration (iterate.WithStateVersion): the state is migrated, and each
+// session ends as if it had always had the new type. (Mutation caught: the
+// new workers without the migration: the count is lost, decoded as 0, and
+// the session takes 6 iterations to reach 5, not 5.)
 func TestRollingDeployMigratesState(t *testing.T) {
 	url := serverURL(t)
 	pool := newPool(t, 4)
