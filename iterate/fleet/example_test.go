@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/gap"
 	"github.com/refine-go/refine/iterate"
 	"github.com/refine-go/refine/iterate/fleet"
@@ -81,4 +82,32 @@ func Example() {
 	fmt.Println(res.Status, res.State.Approved, len(res.State.Steps), "steps")
 	stop()
 	<-done
+}
+
+// An operator raises the budget of a session that stopped
+// budget_exhausted, from any process: a worker then continues it in
+// place under the raised limits, every counter kept, and the extension is
+// recorded in the session (iterate.Result.Extensions). Each stop is
+// extended once.
+func ExampleFleet_Extend() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	f, err := fleet.New(ctx, pool)
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = f.Extend(ctx, "T-42", budget.Limits{Tokens: 500_000}, "alice")
+	var other *fleet.ExtendError
+	switch {
+	case errors.As(err, &other):
+		fmt.Printf("extended already, by %s to %d tokens\n", other.Accepted.By, other.Accepted.To.Tokens)
+	case errors.Is(err, fleet.ErrNotExhausted):
+		fmt.Println("the session did not stop at its budget")
+	case err != nil:
+		log.Fatal(err)
+	}
 }
