@@ -50,32 +50,58 @@ func (a DirAnswers) Answer(context.Context, string, string) error {
 // generation gen, durably, unless one is recorded already (an error
 // matching ErrAnswered).
 func (a DirAnswers) AnswerOnce(ctx context.Context, session string, gen uint64, answer, by string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if err := checkpoint.ValidateSession(session); err != nil {
 		return err
 	}
-	if a.Path == "" {
-		return errors.New("view: DirAnswers without a Path")
-	}
-	if err := os.MkdirAll(a.Path, 0o700); err != nil {
-		return fmt.Errorf("view: recording the answer: %w", err)
-	}
-	now := time.Now
-	if a.Now != nil {
-		now = a.Now
-	}
-	data, err := json.Marshal(AnswerRecord{Generation: gen, Answer: answer, By: by, At: now().UTC()})
-	if err != nil {
-		return err
-	}
-	err = writeOnce(a.Path, dirAnswerName(session, gen), data)
+	err := recordOnce(ctx, "DirAnswers", a.Path, dirAnswerName(session, gen), "answer", a.Now, func(at time.Time) any {
+		return AnswerRecord{Generation: gen, Answer: answer, By: by, At: at}
+	})
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%w: generation %d of %s has its answer recorded", ErrAnswered, gen, session)
 	}
+	return err
+}
+
+// recordOnce records a request of a viewer's action (what: "answer",
+// "extension", "fork") as the file name of the directory path, created
+// (0700) when missing: rec at the time now tells (time.Now when nil),
+// written durably and once (see writeOnce); an error matching fs.ErrExist
+// when one is recorded already. owner names the recorder in the error of
+// an empty path.
+func recordOnce(ctx context.Context, owner, path, name, what string, now func() time.Time, rec func(at time.Time) any) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if path == "" {
+		return errors.New("view: " + owner + " without a Path")
+	}
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		return fmt.Errorf("view: recording the %s: %w", what, err)
+	}
+	if now == nil {
+		now = time.Now
+	}
+	data, err := json.Marshal(rec(now().UTC()))
 	if err != nil {
-		return fmt.Errorf("view: recording the answer: %w", err)
+		return err
+	}
+	err = writeOnce(path, name, data)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("view: recording the %s: %w", what, err)
+	}
+	return err
+}
+
+// readRecord reads into rec the request a recordOnce wrote as the file
+// name of the directory path (what names it, and desc which one, in
+// errors); an error matching fs.ErrNotExist when there is none.
+func readRecord(path, name, what, desc string, rec any) error {
+	data, err := os.ReadFile(filepath.Join(path, name))
+	if err != nil {
+		return fmt.Errorf("view: reading the %s: %w", what, err)
+	}
+	if err := json.Unmarshal(data, rec); err != nil {
+		return fmt.Errorf("view: reading the %s %s: %w", what, desc, err)
 	}
 	return nil
 }
@@ -136,13 +162,9 @@ func ReadDirAnswer(path, session string, gen uint64) (*AnswerRecord, error) {
 	if err := checkpoint.ValidateSession(session); err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(path, dirAnswerName(session, gen)))
-	if err != nil {
-		return nil, fmt.Errorf("view: reading the answer: %w", err)
-	}
 	var rec AnswerRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, fmt.Errorf("view: reading the answer of generation %d of %s: %w", gen, session, err)
+	if err := readRecord(path, dirAnswerName(session, gen), "answer", fmt.Sprintf("of generation %d of %s", gen, session), &rec); err != nil {
+		return nil, err
 	}
 	return &rec, nil
 }

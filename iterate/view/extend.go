@@ -5,14 +5,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -203,34 +200,16 @@ func dirExtensionName(session string, gen uint64) string {
 
 // ExtendBudget records the request, durably, unless one is recorded.
 func (d DirExtensions) ExtendBudget(ctx context.Context, session string, gen uint64, to budget.Limits, by string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	if err := checkpoint.ValidateSession(session); err != nil {
 		return err
 	}
-	if d.Path == "" {
-		return errors.New("view: DirExtensions without a Path")
-	}
-	if err := os.MkdirAll(d.Path, 0o700); err != nil {
-		return fmt.Errorf("view: recording the extension: %w", err)
-	}
-	now := time.Now
-	if d.Now != nil {
-		now = d.Now
-	}
-	data, err := json.Marshal(ExtensionRecord{Generation: gen, To: to, By: by, At: now().UTC()})
-	if err != nil {
-		return err
-	}
-	err = writeOnce(d.Path, dirExtensionName(session, gen), data)
+	err := recordOnce(ctx, "DirExtensions", d.Path, dirExtensionName(session, gen), "extension", d.Now, func(at time.Time) any {
+		return ExtensionRecord{Generation: gen, To: to, By: by, At: at}
+	})
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%w: generation %d of %s", ErrExtended, gen, session)
 	}
-	if err != nil {
-		return fmt.Errorf("view: recording the extension: %w", err)
-	}
-	return nil
+	return err
 }
 
 // ReadDirExtension reads the extension a [DirExtensions] of the directory
@@ -240,13 +219,9 @@ func ReadDirExtension(path, session string, gen uint64) (*ExtensionRecord, error
 	if err := checkpoint.ValidateSession(session); err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(path, dirExtensionName(session, gen)))
-	if err != nil {
-		return nil, fmt.Errorf("view: reading the extension: %w", err)
-	}
 	var rec ExtensionRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, fmt.Errorf("view: reading the extension of generation %d of %s: %w", gen, session, err)
+	if err := readRecord(path, dirExtensionName(session, gen), "extension", fmt.Sprintf("of generation %d of %s", gen, session), &rec); err != nil {
+		return nil, err
 	}
 	return &rec, nil
 }

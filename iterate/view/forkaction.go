@@ -5,13 +5,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -120,36 +117,18 @@ type DirForks struct {
 
 // Fork records the request, durably, unless one for to is recorded.
 func (d DirForks) Fork(ctx context.Context, from string, gen uint64, to, by string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	for _, s := range []string{from, to} {
 		if err := checkpoint.ValidateSession(s); err != nil {
 			return err
 		}
 	}
-	if d.Path == "" {
-		return errors.New("view: DirForks without a Path")
-	}
-	if err := os.MkdirAll(d.Path, 0o700); err != nil {
-		return fmt.Errorf("view: recording the fork: %w", err)
-	}
-	now := time.Now
-	if d.Now != nil {
-		now = d.Now
-	}
-	data, err := json.Marshal(ForkRecord{From: from, Generation: gen, To: to, By: by, At: now().UTC()})
-	if err != nil {
-		return err
-	}
-	err = writeOnce(d.Path, to+".fork", data)
+	err := recordOnce(ctx, "DirForks", d.Path, to+".fork", "fork", d.Now, func(at time.Time) any {
+		return ForkRecord{From: from, Generation: gen, To: to, By: by, At: at}
+	})
 	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("%w: %s", ErrForkExists, to)
 	}
-	if err != nil {
-		return fmt.Errorf("view: recording the fork: %w", err)
-	}
-	return nil
+	return err
 }
 
 // ReadDirFork reads the fork a [DirForks] of the directory path recorded
@@ -159,13 +138,9 @@ func ReadDirFork(path, to string) (*ForkRecord, error) {
 	if err := checkpoint.ValidateSession(to); err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(path, to+".fork"))
-	if err != nil {
-		return nil, fmt.Errorf("view: reading the fork: %w", err)
-	}
 	var rec ForkRecord
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, fmt.Errorf("view: reading the fork %s: %w", to, err)
+	if err := readRecord(path, to+".fork", "fork", to, &rec); err != nil {
+		return nil, err
 	}
 	return &rec, nil
 }
