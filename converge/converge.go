@@ -58,7 +58,7 @@ import (
 	"time"
 
 	"github.com/refine-go/refine/gap"
-	"github.com/refine-go/refine/internal/histobserve"
+	"github.com/refine-go/refine/internal/byptr"
 )
 
 // Verdict is what a [Decision] concludes.
@@ -471,10 +471,13 @@ func mix(x uint64) uint64 {
 // the recorded iteration (Failed, Action, Duration) is kept.
 func (h *History) Observe(a gap.Assessment, gaps []gap.Gap) { h.observe(&a, gaps) }
 
-func init() { histobserve.Func = (*History).observe }
+func init() {
+	byptr.Observe = (*History).observe
+	byptr.Complete = (*History).complete
+}
 
 // observe is Observe with a pointer to the assessment, which it does not
-// keep: the engine's (see package histobserve).
+// keep: the engine's (see package byptr).
 func (h *History) observe(a *gap.Assessment, gaps []gap.Gap) {
 	h.Current = *a
 	h.Gaps = gaps
@@ -637,13 +640,18 @@ func summarize(g *gap.Gap) string {
 // Complete records that one more iteration finished, and how it went; the
 // next [History.Observe] files the outcome in the record of the state it
 // produced. A successful iteration resets ConsecutiveFailures.
-func (h *History) Complete(o Attempt) {
+func (h *History) Complete(o Attempt) { *h.complete(o.Failed) = o }
+
+// complete counts an attempt that failed or not and returns the slot of
+// the pending attempt, for the caller to set: the engine's (see package
+// byptr), which fills it in place.
+func (h *History) complete(failed bool) *Attempt {
 	h.Iteration++
-	if o.Failed {
+	if failed {
 		h.ConsecutiveFailures++
 		h.Failures++
 	} else {
 		h.ConsecutiveFailures = 0
 	}
-	h.Pending = o
+	return &h.Pending
 }

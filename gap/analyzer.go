@@ -1,6 +1,10 @@
 package gap
 
-import "context"
+import (
+	"context"
+
+	"github.com/refine-go/refine/internal/byptr"
+)
 
 // Analyzer finds the gaps of an assessment under the loop's thresholds: the
 // same [Thresholds] the convergence policy judges by, so that whatever keeps
@@ -105,13 +109,21 @@ type defaultAnalyzer struct{}
 func (defaultAnalyzer) Settings() string { return "gap.Default()" }
 
 func (defaultAnalyzer) Analyze(ctx context.Context, a Assessment, t Thresholds) ([]Gap, error) {
+	return analyzeDefault(ctx, &a, t)
+}
+
+func init() { byptr.Analyze = analyzeDefault }
+
+// analyzeDefault is the default analyzer's Analyze with a pointer to the
+// assessment, which it does not keep: the engine's (see package byptr).
+func analyzeDefault(ctx context.Context, a *Assessment, t Thresholds) ([]Gap, error) {
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
 	}
 	if a.measuredNothing() {
 		return nil, nil // the common case of loops that do not assess
 	}
-	rp, err := Research{}.plan(&a, t)
+	rp, err := Research{}.plan(a, t)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +132,7 @@ func (defaultAnalyzer) Analyze(ctx context.Context, a Assessment, t Thresholds) 
 	// did), so the common research assessment skips its plan.
 	var qp qualityPlan
 	if !a.Signals.Empty() {
-		if qp, err = (Quality{}).plan(&a, t); err != nil {
+		if qp, err = (Quality{}).plan(a, t); err != nil {
 			return nil, err
 		}
 	}
@@ -128,7 +140,7 @@ func (defaultAnalyzer) Analyze(ctx context.Context, a Assessment, t Thresholds) 
 		return nil, nil
 	}
 	gaps := make([]Gap, 0, rp.n+qp.n)
-	gaps = rp.fill(gaps, &a)
-	gaps = qp.fill(gaps, &a)
-	return prioritize(gaps, &a), nil
+	gaps = rp.fill(gaps, a)
+	gaps = qp.fill(gaps, a)
+	return prioritize(gaps, a), nil
 }

@@ -202,9 +202,17 @@ func (s *Adaptive) role(k gap.Kind) Role {
 }
 
 // Plan implements [Strategy].
-func (s *Adaptive) Plan(_ context.Context, sit *Situation) (Plan, error) {
+func (s *Adaptive) Plan(_ context.Context, sit *Situation) (p Plan, _ error) {
+	s.plan(sit, &p)
+	return p, nil
+}
+
+// plan sets *p to the plan for sit: Plan, without copying the plan on its
+// way (the engine calls it for an *Adaptive; see run.plan).
+func (s *Adaptive) plan(sit *Situation, p *Plan) {
 	if sit.Decision.Verdict == converge.Escalate {
-		return s.escalation(sit, sit.Decision.Reason), nil
+		*p = s.escalation(sit, sit.Decision.Reason)
+		return
 	}
 	gaps := sit.History.Gaps
 	if len(gaps) == 0 {
@@ -218,22 +226,24 @@ func (s *Adaptive) Plan(_ context.Context, sit *Situation) (Plan, error) {
 			role := s.role("")
 			t.Role, t.Prompt = role.Name, role.Prompt
 		}
-		return Plan{Action: Refine, Tasks: tasks, Reason: "no actionable gaps: broad refinement"}, nil
+		*p = Plan{Action: Refine, Tasks: tasks, Reason: "no actionable gaps: broad refinement"}
+		return
 	}
 
 	persist, tried := persistence(sit)
 	action, reason, guidance := s.choose(sit, persist, tried)
-	plan := Plan{Action: action, Reason: reason, Guidance: guidance}
+	var warning string
 	if persist > 0 {
-		plan.Warning = fmt.Sprintf("the same %d problem(s) survived %d attempt(s); switching to %s", len(gaps), persist, action)
+		warning = fmt.Sprintf("the same %d problem(s) survived %d attempt(s); switching to %s", len(gaps), persist, action)
 	}
 	switch action {
 	case Escalate:
-		p := s.escalation(sit, reason)
-		p.Warning = plan.Warning
-		return p, nil
+		*p = s.escalation(sit, reason)
+		p.Warning = warning
+		return
 	case Stop:
-		return plan, nil
+		*p = Plan{Action: action, Reason: reason, Guidance: guidance, Warning: warning}
+		return
 	}
 
 	selected, deferred := gap.Select(gaps, sit.History.Remaining(), 0)
@@ -242,10 +252,10 @@ func (s *Adaptive) Plan(_ context.Context, sit *Situation) (Plan, error) {
 		// the most important gap rather than idling.
 		selected, deferred = gaps[:1:1], gaps[1:]
 	}
-	plan.Feedback = feedbackText(selected, s.feedbackLimit())
-	plan.Tasks, deferred = s.tasks(sit.tasks, selected, deferred, action, plan.Feedback, guidance)
-	plan.Deferred = deferred
-	return plan, nil
+	feedback := feedbackText(selected, s.feedbackLimit())
+	tasks, deferred := s.tasks(sit.tasks, selected, deferred, action, feedback, guidance)
+	*p = Plan{Action: action, Tasks: tasks, Deferred: deferred, Feedback: feedback, Guidance: guidance,
+		Reason: reason, Warning: warning}
 }
 
 // tasks turns selected gaps into at most MaxTasks tasks, in order; grouped

@@ -17,7 +17,7 @@ import (
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/gap"
-	"github.com/refine-go/refine/internal/histobserve"
+	"github.com/refine-go/refine/internal/byptr"
 )
 
 // New returns an [Engine] that refines states of type S with the worker w.
@@ -50,6 +50,7 @@ func New[S any](w Worker[S], opts ...Option) Engine[S] {
 	e.funcWorker, _ = w.(*FuncWorker[S])
 	e.defaultAnalyzer = cfg.analyzer == nil || cfg.analyzer == gap.Default()
 	e.err = cfg.finish()
+	e.adaptive, _ = cfg.strategy.(*Adaptive) // set by finish when none is
 	if cfg.checkpointer != nil {
 		// Only checkpoints record the settings: without a checkpointer a
 		// loop (often one run per request) need not describe them.
@@ -89,6 +90,7 @@ type engine[S any] struct {
 	concluder       Concluder[S]
 	funcWorker      *FuncWorker[S] // w, when it is one: its steps fill outcomes in place
 	defaultAnalyzer bool           // the analyzer is gap.Default()
+	adaptive        *Adaptive      // the strategy, when it is an *Adaptive
 }
 
 // durationsWindow bounds the durations of recent iterations a run keeps.
@@ -530,7 +532,7 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 			failedTasks++
 			taskErr = outs[i].Err
 			if IsPermanent(outs[i].Err) {
-				r.settle(reservation, usage)
+				r.settle(reservation, &usage)
 				return outs[i].Err
 			}
 		}
@@ -542,7 +544,8 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 			// (Resume runs it again, taking the journaled tasks' outcomes);
 			// what it spent is not, except what the journal will charge
 			// again when it is replayed.
-			r.settle(reservation, usage.Sub(r.journal.usage(n)))
+			unjournaled := usage.Sub(r.journal.usage(n))
+			r.settle(reservation, &unjournaled)
 			r.lastErr = taskErr
 			return nil
 		}
@@ -553,7 +556,7 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 
 	next, integErr := r.integrate(integCtx, outs)
 	if integErr != nil && (IsPermanent(integErr) || errors.Is(integErr, ErrPanic)) {
-		r.settle(reservation, usage)
+		r.settle(reservation, &usage)
 		return integErr
 	}
 	if integErr == nil {
@@ -576,15 +579,17 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	dur := r.clock.lap()
 	usage.Iterations++
 	usage.Wall += dur
-	r.settle(reservation, usage)
+	r.settle(reservation, &usage)
 	addUsage(&r.data.Completed, &usage)
-	attempt := converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
+	// History.Complete, with the attempt set in its slot rather than
+	// copied there.
+	attempt := completeHistory(&r.hist, failed)
+	*attempt = converge.Attempt{Failed: failed, Action: string(plan.Action), Duration: dur,
 		Tasks: len(outs), FailedTasks: failedTasks, Tokens: usage.Tokens, Cost: usage.Cost, Calls: usage.Calls,
 		TaskRuns: taskRuns(&r.runSlab, outs, n, r.oldestRecord())}
 	if actions > 0 {
 		attempt.Actions = actionsOf(outs)
 	}
-	r.hist.Complete(attempt)
 	if r.cfg.persist&Journal != 0 {
 		r.journal.forget()
 	}
@@ -606,9 +611,19 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 	return nil
 }
 
-// observeHistory is converge.History.Observe with a pointer to the
-// assessment (see package histobserve).
-var observeHistory = histobserve.Func.(func(*converge.History, *gap.Assessment, []gap.Gap))
+// The methods of the engine's dependencies that it calls on every
+// iteration, in forms that copy no large value (see package byptr).
+var (
+	// observeHistory is converge.History.Observe with a pointer to the
+	// assessment.
+	observeHistory = byptr.Observe.(func(*converge.History, *gap.Assessment, []gap.Gap))
+	// completeHistory is converge.History.Complete returning the pending
+	// attempt's slot, for the engine to fill in place.
+	completeHistory = byptr.Complete.(func(*converge.History, bool) *converge.Attempt)
+	// analyzeDefault is gap.Default's Analyze with a pointer to the
+	// assessment.
+	analyzeDefault = byptr.Analyze.(func(context.Context, *gap.Assessment, gap.Thresholds) ([]gap.Gap, error))
+)
 
 // oldestRecord returns the iteration of the oldest record in the
 // history's window (-1 when there is none).
@@ -737,6 +752,9 @@ func (r *run[S]) analyze(ctx context.Context, a *gap.Assessment) (gaps []gap.Gap
 			err = &PanicError{Where: "analyze", Value: v, Stack: stack()}
 		}
 	}() // not recoverInto: a call less, on every iteration
+	if r.e.defaultAnalyzer {
+		return analyzeDefault(ctx, a, r.cfg.thresholds) // without copying *a
+	}
 	return r.cfg.analyzer.Analyze(ctx, *a, r.cfg.thresholds)
 }
 
@@ -813,7 +831,9 @@ func (r *run[S]) plan(ctx context.Context, n int, d converge.Decision, p *Plan) 
 		}
 	}() // not recoverInto: a call less, on every iteration
 	r.fillSituation(n, d)
-	if *p, err = r.cfg.strategy.Plan(ctx, &r.sit); err != nil {
+	if r.e.adaptive != nil {
+		r.e.adaptive.plan(&r.sit, p) // Plan, without copying the plan
+	} else if *p, err = r.cfg.strategy.Plan(ctx, &r.sit); err != nil {
 		return err
 	}
 	if cap(p.Tasks) > 0 {
@@ -952,12 +972,12 @@ func (r *run[S]) estimate() budget.Usage {
 
 // settle records what an iteration spent: against its reservation when the
 // budget has limits, in a plain sum otherwise.
-func (r *run[S]) settle(res budget.Reservation, u budget.Usage) {
+func (r *run[S]) settle(res budget.Reservation, u *budget.Usage) {
 	if r.limited {
-		res.Settle(u)
+		res.Settle(*u)
 		return
 	}
-	addUsage(&r.spent, &u)
+	addUsage(&r.spent, u)
 }
 
 // addUsage adds u to *dst: *dst = dst.Add(*u), in place, without copying
