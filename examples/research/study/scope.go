@@ -395,10 +395,10 @@ type work struct {
 // comment they hold (doc: "responds with a 503 Service Unavailable error"
 // for w.WriteHeader(StatusServiceUnavailable) over tw.code = StatusOK);
 // when that leaves a line of another branch (see alternatives), the result
-// is Ambiguous. calls
-// reports whether a name is a function or method of the package (nil:
-// none is); rare is rareKeywords of the file (nil: computed). Its Score is
-// 0 when no line holds any.
+// is Ambiguous. calls reports whether a name is a function or method of
+// the package (nil: none is); doc holds the subject's doc words (nil:
+// none); rare is rareKeywords of the file (nil: computed). Its Score is 0
+// when no line holds any.
 func workLine(lines []string, from, to int, q *Question, calls func(string) bool, doc []string, rare []bool) work {
 	kws := q.workKeywords()
 	subject, _ := q.subject()
@@ -524,7 +524,7 @@ func tabs(line string) int { return len(line) - len(strings.TrimLeft(line, "\t")
 // isClauseHead reports whether a trimmed line starts a clause of a switch
 // or select.
 func isClauseHead(t string) bool {
-	return strings.HasPrefix(t, "case ") || t == "default:" || strings.HasPrefix(t, "default:")
+	return strings.HasPrefix(t, "case ") || strings.HasPrefix(t, "default:")
 }
 
 // docHits returns how many distinct words of a line of code (the parts
