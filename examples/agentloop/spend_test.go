@@ -123,6 +123,13 @@ func TestParseOutputSpendAndReason(t *testing.T) {
 			Input: 24939, Output: 25613 - 24939, Counted: true}},
 		{"gemini_stream_error", "gemini-stream-error.jsonl", formatGemini, aiReport{Format: formatGemini,
 			Counted: true, Reason: "[API Error: exception TypeError: fetch failed sending request]"}},
+		// Rule: a Gemini stream-json run that failed after the model
+		// worked is charged its error result's stats. Catches the stats
+		// of an error result ignored (nothing, or the prompt's estimate,
+		// charged).
+		{"gemini_stream_error_after_work", "gemini-stream-quota.jsonl", formatAuto, aiReport{Format: formatGemini,
+			Text: "Running the tests first.", Input: 18012, Output: 18230 - 18012, Counted: true,
+			Reason: "[API Error: You exceeded your current quota, please check your plan and billing details.]"}},
 		// Rule: Codex offline (no item back from the model) spent nothing;
 		// its last error is the reason. Catches charging the prompt
 		// estimate for it.

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"io"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -69,6 +72,25 @@ func TestStandingAnswer(t *testing.T) {
 		if got := standingAnswer(tt.s, tt.task); got != tt.want {
 			t.Errorf("%s: standingAnswer = %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestWorkKeepsAnswer (issue 32, item 10): an attempt made after the
+// first one that followed a human's answer still works under it: the
+// implementer reads it on its standard input and in FIXLOOP_ANSWER, and
+// the attempt records it. Catches Work not using standingAnswer (the
+// engine's Task.Answer alone: the answer reaches the first attempt after
+// it only), which TestStandingAnswer, of the helper alone, does not.
+func TestWorkKeepsAnswer(t *testing.T) {
+	w := newWorker(config{Workdir: t.TempDir(), Implementer: `printf 'env=%s\n' "$FIXLOOP_ANSWER"; cat`}, io.Discard)
+	s := state{Attempts: []attempt{{Iteration: 1}, {Iteration: 2, Answer: "use number"}}}
+	out, err := w.Work(context.Background(), s, iterate.Task{Iteration: 3, Feedback: "Test failed: x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := out.Part.Attempts[0]
+	if a.Answer != "use number" || !strings.Contains(a.Output, "env=use number\n") || !strings.Contains(a.Output, "Answer from the human: use number") {
+		t.Errorf("attempt 3: answer %q, implementer's output %q; want the answer of attempt 2 in both", a.Answer, a.Output)
 	}
 }
 

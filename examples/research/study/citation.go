@@ -1,10 +1,12 @@
 package study
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -80,6 +82,11 @@ func (w *researcher) pin(ctx context.Context, s *Notes, t iterate.Task) (Notes, 
 				where = append(where, p)
 			}
 		}
+		// A method whose name other types of the package declare too
+		// (ServeHTTP, cancel) is called by that name on all of them: only
+		// its calls on the receiver of a method of its own type are its
+		// uses ((*deny).ServeHTTP is no use of timeoutHandler.ServeHTTP).
+		shared := d.Recv != "" && w.sharedMethod(pf.Dir, d, read)
 		uses := 0
 		var useCites []string
 		for _, p := range where {
@@ -93,7 +100,7 @@ func (w *researcher) pin(ctx context.Context, s *Notes, t iterate.Task) (Notes, 
 			}
 			dotted := d.Recv != "" || path2dir(p) != pf.Dir
 			for _, l := range wordLines(src, d.Name, dotted, from, to) {
-				if slices.Contains(cites, cite(p, l)) {
+				if slices.Contains(cites, cite(p, l)) || shared && !ownUse(parse(p), read(p), l, d, pf.Dir) {
 					continue
 				}
 				uses++
@@ -125,4 +132,35 @@ func (w *researcher) pin(ctx context.Context, s *Notes, t iterate.Task) (Notes, 
 		})
 	}
 	return part, nil
+}
+
+// sharedMethod reports whether a type of package dir other than method
+// d's declares a method of d's name.
+func (w *researcher) sharedMethod(dir string, d *decl, read func(string) []byte) bool {
+	re := regexp.MustCompile(`(?m)^func \(\w* ?\*?(\w+)(\[[^\]]*\])?\) ` + regexp.QuoteMeta(d.Name) + `[\[(]`)
+	for _, k := range w.ix.byDir[dir] {
+		for _, m := range re.FindAllSubmatch(read(w.ix.files[k].Path), -1) {
+			if string(m[1]) != d.Recv {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ownUse reports whether line l of a file of package dir (parsed pf,
+// source src) calls method d on the receiver of a method of d's type
+// ("tw.writeHeaderLocked" in a method of timeoutWriter whose receiver is
+// tw).
+func ownUse(pf *parsedFile, src []byte, l int, d *decl, dir string) bool {
+	if pf == nil || pf.Dir != dir {
+		return false
+	}
+	for _, m := range pf.decls {
+		if m.Kind == "method" && m.Recv == d.Recv && m.RecvVar != "" && m.Line <= l && l <= m.End {
+			lines := bytes.Split(src, []byte("\n"))
+			return l <= len(lines) && hasWord(lines[l-1], m.RecvVar+"."+d.Name, false)
+		}
+	}
+	return false
 }

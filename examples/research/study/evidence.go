@@ -33,6 +33,12 @@ type Evidence struct {
 	Work      string `json:"work,omitempty"`
 	Code      string `json:"code,omitempty"`
 	WorkScore int    `json:"work_score,omitempty"`
+	// Ambiguous is set when a line of another branch of the same switch
+	// or select in the finding's code matches the question as well as
+	// Work (see workLine): the code does not tell which one answers, and
+	// a scoped question whose best answers include such a finding stays
+	// open (see earnedScoped).
+	Ambiguous bool `json:"ambiguous,omitempty"`
 	// About is set, for a question that names a package (a scoped one),
 	// when the finding is code of that package about the identifier the
 	// question asks about: only such a finding answers it.
@@ -88,15 +94,16 @@ func (w *researcher) checkEvidence(n *Notes) {
 			// Functions do the work; a type or a variable only holds it.
 			if f.Kind == KindDefinition && f.File != "" && f.Line > 0 && strings.HasPrefix(f.Head, "func ") {
 				var calls func(string) bool
+				var doc []string
 				if sc != nil {
-					calls = sc.calls
+					calls, doc = sc.calls, sc.doc
 				}
 				key := f.File + "\x00" + strconv.Itoa(t.Question)
 				if rares[key] == nil {
 					rares[key] = rareKeywords(read(f.File), q.workKeywords())
 				}
-				if l, text, score := workLine(read(f.File), f.Line+1, max(f.End, f.Line), q, calls, rares[key]); score > 0 {
-					e.Work, e.Code, e.WorkScore = cite(f.File, l), clip(text, 160), score
+				if wl := workLine(read(f.File), f.Line+1, max(f.End, f.Line), q, calls, doc, rares[key]); wl.Score > 0 {
+					e.Work, e.Code, e.WorkScore, e.Ambiguous = cite(f.File, wl.Line), clip(wl.Code, 160), wl.Score, wl.Ambiguous
 				}
 			}
 			if sc != nil {
@@ -282,7 +289,8 @@ func (f *Finding) evidence(qi int) *Evidence {
 
 // earnedScoped returns the findings that answer a scoped question (one
 // that names a package): code of that package about the identifier it asks
-// about, with the line that does the work, best line first.
+// about, with the line that does the work, best line first; none when the
+// best lines are Ambiguous.
 func earnedScoped(qi int, qualifying []*Finding) []*Finding {
 	// (qualifying comes in the order of answerQuestions; the sort below
 	// keeps it among equal lines.)
@@ -295,8 +303,17 @@ func earnedScoped(qi int, qualifying []*Finding) []*Finding {
 	slices.SortStableFunc(counted, func(a, b *Finding) int {
 		return b.evidence(qi).WorkScore - a.evidence(qi).WorkScore
 	})
-	if len(counted) > 0 && counted[0].evidence(qi).WorkScore < minWorkScore {
+	if len(counted) == 0 || counted[0].evidence(qi).WorkScore < minWorkScore {
 		return nil
+	}
+	// An answer is earned only when the code singles out its line: a best
+	// line tied with one of another branch of a switch or select leaves
+	// open which one the question's case takes.
+	top := counted[0].evidence(qi).WorkScore
+	for _, f := range counted {
+		if e := f.evidence(qi); e.WorkScore == top && e.Ambiguous {
+			return nil
+		}
 	}
 	return counted
 }

@@ -113,7 +113,7 @@ func (w *researcher) explore(ctx context.Context, s *Notes, t iterate.Task) (Not
 					if rare[qi] == nil {
 						rare[qi] = rareKeywords(lines, s.Questions[qi].workKeywords())
 					}
-					if _, _, ws := workLine(lines, d.Line+1, d.End, &s.Questions[qi], scopes[qi].calls, rare[qi]); ws > 0 {
+					if ws := workLine(lines, d.Line+1, d.End, &s.Questions[qi], scopes[qi].calls, scopes[qi].doc, rare[qi]).Score; ws > 0 {
 						qs = max(qs, relevantScore) + ws
 						c.work = max(c.work, ws)
 					}

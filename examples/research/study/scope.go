@@ -104,6 +104,9 @@ type scope struct {
 	reach map[string]int
 	// funcs holds the names of the functions and methods of the packages.
 	funcs map[string]bool
+	// doc holds the words of the subject's doc comments (docWords): they
+	// tell apart the lines that match the question as well.
+	doc []string
 }
 
 // calls reports whether name is a function or method of the scope's
@@ -209,10 +212,12 @@ func (w *researcher) buildScope(q *Question, pkgs []string) *scope {
 		}
 	}
 	limit, subjectType := maxReach, false
+	var docs []string
 	for _, r := range byName[subject] {
 		if recv != "" && r.d.Recv != recv {
 			continue
 		}
+		docs = append(docs, r.d.Doc)
 		if r.d.Kind == "type" {
 			limit = 2 // its methods, and what they reference
 			subjectType = true
@@ -247,6 +252,7 @@ func (w *researcher) buildScope(q *Question, pkgs []string) *scope {
 			add(r, 2)
 		}
 	}
+	sc.doc = docWords(docs, q)
 	for len(queue) > 0 {
 		it := queue[0]
 		queue = queue[1:]
@@ -362,6 +368,21 @@ func codeOf(line string) (code, literals string) {
 	return line, lit.String()
 }
 
+// work is the line of a definition that does the work a question asks
+// about (see workLine).
+type work struct {
+	Line  int
+	Code  string
+	Score int
+	// Ambiguous is set when a line of another branch of the same switch
+	// or select, with other code, matches the question as well (its doc
+	// words too): the question's words do not tell which branch answers
+	// it (tw.code = StatusOK under case <-done and
+	// w.WriteHeader(StatusServiceUnavailable) under case <-ctx.Done() for
+	// http.TimeoutHandler's status, without its doc).
+	Ambiguous bool
+}
+
 // workLine returns the line of a definition that does the work the
 // question asks about: among the lines of its body (comments and braces
 // aside), the one that holds the most of the question's work keywords
@@ -369,11 +390,16 @@ func codeOf(line string) (code, literals string) {
 // redirects"; one when only the name of a function of the package it calls
 // holds it, since the work is in that function: c.propagateCancel), plus
 // the words of its subject on a line that does not name the subject itself
-// (d.disallowUnknownFields leads to the line that does the work). calls
-// reports whether a name is a function or method of the package (nil: none
-// is); rare is rareKeywords of the file (nil: computed). It returns the line's number, its code and its score; 0 when no
-// line holds any.
-func workLine(lines []string, from, to int, q *Question, calls func(string) bool, rare []bool) (line int, code string, score int) {
+// (d.disallowUnknownFields leads to the line that does the work). Lines
+// that match as well are told apart by the words of the subject's doc
+// comment they hold (doc: "responds with a 503 Service Unavailable error"
+// for w.WriteHeader(StatusServiceUnavailable) over tw.code = StatusOK);
+// when that leaves a line of another branch (see alternatives), the result
+// is Ambiguous. calls reports whether a name is a function or method of
+// the package (nil: none is); doc holds the subject's doc words (nil:
+// none); rare is rareKeywords of the file (nil: computed). Its Score is 0
+// when no line holds any.
+func workLine(lines []string, from, to int, q *Question, calls func(string) bool, doc []string, rare []bool) work {
 	kws := q.workKeywords()
 	subject, _ := q.subject()
 	subjWords := splitIdent(subject)
@@ -381,6 +407,9 @@ func workLine(lines []string, from, to int, q *Question, calls func(string) bool
 	if rare == nil {
 		rare = rareKeywords(lines, kws)
 	}
+	var best work
+	bestDoc := 0
+	var tied []int     // the lines, of other code, that match as well as best
 	var above []string // the words of the comment right above the line
 	for l := max(from, 1); l <= min(to, len(lines)); l++ {
 		raw := strings.TrimSpace(lines[l-1])
@@ -426,11 +455,121 @@ func workLine(lines []string, from, to int, q *Question, calls func(string) bool
 				}
 			}
 		}
-		if s > score {
-			line, code, score = l, text, s
+		if s == 0 {
+			continue
+		}
+		d := docHits(text, doc)
+		switch {
+		case s > best.Score || s == best.Score && d > bestDoc:
+			best, bestDoc, tied = work{Line: l, Code: text, Score: s}, d, tied[:0]
+		case s == best.Score && d == bestDoc && text != best.Code:
+			tied = append(tied, l)
 		}
 	}
-	return line, code, score
+	best.Ambiguous = slices.ContainsFunc(tied, func(l int) bool { return alternatives(lines, best.Line, l) })
+	return best
+}
+
+// alternatives reports whether lines a < b of gofmt-formatted code lie in
+// two clauses of the same switch or select statement: only one of them
+// runs. The clauses are found by indentation: a line lies in the clause
+// of the nearest "case" or "default" line above it (or itself) indented
+// as much as the clause, and the two clauses belong to one statement when
+// no line between them other than a clause's head is indented as little.
+func alternatives(lines []string, a, b int) bool {
+	if a > b {
+		a, b = b, a
+	}
+	if a < 1 || b > len(lines) {
+		return false
+	}
+	for c := 0; c <= min(tabs(lines[a-1]), tabs(lines[b-1])); c++ {
+		ha, hb := clauseHead(lines, a, c), clauseHead(lines, b, c)
+		if ha == 0 || hb == 0 || ha == hb {
+			continue
+		}
+		same := true
+		for l := ha + 1; l < hb && same; l++ {
+			raw := lines[l-1]
+			t := strings.TrimSpace(raw)
+			same = t == "" || strings.HasPrefix(t, "//") || tabs(raw) > c || tabs(raw) == c && isClauseHead(t)
+		}
+		if same {
+			return true
+		}
+	}
+	return false
+}
+
+// clauseHead returns the line of the "case" or "default" indented by c
+// tabs whose clause holds line l (l itself when it is one), or 0.
+func clauseHead(lines []string, l, c int) int {
+	for ; l >= 1; l-- {
+		raw := lines[l-1]
+		t := strings.TrimSpace(raw)
+		if t == "" || strings.HasPrefix(t, "//") || tabs(raw) > c {
+			continue
+		}
+		if tabs(raw) == c && isClauseHead(t) {
+			return l
+		}
+		return 0
+	}
+	return 0
+}
+
+// tabs returns how many tabs start a line.
+func tabs(line string) int { return len(line) - len(strings.TrimLeft(line, "\t")) }
+
+// isClauseHead reports whether a trimmed line starts a clause of a switch
+// or select.
+func isClauseHead(t string) bool {
+	return strings.HasPrefix(t, "case ") || strings.HasPrefix(t, "default:")
+}
+
+// docHits returns how many distinct words of a line of code (the parts
+// of its identifiers: "err" of tw.err, "service" and "unavailable" of
+// StatusServiceUnavailable) a doc comment's words (see docWords) hold.
+func docHits(text string, doc []string) int {
+	var seen []string
+	for _, tok := range codeTokens(text) {
+		for _, w := range splitIdent(tok) {
+			if len(w) < 3 || slices.Contains(seen, w) {
+				continue
+			}
+			seen = append(seen, w)
+		}
+	}
+	n := 0
+	for _, w := range seen {
+		if slices.ContainsFunc(doc, func(dw string) bool { return wordMatches(w, dw) || wordMatches(dw, w) }) {
+			n++
+		}
+	}
+	return n
+}
+
+// docWords returns the words of the doc comments of a question's subject
+// (the parts of their identifiers: "err" of [ErrHandlerTimeout]) that say
+// what it does beyond the question: not stopwords, not the question's
+// keywords nor the words of the subject's name, of three letters or more,
+// each once.
+func docWords(docs []string, q *Question) []string {
+	subject, _ := q.subject()
+	skip := splitIdent(subject)
+	var out []string
+	for _, doc := range docs {
+		for _, tok := range codeTokens(doc) {
+			for _, w := range splitIdent(tok) {
+				if len(w) < 3 || stopwords[w] || !isLetters(w) || slices.Contains(out, w) || slices.Contains(skip, w) ||
+					slices.ContainsFunc(q.Keywords, func(k Keyword) bool { return wordMatches(w, k.Word) }) {
+					continue
+				}
+				out = append(out, w)
+			}
+		}
+	}
+	return out
 }
 
 // declaration matches a line that only declares a name and its type.

@@ -30,10 +30,12 @@ func TestIdentifierInConflictNotAnswered(t *testing.T) {
 	}
 }
 
-// TestScopedAnswer (issue 32, item 7): a question that names a package is
-// answered only by a finding of that package about its subject, with a
-// line that does the work. Catches Evidence.About or the work line not
-// required (earnedScoped counting every qualifying finding).
+// TestScopedAnswer (issue 32, items 7 and 8): a question that names a
+// package is answered only by a finding of that package about its
+// subject, with a line that does the work, and not while one of its best
+// lines is Ambiguous. Catches Evidence.About or the work line not required
+// (earnedScoped counting every qualifying finding), and the ambiguity rule
+// dropped (best_line_ambiguous answered).
 func TestScopedAnswer(t *testing.T) {
 	text := "How does http.Server Shutdown wait for active connections?"
 	q := Question{Text: text, Critical: true, Keywords: keywordsOf(text, nil)}
@@ -57,6 +59,12 @@ func TestScopedAnswer(t *testing.T) {
 		{"no_line_does_the_work", []Finding{finding("F001", "net/http/server.go", Evidence{Terms: []string{"Shutdown"}, About: true})}, false},
 		{"only_subject_words", []Finding{finding("F001", "net/http/server.go", Evidence{Terms: []string{"Shutdown"}, About: true, Work: "net/http/server.go:3", WorkScore: 1})}, false},
 		{"the_work_in_the_package", []Finding{finding("F001", "net/http/server.go", Evidence{Terms: []string{"Shutdown"}, About: true, Work: "net/http/server.go:3", WorkScore: 4})}, true},
+		{"best_line_ambiguous", []Finding{
+			finding("F001", "net/http/server.go", Evidence{Terms: []string{"Shutdown"}, About: true, Work: "net/http/server.go:3", WorkScore: 4}),
+			finding("F002", "net/http/server.go", Evidence{Terms: []string{"Shutdown"}, About: true, Work: "net/http/server.go:5", WorkScore: 4, Ambiguous: true})}, false},
+		{"ambiguous_below_the_best", []Finding{
+			finding("F001", "net/http/server.go", Evidence{Terms: []string{"Shutdown"}, About: true, Work: "net/http/server.go:3", WorkScore: 4}),
+			finding("F002", "net/http/server.go", Evidence{Terms: []string{"Shutdown"}, About: true, Work: "net/http/server.go:5", WorkScore: 2, Ambiguous: true})}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,9 +114,77 @@ func (c *cancelCtx) propagateCancel(parent Context, child canceler) {
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
 			q := Question{Text: tt.q, Keywords: keywordsOf(tt.q, nil)}
-			_, code, score := workLine(lines, tt.from, tt.to, &q, func(n string) bool { return funcs[n] }, nil)
+			wl := workLine(lines, tt.from, tt.to, &q, func(n string) bool { return funcs[n] }, nil, nil)
+			code, score := wl.Code, wl.Score
 			if code != tt.want || score < minWorkScore {
 				t.Errorf("work line %q (score %d), want %q", code, score, tt.want)
+			}
+		})
+	}
+}
+
+// TestWorkLineAmbiguous (issue 32, item 8): when lines of two clauses of
+// one select match the question as well, the doc comment of the subject
+// tells them apart, else the work line is Ambiguous; lines that tie
+// elsewhere (one loop, two selects) are not. Catches the doc words
+// ignored (d := 0 in workLine: tw.code = StatusOK, ambiguous) and
+// alternatives answering always false (no ambiguity: converged on
+// tw.code = StatusOK) or always true (the loop's tie ambiguous).
+func TestWorkLineAmbiguous(t *testing.T) {
+	src := `func (h *timeoutHandler) ServeHTTP(w ResponseWriter, r *Request) {
+	select {
+	case <-done:
+		if !tw.wroteHeader {
+			tw.code = StatusOK
+		}
+	// The deadline.
+	case <-ctx.Done():
+		switch err := ctx.Err(); err {
+		default:
+			w.WriteHeader(StatusServiceUnavailable)
+		}
+	}
+}
+func (s *Server) closeIdle() {
+	for c := range s.conns {
+		c.status = closed
+		s.status = StatusIdle
+	}
+}
+func propagate() {
+	select {
+	case <-done:
+		child.status = StatusOK
+	default:
+	}
+	go func() {
+		select {
+		case <-child.Done():
+			w.status = StatusGone
+		}
+	}()
+}`
+	lines := strings.Split(src, "\n")
+	text := "What status does http.TimeoutHandler reply with when the handler times out?"
+	q := Question{Text: text, Keywords: keywordsOf(text, nil)}
+	doc := docWords([]string{"TimeoutHandler returns a Handler that responds with a 503 Service Unavailable error when h runs too long."}, &q)
+	tests := []struct {
+		name     string
+		from, to int
+		doc      []string
+		want     string
+		ambig    bool
+	}{
+		{"select_clauses_without_doc", 2, 13, nil, "tw.code = StatusOK", true},
+		{"select_clauses_told_apart_by_doc", 2, 13, doc, "w.WriteHeader(StatusServiceUnavailable)", false},
+		{"one_loop", 16, 20, nil, "c.status = closed", false},
+		{"two_selects", 22, 32, nil, "child.status = StatusOK", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wl := workLine(lines, tt.from, tt.to, &q, nil, tt.doc, nil)
+			if wl.Code != tt.want || wl.Ambiguous != tt.ambig {
+				t.Errorf("workLine = %q (ambiguous %v), want %q (ambiguous %v)", wl.Code, wl.Ambiguous, tt.want, tt.ambig)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/refine-go/refine/examples/research/study"
@@ -25,9 +26,6 @@ var stdlibQuestions = []struct {
 	// best: the expected line is the first answer's; otherwise it is
 	// only among the answers.
 	best bool
-	// miss explains a question the research still answers with the
-	// wrong line: only its answers' packages are checked.
-	miss string
 }{
 	{q: "How does http.Server Shutdown wait for active connections to close?", file: "net/http/server.go",
 		line: []string{"for c := range s.activeConn {", "if s.closeIdleConns() {"}, best: true},
@@ -35,8 +33,10 @@ var stdlibQuestions = []struct {
 		line: []string{`stopped after 10 redirects`}, best: true},
 	{q: "How does http.Transport pick an idle connection to reuse for a request?", file: "net/http/transport.go",
 		line: []string{"t.idleConn[w.key]"}},
+	// Not tw.code = StatusOK (the handler's own status, in the other
+	// case of the same select).
 	{q: "What status does http.TimeoutHandler reply with when the handler times out?", file: "net/http/server.go",
-		miss: "answers tw.code = StatusOK (the handler's own status), not w.WriteHeader(StatusServiceUnavailable)"},
+		line: []string{"w.WriteHeader(StatusServiceUnavailable)"}, best: true},
 	{q: "How does context.AfterFunc run its function in a goroutine after the context is canceled?", file: "context/context.go",
 		line: []string{"go a.f()"}, best: true},
 	{q: "How does context.WithDeadline cancel the context when its deadline is exceeded?", file: "context/context.go",
@@ -57,18 +57,32 @@ var stdlibQuestions = []struct {
 		line: []string{"encOpts{escapeHTML: true}"}, best: true},
 }
 
+// minFirst is how many of stdlibQuestions must be answered first by the
+// line that does the work (issue 32's goal: at least 10 of 12).
+const minFirst = 10
+
 // TestStandardLibraryAnswers (issue 32, items 7 and 8) runs the 12
-// questions on the Go standard library under GOROOT/src, offline. Each
-// must converge, answered by code of the package the question names (none
-// off-topic: syscall.Shutdown for http.Server Shutdown, time.AfterFunc for
-// context.AfterFunc, runtime code for sync.WaitGroup, crypto/tls.Server for
-// http.Server were answers), and cite the line that does the work, with
-// coverage measured against an estimate the research can cover. Mutations
+// questions on the Go standard library under GOROOT/src, offline. The
+// rules it guards, for each question: no answer is off-topic (code outside
+// the package the question names: syscall.Shutdown for http.Server
+// Shutdown, time.AfterFunc for context.AfterFunc, runtime code for
+// sync.WaitGroup, crypto/tls.Server for http.Server were answers); the
+// run converges exactly where earned: converged (and the question
+// answered) if and only if an answer cites the line that does the work,
+// its file:line quoting the file; the answers of the table's questions
+// cite it (first, where best), at least minFirst of them first; coverage
+// is measured against an estimate the research can cover. Mutations
 // caught: the package scope dropped (Question.packages returning nil:
-// answers cite database/sql and net for context.WithCancel), the estimate
+// answers cite database/sql and net for context.WithCancel); the estimate
 // built from the question's words (estimateScoped unused: coverage 0.07 to
-// 0.51, max_iterations). The 12 run in parallel; under -race each takes
-// about 3 s of CPU (most of it reading the tree).
+// 0.51, max_iterations); the doc comment's tie-break dropped in workLine
+// (d := 0: question 4 stays open at max_iterations, ambiguous between
+// tw.code = StatusOK and w.WriteHeader(StatusServiceUnavailable), so
+// neither converged nor earned, and 9 of 12 first); that and the ambiguity
+// rule of earnedScoped dropped (question 4 converges on tw.code =
+// StatusOK: converged where not earned). The 12 run
+// in parallel; under -race each takes about 3 s of CPU (most of it reading
+// the tree).
 func TestStandardLibraryAnswers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads the whole standard library")
@@ -85,58 +99,67 @@ func TestStandardLibraryAnswers(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(src, "net", "http", "server.go")); err != nil {
 		t.Skipf("no standard library source: %v", err)
 	}
-	for i, tt := range stdlibQuestions {
-		t.Run(strconv.Itoa(i+1), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			loop, err := study.New(ctx, study.Args{Root: src, Skip: []string{"testdata", "vendor", "cmd"},
-				Questions: "question: " + tt.q + "\ncritical: " + tt.q + "\n"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := iterate.New(loop.Worker, loop.Options...).Run(ctx, loop.Initial)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep := study.NewReport(res, loop.Session, "memory", loop.MaxIterations)
-			q := rep.Questions[0]
-			pkg := path.Dir(tt.file)
-			for _, a := range q.Answer {
-				for _, c := range a.Citations {
-					if path.Dir(c[:strings.LastIndexByte(c, ':')]) != pkg && !strings.HasPrefix(c, pkg+"/") {
-						t.Errorf("%s: answer %s cites %s, outside %s (off-topic)", tt.q, a.ID, c, pkg)
-					}
+	var mu sync.Mutex
+	first := 0
+	t.Run("questions", func(t *testing.T) {
+		for i, tt := range stdlibQuestions {
+			t.Run(strconv.Itoa(i+1), func(t *testing.T) {
+				t.Parallel()
+				ctx := context.Background()
+				loop, err := study.New(ctx, study.Args{Root: src, Skip: []string{"testdata", "vendor", "cmd"},
+					Questions: "question: " + tt.q + "\ncritical: " + tt.q + "\n"})
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			if tt.miss != "" {
-				t.Logf("%s: known miss: %s", tt.q, tt.miss)
-				return
-			}
-			if rep.Status != "converged" && rep.Status != "early_exit" || q.Status != "answered" {
-				t.Fatalf("%s: %s, question %s (%s); want it answered and converged", tt.q, rep.Status, q.Status, rep.Reason)
-			}
-			found := -1
-			for j, a := range q.Answer {
-				file, code, _ := strings.Cut(a.Work, ": ")
-				file, _, _ = strings.Cut(file, ":")
-				for _, want := range tt.line {
-					if file == tt.file && strings.Contains(code, want) && found < 0 {
-						found = j
-					}
+				res, err := iterate.New(loop.Worker, loop.Options...).Run(ctx, loop.Initial)
+				if err != nil {
+					t.Fatal(err)
 				}
-				checkWorkLine(t, src, a.Work)
-			}
-			switch {
-			case found < 0:
+				rep := study.NewReport(res, loop.Session, "memory", loop.MaxIterations)
+				q := rep.Questions[0]
+				pkg := path.Dir(tt.file)
+				found := -1
 				var got []string
-				for _, a := range q.Answer {
+				for j, a := range q.Answer {
+					for _, c := range a.Citations {
+						if path.Dir(c[:strings.LastIndexByte(c, ':')]) != pkg && !strings.HasPrefix(c, pkg+"/") {
+							t.Errorf("%s: answer %s cites %s, outside %s (off-topic)", tt.q, a.ID, c, pkg)
+						}
+					}
+					file, code, _ := strings.Cut(a.Work, ": ")
+					file, _, _ = strings.Cut(file, ":")
+					for _, want := range tt.line {
+						if file == tt.file && strings.Contains(code, want) && found < 0 {
+							found = j
+						}
+					}
+					if a.Work != "" {
+						checkWorkLine(t, src, a.Work)
+					}
 					got = append(got, a.Work)
 				}
-				t.Errorf("%s: no answer does the work at %s %q; answers' lines: %q", tt.q, tt.file, tt.line, got)
-			case tt.best && found > 0:
-				t.Errorf("%s: the line that does the work is answer %d, not the first (%s)", tt.q, found+1, q.Answer[0].Work)
-			}
-		})
+				converged := (rep.Status == "converged" || rep.Status == "early_exit") && q.Status == "answered"
+				earned := found >= 0
+				switch {
+				case converged && !earned:
+					t.Errorf("%s: converged where not earned: no answer does the work at %s %q; answers' lines: %q", tt.q, tt.file, tt.line, got)
+				case !converged && earned:
+					t.Errorf("%s: earned but %s, question %s (%s)", tt.q, rep.Status, q.Status, rep.Reason)
+				case !converged:
+					t.Errorf("%s: %s, question %s (%s), answers' lines: %q; want it converged, answered at %s %q", tt.q, rep.Status, q.Status, rep.Reason, got, tt.file, tt.line)
+				case tt.best && found > 0:
+					t.Errorf("%s: the line that does the work is answer %d, not the first (%s)", tt.q, found+1, q.Answer[0].Work)
+				}
+				if converged && found == 0 {
+					mu.Lock()
+					first++
+					mu.Unlock()
+				}
+			})
+		}
+	})
+	if first < minFirst {
+		t.Errorf("%d of %d questions answered first by the line that does the work, want at least %d", first, len(stdlibQuestions), minFirst)
 	}
 }
 

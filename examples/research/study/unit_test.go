@@ -842,16 +842,21 @@ func evidenceOf(fs []Finding) map[string][]Evidence {
 // TestAgentAreaMakesSecurityAndPerformanceGaps (issue 32): an agent's
 // finding in the security or performance area, below the confidence
 // threshold, is a Security or Performance gap (seed 000's gap types, for
-// the SecurityAgent and the PerformanceAgent). Catches a reply schema, or
-// an assessment, that drops the area: the gap is then Confidence.
+// the SecurityAgent and the PerformanceAgent). Catches a reply schema
+// (the reply is decoded from the JSON an agent prints), or an assessment,
+// that drops the area: the gap is then Confidence.
 func TestAgentAreaMakesSecurityAndPerformanceGaps(t *testing.T) {
 	w, n := fixture(t, "4_conflict")
 	n.Analyzed = slices.Sorted(slices.Values(n.Estimate))
-	reply := &AgentReply{Findings: []AgentFinding{
-		{Description: "the pool never bounds a client's open handles", Confidence: 0.5, Citations: []string{"pool/pool.go:8", "pool/pool.go:9"}, Area: "Security"},
-		{Description: "every Get scans the whole free list", Confidence: 0.5, Citations: []string{"pool/pool.go:8", "pool/pool.go:9"}, Area: "performance"},
-		{Description: "an area research does not know", Confidence: 0.5, Citations: []string{"pool/pool.go:8", "pool/pool.go:9"}, Area: "style"},
-	}}
+	// The reply as an agent prints it (its schema in the README).
+	reply, err := parseReply([]byte(`{"findings": [
+		{"description": "the pool never bounds a client's open handles", "confidence": 0.5, "citations": ["pool/pool.go:8", "pool/pool.go:9"], "area": "Security"},
+		{"description": "every Get scans the whole free list", "confidence": 0.5, "citations": ["pool/pool.go:8", "pool/pool.go:9"], "area": "performance"},
+		{"description": "an area research does not know", "confidence": 0.5, "citations": ["pool/pool.go:8", "pool/pool.go:9"], "area": "style"}
+	]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
 	part := w.fromReply(&n, reply)
 	for i := range part.Findings {
 		f := part.Findings[i]
