@@ -43,17 +43,22 @@ func (p *tab) submit(selector, path string) {
 	p.waitFor("the page after the click on "+selector, `!window.viewerClicked && document.readyState === 'complete' && location.pathname.endsWith(`+string(data)+`)`)
 }
 
+// patience bounds a wait for the outcome of a click (within the test's
+// context, which leaves the checks time to say why they fail).
+const patience = time.Minute
+
 // until polls check, every 50 milliseconds, until it returns nil, and
-// fails the test with its last error at ctx's deadline.
-func until(ctx context.Context, t *testing.T, what string, check func() error) {
+// fails the test with its last error after patience.
+func until(t *testing.T, what string, check func() error) {
 	t.Helper()
+	deadline := time.After(patience)
 	for {
 		err := check()
 		if err == nil {
 			return
 		}
 		select {
-		case <-ctx.Done():
+		case <-deadline:
 			t.Fatalf("%s: %v", what, err)
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -120,7 +125,7 @@ func TestChromiumDirAnswer(t *testing.T) {
 // Mutations caught: the form's generation not taken (the newest one
 // recorded instead), the form not posting (no record).
 func TestChromiumDirFork(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir, fdir := t.TempDir(), t.TempDir()
 	runLoop(t, checkpoint.NewDir(dir), "done", false)
@@ -149,7 +154,7 @@ func TestChromiumDirFork(t *testing.T) {
 	page.submit(`form#fork button[type=submit]`, "/session/done")
 	page.screenshot("dir-fork-requested.png")
 	var rec *view.ForkRecord
-	until(ctx, t, "the fork was not recorded", func() (err error) {
+	until(t, "the fork was not recorded", func() (err error) {
 		rec, err = view.ReadDirFork(fdir, "done-branch")
 		return err
 	})
@@ -167,7 +172,7 @@ func TestChromiumDirFork(t *testing.T) {
 // not taken (the old one recorded, or none: refused as not raising), the
 // form not posting (no record).
 func TestChromiumDirExtend(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir, edir := t.TempDir(), t.TempDir()
 	d := checkpoint.NewDir(dir)
@@ -188,7 +193,7 @@ func TestChromiumDirExtend(t *testing.T) {
 	page.submit(`form#extend button[type=submit]`, "/session/spent")
 	page.screenshot("dir-extend-requested.png")
 	var rec *view.ExtensionRecord
-	until(ctx, t, "the extension was not recorded", func() (err error) {
+	until(t, "the extension was not recorded", func() (err error) {
 		rec, err = view.ReadDirExtension(edir, "spent", c.Generation)
 		return err
 	})
@@ -217,9 +222,10 @@ func TestChromiumFleetCancel(t *testing.T) {
 	page.submit(`form#cancel button[type=submit]`, "/session/ticket-5")
 	// The fleet has the cancellation once Cancel returned; the page shows
 	// it once the checkpoint says so too: it is reloaded until then.
+	deadline := time.After(patience)
 	for !page.truth(`document.querySelector('#summary .status') && document.querySelector('#summary .status').textContent == 'cancelled' && !document.getElementById('cancel')`) {
 		select {
-		case <-ctx.Done():
+		case <-deadline:
 			var text string
 			page.eval(`document.body.innerText`, &text)
 			t.Fatalf("the page never showed the session cancelled:\n%s", text)
@@ -267,7 +273,7 @@ func TestChromiumFleetExtend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	until(ctx, t, "the fleet has no extension of the stop", func() error {
+	until(t, "the fleet has no extension of the stop", func() error {
 		s, err := f.Session(ctx, "thrifty")
 		if err == nil && !s.Extended {
 			err = errors.New("the session's stop is not extended")

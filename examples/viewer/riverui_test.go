@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestRiverUI guards issue 31, item 15: with --riverui a fleet's viewer
@@ -30,29 +29,11 @@ func TestRiverUI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	_, dbURL, schema := escalatedPlan(ctx, t, "ticket-7", "T-7", "", nil)
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	// The session's job, read from River's table: the test's own oracle,
-	// not the fleet's.
-	var jobID int64
-	var state string
+	jobID := completedJob(ctx, t, dbURL, schema, "ticket-7")
+	state := "completed"
 	jobOf := func() {
 		t.Helper()
-		if err := pool.QueryRow(ctx, `SELECT id, state::text FROM `+pgx.Identifier{schema, "river_job"}.Sanitize()+
-			` WHERE args->>'session' = 'ticket-7'`).Scan(&jobID, &state); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// The job completes once the worker let the escalated session go.
-	for jobOf(); state != "completed"; jobOf() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the escalated session's job stays %s", state)
-		case <-time.After(50 * time.Millisecond):
-		}
+		jobID, state = jobState(ctx, t, dbURL, schema, "ticket-7")
 	}
 	linkRE := regexp.MustCompile(`<tr class="link"><th>Job</th><td><a href="([^"]*)">job (\d+) in riverui \(([a-z]+)[^)]*\)</a></td></tr>`)
 
@@ -138,5 +119,39 @@ func TestRiverUI(t *testing.T) {
 	}
 	if jobOf(); state != "completed" {
 		t.Errorf("after the refused cross-site retry the job is %s, was completed", state)
+	}
+}
+
+// jobState returns the ID and the state of session's River job in the
+// fleet of schema, read from River's table: the tests' own oracle, not the
+// fleet's.
+func jobState(ctx context.Context, t *testing.T, dbURL, schema, session string) (id int64, state string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if err := conn.QueryRow(ctx, `SELECT id, state::text FROM `+pgx.Identifier{schema, "river_job"}.Sanitize()+
+		` WHERE args->>'session' = $1`, session).Scan(&id, &state); err != nil {
+		t.Fatal(err)
+	}
+	return id, state
+}
+
+// completedJob waits until the River job of session, escalated, is
+// completed (once its worker let it go) and returns its ID.
+func completedJob(ctx context.Context, t *testing.T, dbURL, schema, session string) int64 {
+	t.Helper()
+	for {
+		id, state := jobState(ctx, t, dbURL, schema, session)
+		if state == "completed" {
+			return id
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the escalated session's job stays %s", state)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
