@@ -16,7 +16,11 @@ import (
 // headless Chromium: it opens the session's page, types the answer into
 // the form and clicks its button; the session then resumes on a worker,
 // which the page shows holding it, and the page, following the session by
-// itself, reaches its end: converged, with the answer in its state.
+// itself, reaches its end: converged, with the answer in its state (the
+// fleet's result, read with Wait). It guards issue 31, item 13 (answer, a
+// fleet). Mutations caught: the form's POST not reaching fleet.Fleet.Reply
+// (the session never resumes), the answer altered on its way (another
+// answer in the worker and in the state).
 func TestChromiumFleetAnswer(t *testing.T) {
 	if _, err := exec.LookPath("chromium"); err != nil {
 		t.Skip("no headless Chromium: no chromium in PATH (Debian's chromium package)")

@@ -26,25 +26,21 @@ type spent struct {
 	Steps int `json:"steps"`
 }
 
-// TestFleetExtend guards issue 34, item 1 (the viewer's action over a
-// fleet): with --extend the page of a fleet's budget_exhausted session has
-// the extension form (none without it); its POST extends the session
-// through fleet.Fleet.Extend, a worker resumes it under the raised limits,
-// every counter kept, and the extension is recorded in the session; a
-// second, other extension of the same stop is refused (409), naming the
-// accepted one. Mutations caught: --extend not wired (no form); a second
-// extension of a stop taken as the first again (fleet.Extend's once per
-// stop: 303, not 409).
-func TestFleetExtend(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dbURL := serverURL(t)
+// thriftyFleet prepares, in a schema of its own on the test's server, a
+// fleet whose session "thrifty" (of the kind "spend": 100 tokens a step,
+// 300 at most) stopped at its budget after 3 steps, no worker left
+// running. start starts a worker of the fleet, which halt stops (at the
+// test's end otherwise). It returns the pool, the database's URL and the
+// schema.
+func thriftyFleet(ctx context.Context, t *testing.T) (pool *pgxpool.Pool, dbURL, schema string, start func() (kind *fleet.Kind[struct{}, spent], halt func())) {
+	t.Helper()
+	dbURL = serverURL(t)
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	schema := fmt.Sprintf("viewer_extend_%d", time.Now().UnixNano())
+	schema = fmt.Sprintf("viewer_extend_%d", time.Now().UnixNano())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -55,7 +51,7 @@ func TestFleetExtend(t *testing.T) {
 	// A fleet of its own for each phase, worked until stopped: the
 	// extension is posted while no worker runs, so that the second one
 	// meets the stop extended by the first, not a session moved on.
-	start := func() (*fleet.Kind[struct{}, spent], func()) {
+	start = func() (*fleet.Kind[struct{}, spent], func()) {
 		f, err := fleet.New(ctx, pool, fleet.Schema(schema), fleet.Poll(50*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
@@ -92,7 +88,22 @@ func TestFleetExtend(t *testing.T) {
 		t.Fatalf("premise: budget_exhausted after 3 steps: %v, %v", res, err)
 	}
 	halt()
+	return pool, dbURL, schema, start
+}
 
+// TestFleetExtend guards issue 34, item 1 (the viewer's action over a
+// fleet): with --extend the page of a fleet's budget_exhausted session has
+// the extension form (none without it); its POST extends the session
+// through fleet.Fleet.Extend, a worker resumes it under the raised limits,
+// every counter kept, and the extension is recorded in the session; a
+// second, other extension of the same stop is refused (409), naming the
+// accepted one. Mutations caught: --extend not wired (no form); a second
+// extension of a stop taken as the first again (fleet.Extend's once per
+// stop: 303, not 409).
+func TestFleetExtend(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	_, dbURL, schema, start := thriftyFleet(ctx, t)
 	form := regexp.MustCompile(`<form id="extend" method="post" action="\./thrifty/extend"><input type="hidden" name="token" value="([0-9a-f]+)"><input type="hidden" name="generation" value="(\d+)">`)
 	if _, body := fetch(t, server(t, "--db", dbURL, "--fleet-schema", schema)+"/session/thrifty"); form.MatchString(body) {
 		t.Error("an extension form without --extend")
@@ -121,7 +132,7 @@ func TestFleetExtend(t *testing.T) {
 	if code, body := post("900"); code != http.StatusConflict || !strings.Contains(body, "already extended to tokens 500") {
 		t.Errorf("a second, other extension of the same stop: %d %q, want 409 naming the accepted one", code, body)
 	}
-	kind, _ = start()
+	kind, _ := start()
 	res, err := kind.Wait(ctx, "thrifty")
 	if err != nil || res.Status != iterate.BudgetExhausted || res.State.Steps != 5 || res.Usage.Tokens != 500 ||
 		len(res.Extensions) != 1 || res.Extensions[0].To.Tokens != 500 {

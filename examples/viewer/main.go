@@ -3,7 +3,7 @@
 //
 //	viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR] [--fork-dir FDIR]
 //	viewer --db URL [--schema S]
-//	viewer --db URL --fleet-schema S [--answers] [--cancel] [--extend]
+//	viewer --db URL --fleet-schema S [--answers] [--cancel] [--extend] [--riverui]
 //
 // It answers only to requests for the loopback names, the address it
 // listens on and the names given with --host (repeatable): a request
@@ -41,6 +41,14 @@
 // session a form raising its limits (fleet.Fleet.Extend, committed before
 // the page says so); a worker then resumes the session under them, every
 // counter kept. Each stop is extended once.
+//
+// --riverui, with --fleet-schema, mounts riverui (riverqueue.com/riverui)
+// under /riverui/ for the fleet's jobs: their queues, attempts, errors and
+// retries, rather than a job console of the viewer's own. It is behind the
+// viewer's checks (the hosts it answers to, cross-origin requests refused,
+// loopback by default), and each session's page links to its job there.
+// riverui's own actions (cancel, retry or delete a job, pause a queue)
+// come with it: like the viewer's, it is off by default.
 package main
 
 import (
@@ -49,6 +57,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -58,6 +67,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"riverqueue.com/riverui"
 
 	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
@@ -86,6 +98,7 @@ type options struct {
 	answerDir, extendDir, forkDir      string
 	answers, allowRemote, cancel       bool
 	extend                             bool // --extend: a fleet's budgets
+	riverui                            bool // --riverui: a fleet's jobs
 	poll                               time.Duration
 	metrics                            metricList
 	hosts                              metricList // --host
@@ -138,6 +151,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 	fs.StringVar(&o.forkDir, "fork-dir", "", "with --dir, allow requesting a fork of a session from a kept generation: record each request, once, in `FDIR` for the host")
 	fs.BoolVar(&o.cancel, "cancel", false, "allow cancelling the fleet's sessions from the pages (needs --fleet-schema)")
 	fs.BoolVar(&o.extend, "extend", false, "allow raising the budget of the fleet's budget_exhausted sessions from the pages (needs --fleet-schema)")
+	fs.BoolVar(&o.riverui, "riverui", false, "mount riverui under "+riverPrefix+"/ for the fleet's jobs (queues, attempts, errors, retries, and riverui's\n"+
+		"actions on them), behind the viewer's host and origin checks, and link each session's page to its job (needs --fleet-schema)")
 	fs.BoolVar(&o.answers, "answers", false, "allow answering the fleet's escalations from the pages (needs --fleet-schema)")
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "listen on `host:port` (a loopback address unless --allow-remote)")
 	fs.BoolVar(&o.allowRemote, "allow-remote", false, "allow a non-loopback --addr (the viewer has no authentication)")
@@ -150,7 +165,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		"\"tests failing\"; planrunner: \"tasks done\", \"phases complete\"), or a count: gaps, gaps:KIND, tasks, failed tasks,\n"+
 		"tokens, cost, calls, duration. Without it: what each loop recorded as other than 0, and the gaps")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR] [--fork-dir FDIR] | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--cancel] [--extend] [--addr HOST:PORT] [--metric NAME]...\n\n")
+		fmt.Fprintf(stderr, "Usage: viewer --dir DIR [--answer-dir ADIR] [--extend-dir EDIR] [--fork-dir FDIR] | --db URL [--schema S] | --db URL --fleet-schema S [--answers] [--cancel] [--extend] [--riverui] [--addr HOST:PORT] [--metric NAME]...\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -163,7 +178,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, ready fun
 		fmt.Fprintf(stderr, "viewer: %v\nRun 'viewer --help' for usage.\n", err)
 		return exitUsage
 	}
-	if err := serve(ctx, o, stdout, ready); err != nil {
+	if err := serve(ctx, o, stdout, stderr, ready); err != nil {
 		fmt.Fprintf(stderr, "viewer: %v\n", err)
 		return exitError
 	}
@@ -185,6 +200,8 @@ func (o *options) check(rest []string) error {
 		return errors.New("--extend-dir and --fork-dir go with --dir")
 	case o.answerDir != "" && o.dir == "":
 		return errors.New("--answer-dir goes with --dir (a fleet's answers: --answers)")
+	case o.riverui && o.fleetSchema == "":
+		return errors.New("--riverui needs --fleet-schema: riverui shows a fleet's jobs")
 	case o.extend && o.fleetSchema == "":
 		return errors.New("--extend needs --fleet-schema (a directory's sessions: --extend-dir)")
 	case o.cancel && o.fleetSchema == "":
@@ -236,13 +253,18 @@ func hostsOf(addr string, extra []string) []string {
 	return append(hosts, extra...)
 }
 
-// serve builds the handler and serves it until ctx is done.
-func serve(ctx context.Context, o options, stdout io.Writer, ready func(string)) error {
+// riverPrefix is the path riverui is mounted under (--riverui).
+const riverPrefix = "/riverui"
+
+// serve builds the handler and serves it until ctx is done; riverui logs
+// to stderr.
+func serve(ctx context.Context, o options, stdout, stderr io.Writer, ready func(string)) error {
 	opts := []view.Option{view.Poll(o.poll), view.Hosts(hostsOf(o.addr, o.hosts)...)}
 	if len(o.metrics) > 0 {
 		opts = append(opts, view.Metrics(metricsOf(o.metrics)...))
 	}
 	var store view.Store
+	var jobs http.Handler // riverui, with --riverui
 	if o.dir != "" {
 		store = view.ReadOnly(checkpoint.NewDir(o.dir))
 		if o.answerDir != "" {
@@ -266,7 +288,12 @@ func serve(ctx context.Context, o options, stdout io.Writer, ready func(string))
 				return err
 			}
 			store = f.Store()
-			opts = append(opts, view.Extras(extras(f)), view.Title("fleet "+o.fleetSchema))
+			opts = append(opts, view.Extras(extras(f, o.riverui)), view.Title("fleet "+o.fleetSchema))
+			if o.riverui {
+				if jobs, err = riverUI(ctx, pool, o.fleetSchema, stderr); err != nil {
+					return err
+				}
+			}
 			if o.answers {
 				opts = append(opts, view.Answers(fleetAnswers{f}))
 			}
@@ -296,7 +323,15 @@ func serve(ctx context.Context, o options, stdout io.Writer, ready func(string))
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	var root http.Handler = h
+	if jobs != nil {
+		mux := http.NewServeMux()
+		mux.Handle(riverPrefix+"/", h.Guard(jobs))
+		mux.Handle(riverPrefix, h.Guard(jobs)) // riverui sends it on to riverPrefix+"/"
+		mux.Handle("/", h)
+		root = mux
+	}
+	srv := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "viewer: serving http://%s/\n", ln.Addr())
 	if ready != nil {
 		ready(ln.Addr().String())
@@ -315,8 +350,39 @@ func serve(ctx context.Context, o options, stdout io.Writer, ready func(string))
 	return err
 }
 
-// extras tells what f knows of its sessions: holder, kind, answered.
-func extras(f *fleet.Fleet) func(ctx context.Context) (map[string]view.Extra, error) {
+// riverUI returns riverui for the River jobs of the fleet in schema, its
+// background work started until ctx is done, logging warnings to stderr.
+func riverUI(ctx context.Context, pool *pgxpool.Pool, schema string, stderr io.Writer) (http.Handler, error) {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// A client that inserts and reads only (no queues): the fleet's
+	// workers run the jobs.
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: schema, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("riverui: %w", err)
+	}
+	h, err := riverui.NewHandler(&riverui.HandlerOpts{Endpoints: riverui.NewEndpoints(client, nil), Logger: log, Prefix: riverPrefix})
+	if err != nil {
+		return nil, fmt.Errorf("riverui: %w", err)
+	}
+	if err := h.Start(ctx); err != nil {
+		return nil, fmt.Errorf("riverui: %w", err)
+	}
+	return h, nil
+}
+
+// jobLink is the link of a session's page to its job in riverui, relative
+// to the viewer's root.
+func jobLink(s fleet.Session) view.Link {
+	text := fmt.Sprintf("job %d in riverui (%s", s.JobID, s.Job)
+	if s.Attempt > 0 {
+		text += fmt.Sprintf(", attempt %d", s.Attempt)
+	}
+	return view.Link{Label: "Job", Text: text + ")", URL: fmt.Sprintf("%s/jobs/%d", riverPrefix[1:], s.JobID)}
+}
+
+// extras tells what f knows of its sessions: holder, kind, answered, and
+// with jobs the link to each session's job in riverui.
+func extras(f *fleet.Fleet, jobs bool) func(ctx context.Context) (map[string]view.Extra, error) {
 	return func(ctx context.Context) (map[string]view.Extra, error) {
 		list, err := f.Sessions(ctx)
 		if err != nil {
@@ -329,6 +395,9 @@ func extras(f *fleet.Fleet) func(ctx context.Context) (map[string]view.Extra, er
 			e := view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status)}
 			if a := s.Answer; a != nil { // the newest accepted answer
 				e.Answers = []view.AnswerRecord{{Generation: a.Generation, Question: a.Question, Answer: a.Text, By: a.By, At: a.At}}
+			}
+			if jobs && s.JobID != 0 {
+				e.Links = []view.Link{jobLink(s)}
 			}
 			m[s.Name] = e
 		}

@@ -161,6 +161,9 @@ func TestUsage(t *testing.T) {
 		{"schema_with_dir", []string{"--dir", dir, "--schema", "s"}, "go with --db"},
 		{"answers_without_fleet", []string{"--db", "postgres://x", "--answers"}, "--answers needs --fleet-schema"},
 		{"extend_without_fleet", []string{"--dir", dir, "--extend"}, "--extend needs --fleet-schema"},
+		{"riverui_without_fleet", []string{"--db", "postgres://x", "--riverui"}, "--riverui needs --fleet-schema"},
+		// riverui keeps the viewer's loopback default.
+		{"riverui_every_interface", []string{"--db", "postgres://x", "--fleet-schema", "s", "--riverui", "--addr", ":8080"}, "not a loopback address"},
 		{"every_interface", []string{"--dir", dir, "--addr", ":8080"}, "listens on every interface, not a loopback address"},
 		{"remote", []string{"--dir", dir, "--addr", "192.0.2.1:80"}, "add --allow-remote"},
 		{"arguments", []string{"--dir", dir, "x"}, "unexpected arguments"},

@@ -203,6 +203,9 @@ type Session struct {
 	Job       string
 	Attempt   int
 	LastError string
+	// JobID is the ID of the session's River job, for a job console
+	// (riverui's page of the job); 0 when it has none.
+	JobID int64
 }
 
 // Queued is the [Session.Status] of a session that has not started.
@@ -294,7 +297,8 @@ const sessionsQuery = `
 		clock_timestamp(),
 		a.answer, coalesce(a.answered_by, ''), coalesce(a.question, ''), coalesce(a.iteration, 0), a.answered_at,
 		coalesce(a.generation, 0),
-		EXISTS (SELECT 1 FROM %[1]s.fleet_extensions e WHERE e.session = s.session AND e.generation = c.generation)
+		EXISTS (SELECT 1 FROM %[1]s.fleet_extensions e WHERE e.session = s.session AND e.generation = c.generation),
+		coalesce(s.job_id, 0)
 	FROM %[1]s.fleet_sessions s
 	LEFT JOIN LATERAL (SELECT * FROM %[1]s.checkpoints x WHERE x.session = s.session
 		ORDER BY x.generation DESC LIMIT 1) c ON true
@@ -318,7 +322,7 @@ func scanSession(row pgx.CollectableRow) (Session, error) {
 	var answerGen int64
 	if err := row.Scan(&s.Name, &s.Kind, &s.Submitted, &cancelled, &s.Answered, &status, &s.Reason, &iteration,
 		&s.Question, &saved, &s.Holder, &s.Job, &attempt, &s.LastError, &now,
-		&answer, &a.By, &a.Question, &answerIteration, &answeredAt, &answerGen, &s.Extended); err != nil {
+		&answer, &a.By, &a.Question, &answerIteration, &answeredAt, &answerGen, &s.Extended, &s.JobID); err != nil {
 		return s, err
 	}
 	if answer != nil {

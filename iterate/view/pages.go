@@ -500,6 +500,7 @@ type sessionPage struct {
 	ForksLink             string
 	Extra                 Extra
 	ExtrasErr             string
+	Links                 []Link // the host's (Extra.Links), as the page links them
 }
 
 // extrasOf returns the host's extras, nil without them.
@@ -713,6 +714,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		p.ExtrasErr = extrasErr.Error()
 	}
 	p.Extra, p.Extras = extras[name], h.extras != nil
+	p.Links = pageLinks(p.Extra.Links, "../")
 	if c.Status == string(iterate.Running) {
 		p.Holding = h.holding(name, p.Extra, h.extras != nil && extrasErr == nil)
 	}

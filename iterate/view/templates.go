@@ -102,6 +102,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- end}}</span></td></tr>
 {{- if .P.ExtrasErr}}<tr><th>Host</th><td class="err">{{.P.ExtrasErr}}</td></tr>{{end}}
 {{- with .P.Extra}}{{if .Kind}}<tr><th>Kind</th><td>{{.Kind}}</td></tr>{{end}}{{if .Holder}}<tr><th>Holder</th><td>{{.Holder}}</td></tr>{{end}}{{end}}
+{{- range .P.Links}}<tr class="link"><th>{{.Label}}</th><td><a href="{{.URL}}">{{.Text}}</a></td></tr>{{end}}
 <tr><th>Iterations</th><td>{{.P.C.Iteration}} ({{.P.TotalTasks}} tasks, {{.P.TotalFail}} failed)</td></tr>
 <tr><th>Generation</th><td>{{.P.C.Generation}}, saved {{.P.Saved}}{{if .P.C.Skipped}} <span class="err">(newer generations damaged and skipped: {{range $i, $g := .P.C.Skipped}}{{if $i}}, {{end}}{{$g}}{{end}})</span>{{end}}</td></tr>
 <tr><th>Started</th><td>{{.P.Started}}; last iteration ended {{.P.Last}}; {{.P.Elapsed}} in iterations</td></tr>

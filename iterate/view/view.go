@@ -213,6 +213,9 @@ type Extra struct {
 	// the store has no checkpoint of yet: a fleet's queued sessions
 	// (fleet.Queued) are listed with it.
 	Status string
+	// Links are the host's links about the session (a fleet's job in
+	// riverui), shown on its page.
+	Links []Link
 }
 
 // Extras sets a function that tells what the host knows of each session
@@ -365,13 +368,7 @@ func New(store Store, opts ...Option) (*Handler, error) {
 
 // ServeHTTP serves the pages.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	hd := w.Header()
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
-	hd.Set("X-Frame-Options", "DENY")
-	if !h.hostAllowed(r.Host) {
-		// DNS rebinding: another site's name resolving to this address.
-		http.Error(w, "this viewer does not answer to the host "+strconv.Quote(r.Host), http.StatusForbidden)
+	if !h.admit(w, r) {
 		return
 	}
 	h.mux.ServeHTTP(w, r)
