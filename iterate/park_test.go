@@ -297,3 +297,39 @@ func TestParkedNonFinite(t *testing.T) {
 		t.Errorf("question %q", res.Escalation.Question)
 	}
 }
+
+// TestParkAtWallTime guards parking at the wall-time limit, in fake time:
+// a loop whose iterations take 4 minutes under a 10-minute limit parks
+// after 2 (the third would exceed it), its question naming the time
+// spent; ExtendBudget to 20 minutes continues it to 5 iterations, 20
+// minutes, where it parks again: the day the question waited is not
+// spent. Mutations caught: the wall limit stopping the loop
+// (budget_exhausted), the wall time of the question's wait charged (it
+// parks at once after the extension).
+func TestParkAtWallTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := &checkpoint.Memory{}
+		slow := iterate.Func(func(_ context.Context, n int, _ iterate.Round) (int, error) {
+			time.Sleep(4 * time.Minute)
+			return n + 1, nil
+		})
+		eng := func(l budget.Limits) iterate.Engine[int] {
+			return iterate.New(slow, iterate.WithCheckpointer(store), iterate.WithMaxIterations(0),
+				iterate.WithBudget(l), iterate.WithParkAtLimit())
+		}
+		l10 := budget.Limits{Wall: 10 * time.Minute}
+		res, err := eng(l10).Run(ctx, 0)
+		if !errors.Is(err, iterate.ErrEscalated) || res.Iterations != 2 || res.Escalation.Parked == nil || res.Escalation.Parked.Reached != budget.Wall {
+			t.Fatalf("run: %v, %s after %d, escalation %+v; want parked at the wall limit after 2", err, res.Status, res.Iterations, res.Escalation)
+		}
+		if q := res.Escalation.Question; q != "8m0s of 10m0s of wall time spent after 2 iterations; extend the budget?" {
+			t.Errorf("question %q", q)
+		}
+		time.Sleep(24 * time.Hour) // the question waits a day
+		res, err = eng(l10).Resume(ctx, iterate.ExtendBudget(budget.Limits{Wall: 20 * time.Minute}, "dana"))
+		if !errors.Is(err, iterate.ErrEscalated) || res.Iterations != 5 || res.Usage.Wall != 20*time.Minute {
+			t.Fatalf("extended: %v, %s after %d, %v spent; want parked again after 5, 20m0s", err, res.Status, res.Iterations, res.Usage.Wall)
+		}
+	})
+}
