@@ -108,10 +108,12 @@
 // permission) is never started over: Run returns the error.
 //
 // Sessions live for days: [ExtendBudget] raises the budget of a session in
-// place, keeping every counter (a budget_exhausted session continues), and
-// [WithStateVersion] migrates the state of sessions saved before its type
-// changed, step by step, refusing a newer version with a
-// *StateVersionError. [WithQuestionDeadline] gives a question to a human a
+// place, keeping every counter (a budget_exhausted session continues);
+// with [WithParkAtLimit] a limit reached parks the loop with a question
+// ("195000 of 200000 tokens spent at coverage 0.72; extend the budget?")
+// that ExtendBudget answers. [WithStateVersion] migrates the state of
+// sessions saved before its type changed, step by step, refusing a newer
+// version with a *StateVersionError. [WithQuestionDeadline] gives a question to a human a
 // deadline saved with it: Resume sends a [QuestionReminder] when it is
 // due and, past the deadline, stops the session as [Expired] or continues
 // with the host's default answer; [ExtendDeadline] moves it.

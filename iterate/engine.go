@@ -423,7 +423,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 		var reservation budget.Reservation // zero: settles nothing (no limits)
 		if r.limited {
 			if ex := r.budget.Exhausted(); ex != 0 {
-				return r.stop(ctx, BudgetExhausted, "budget exhausted: "+ex.String()+" limit reached")
+				return r.atLimit(ctx, ex, "budget exhausted: "+ex.String()+" limit reached") // park.go
 			}
 			var warnings []budget.Warning
 			reservation, warnings, err = r.budget.Reserve(r.estimate())
@@ -431,7 +431,7 @@ func (r *run[S]) loop(ctx context.Context) (*Result[S], error) {
 				r.warn(n, "budget: "+w.String())
 			}
 			if err != nil {
-				return r.stop(ctx, BudgetExhausted, "budget exhausted: "+err.Error())
+				return r.atLimit(ctx, reachedOf(err), "budget exhausted: "+err.Error())
 			}
 		}
 

@@ -33,8 +33,9 @@ func (x Extension) String() string {
 // the limits to; by names who did (recorded with the session, and in
 // Result.Extensions). A session that stopped budget_exhausted continues in
 // the same session, keeping every counter (iterations, usage, history,
-// totals); a session that has not ended continues under the raised
-// limits.
+// totals); a session parked at its limit ([WithParkAtLimit]) takes it as
+// the answer to its question and continues the same way; a session that
+// has not ended continues under the raised limits.
 //
 // Every hard limit of to must be at least the session's (0, no limit,
 // raises any); the warning level and the warn-only resources must not

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 )
@@ -80,6 +81,9 @@ func TestRecordEncoderNonFiniteRoundTrip(t *testing.T) {
 		// level outside [0, 1]): encoding/json writes them.
 		d.Extensions = nil
 		n -= fillFloats(reflect.ValueOf(&Extension{}).Elem(), f)
+		// So are the limits of a question parked at them (WithParkAtLimit).
+		d.Escalation.Parked.Limits = budget.Limits{}
+		n -= fillFloats(reflect.ValueOf(&budget.Limits{}).Elem(), f)
 		if n < 19 {
 			t.Fatalf("only %d floats set", n)
 		}

@@ -155,6 +155,7 @@ type config struct {
 	keepBest     *keepBest // WithKeepBest; nil when off
 	deadline     Deadline  // WithQuestionDeadline's
 	crashBound   int       // WithCrashLoopBound's; 0 when off
+	park         bool      // WithParkAtLimit's
 
 	errs []error
 }
@@ -559,6 +560,7 @@ func (c *config) finish() error {
 	if c.checkpointer == nil && c.codecSet {
 		c.invalid("WithCodec", "has no effect without WithCheckpointer")
 	}
+	checkPark(c) // park.go
 	if err := converge.ValidateWindow(c.policy, c.window); err != nil {
 		c.errs = append(c.errs, &ConfigError{Option: "WithConvergence", Reason: "invalid policy", Err: err})
 	}

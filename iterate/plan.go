@@ -115,6 +115,11 @@ type Escalation struct {
 	RemindAt   time.Time           `json:"remind_at,omitzero"`
 	Reminded   time.Time           `json:"reminded,omitzero"`
 	Extensions []DeadlineExtension `json:"extensions,omitempty"`
+
+	// Parked is set when the loop parked at its budget's limit
+	// ([WithParkAtLimit]): the limit reached, the spend and the latest
+	// scores. An [ExtendBudget] answers the question.
+	Parked *Parked `json:"parked,omitempty"`
 }
 
 // feedback is synthesised, prioritised, length-bounded feedback for the next

@@ -844,6 +844,7 @@ func (j *jsonBuf) escalation(e *Escalation) {
 		j.str(e.Feedback)
 	}
 	j.deadline(e)
+	j.parked(e.Parked) // park.go
 	j.b = append(j.b, '}')
 }
 

@@ -86,8 +86,9 @@ func taskKey(t *Task) string {
 
 // steer is Resume's hook, after the settings check and before the
 // session goes on: it counts the crashes of the tasks in flight, refuses
-// ExtendDeadline of a session not escalated and handles an escalated
-// session's question without an answer (deadline.go). It returns the
+// ExtendDeadline of a session not escalated, handles an escalated
+// session's question without an answer (deadline.go) and the question of
+// a session parked at its budget's limit (park.go). It returns the
 // result to return, or nil to go on.
 func (r *run[S]) steer(ctx context.Context, status Status, reason string, rc *resumeConfig) (*Result[S], error) {
 	if err := checkQuestionOptions(status, rc); err != nil {
@@ -95,6 +96,9 @@ func (r *run[S]) steer(ctx context.Context, status Status, reason string, rc *re
 	}
 	if res, err := r.countCrashes(ctx, status); res != nil || err != nil {
 		return res, err
+	}
+	if status == Escalated && r.parked() {
+		return r.steerParked(ctx, reason, rc) // park.go
 	}
 	if status == Escalated && !rc.hasAnswer {
 		return r.unanswered(ctx, reason, rc)
@@ -198,8 +202,8 @@ func (r *run[S]) taskEnding(t *Task) {
 	}
 }
 
-// steerSettings appends the settings of WithQuestionDeadline and
-// WithCrashLoopBound, when set: sessions without them keep their
+// steerSettings appends the settings of WithQuestionDeadline,
+// WithCrashLoopBound and WithParkAtLimit, when set: sessions without them keep their
 // fingerprints.
 func steerSettings(c *config, s []setting) []setting {
 	if d, ok := deadlineSetting(c); ok {
@@ -207,6 +211,9 @@ func steerSettings(c *config, s []setting) []setting {
 	}
 	if c.crashBound > 0 {
 		s = append(s, setting{"crash-loop bound", strconv.Itoa(c.crashBound)})
+	}
+	if p, ok := parkSetting(c); ok { // park.go
+		s = append(s, p)
 	}
 	return s
 }

@@ -102,6 +102,8 @@
 //     any process with [Fleet.Extend]: once the request is committed, a
 //     worker resumes it under the raised limits ([iterate.ExtendBudget]),
 //     every counter kept. Each stop is extended once (*[ExtendError]).
+//     A session parked at its limit ([iterate.WithParkAtLimit]) shows as
+//     escalated; Fleet.Extend answers its question with the extension.
 //
 // # Fencing the loop's own side effects
 //

@@ -1,9 +1,10 @@
 package fleet
 
 // This file holds the fleet's side of budgets extended in place
-// (iterate.ExtendBudget): a session that stopped budget_exhausted is
-// continued, in the same session and by whichever worker picks it up, under
-// the limits an operator raised from any process.
+// (iterate.ExtendBudget): a session that stopped budget_exhausted, or
+// parked at its budget's limit (iterate.WithParkAtLimit), is continued, in
+// the same session and by whichever worker picks it up, under the limits
+// an operator raised from any process.
 
 import (
 	"context"
@@ -21,9 +22,10 @@ import (
 )
 
 var (
-	// ErrNotExhausted: the session did not stop at its budget (its
-	// newest checkpoint is not budget_exhausted), so there is nothing to
-	// extend.
+	// ErrNotExhausted: the session did not stop or park at its budget
+	// (its newest checkpoint is neither budget_exhausted nor escalated
+	// with a question of iterate.WithParkAtLimit), so there is nothing
+	// to extend.
 	ErrNotExhausted = errors.New("fleet: session not stopped at its budget")
 	// ErrExtended: the session's stop at its budget was extended already,
 	// with other limits or by someone else. Matched by every
@@ -56,21 +58,31 @@ func (e *ExtendError) Error() string {
 // Is reports whether target is ErrExtended.
 func (e *ExtendError) Is(target error) bool { return target == ErrExtended }
 
-// Extend raises the budget of a session that stopped budget_exhausted to
-// the limits to, in place, from any process; by names who asks (recorded
-// with the session's iterate.Extension). It returns once the request is
-// committed; a worker then resumes the session with
-// [iterate.ExtendBudget] and it goes on with every counter kept, until it
-// stops again ([Kind.Wait] waits for that stop, not the one extended).
+// Extend raises the budget of a session that stopped budget_exhausted,
+// or parked at its budget's limit ([iterate.WithParkAtLimit]: escalated,
+// its Escalation.Parked set), to the limits to, in place, from any
+// process; by names who asks (recorded with the session's
+// iterate.Extension). It returns once the request is committed; a worker
+// then resumes the session with [iterate.ExtendBudget] and it goes on
+// with every counter kept, until it stops or parks again ([Kind.Wait]
+// waits for that, not the stop extended).
+//
+// The extension of a parked session is the answer to its question: it
+// is recorded as one ([Fleet.Answers]: "extend the budget to tokens
+// 400", by by) and the worker resumes with it too ([iterate.WithAnswer]).
+// A parked session answered without an extension ([Fleet.Reply]) stops
+// budget_exhausted, and Extend can continue it then.
 //
 // Each stop is extended once: the same request again (same limits, same
 // by) is a no-op returning nil; another is an *[ExtendError] naming the
-// accepted one. A session that is not budget_exhausted gives an error
-// matching [ErrNotExhausted] (a session still running is extended when it
-// stops); a cancelled one, [ErrCancelled]; limits that lower one of the
-// session's hard limits or raise none, or invalid limits, an error
-// matching [budget.ErrInvalidLimits]. The warning level and the
-// warn-only resources are the session's: to's are ignored.
+// accepted one. A parked question answered already refuses an extension
+// with an *[AnswerError] matching [ErrAnswered]. A session neither
+// budget_exhausted nor parked gives an error matching [ErrNotExhausted]
+// (a session still running is extended when it stops); a cancelled one,
+// [ErrCancelled]; limits that lower one of the session's hard limits or
+// raise none, or invalid limits, an error matching
+// [budget.ErrInvalidLimits]. The warning level and the warn-only
+// resources are the session's: to's are ignored.
 func (f *Fleet) Extend(ctx context.Context, session string, to budget.Limits, by string) error {
 	if err := to.Validate(); err != nil {
 		return fmt.Errorf("fleet: extending session %q: %w", session, err)
@@ -90,12 +102,17 @@ func (f *Fleet) Extend(ctx context.Context, session string, to budget.Limits, by
 		if err != nil {
 			return fmt.Errorf("fleet: extending session %q: %w", session, err)
 		}
-		if st := iterate.Status(c.Status); st != iterate.BudgetExhausted {
+		st := iterate.Status(c.Status)
+		if st != iterate.BudgetExhausted && st != iterate.Escalated {
 			return errf(ErrNotExhausted, "cannot extend session %q: it is %s, not %s", session, st, iterate.BudgetExhausted)
 		}
 		r, err := iterate.Inspect(c)
 		if err != nil {
 			return fmt.Errorf("fleet: extending session %q: %w", session, err)
+		}
+		parked := st == iterate.Escalated && r.Escalation != nil && r.Escalation.Parked != nil
+		if st == iterate.Escalated && !parked {
+			return errf(ErrNotExhausted, "cannot extend session %q: it is escalated with a question, not parked at its budget", session)
 		}
 		to.WarnAt, to.WarnOnly = r.Limits.WarnAt, r.Limits.WarnOnly
 		if err := raisesSome(r.Limits, to); err != nil {
@@ -129,6 +146,11 @@ func (f *Fleet) Extend(ctx context.Context, session string, to budget.Limits, by
 				return nil // the same request again
 			}
 			return &ExtendError{Session: session, Accepted: acc}
+		}
+		if parked {
+			if err := f.answerParked(ctx, tx, c, to, by); err != nil {
+				return err
+			}
 		}
 		if jobID != nil {
 			// A job still completing is not touched: the workers'
@@ -189,4 +211,38 @@ func limitsText(l budget.Limits) string {
 		return "no limits"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// answerParked records the extension to of a parked session, whose
+// newest checkpoint is c, as the answer to its question (in tx, as
+// Fleet.Reply would): the worker resumes with both.
+func (f *Fleet) answerParked(ctx context.Context, tx pgx.Tx, c *checkpoint.Checkpoint, to budget.Limits, by string) error {
+	text := "extend the budget to " + limitsText(to)
+	var inserted bool
+	var acc Answer
+	var accIteration int64
+	err := tx.QueryRow(ctx, `WITH ins AS (
+			INSERT INTO `+f.table("fleet_answers")+` (session, generation, iteration, question, answer, answered_by)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (session, generation) DO NOTHING
+			RETURNING answer, answered_by, question, iteration, answered_at)
+		SELECT true, * FROM ins
+		UNION ALL
+		SELECT false, answer, answered_by, question, iteration, answered_at FROM `+f.table("fleet_answers")+`
+		WHERE session = $1 AND generation = $2 AND NOT EXISTS (SELECT 1 FROM ins)`,
+		c.Session, int64(c.Generation), int64(c.Iteration), c.Question, text, by).
+		Scan(&inserted, &acc.Text, &acc.By, &acc.Question, &accIteration, &acc.At)
+	if err != nil {
+		return fmt.Errorf("fleet: extending session %q: answering its question: %w", c.Session, err)
+	}
+	if !inserted {
+		acc.Iteration, acc.Generation, acc.At = int(accIteration), c.Generation, acc.At.UTC()
+		return &AnswerError{Session: c.Session, Err: ErrAnswered, Status: iterate.Escalated,
+			Question: c.Question, Iteration: c.Iteration, Accepted: &acc}
+	}
+	if _, err := tx.Exec(ctx, `UPDATE `+f.table("fleet_sessions")+`
+		SET answer = $2, answer_generation = $3, answered_at = $4 WHERE session = $1`,
+		c.Session, text, int64(c.Generation), acc.At); err != nil {
+		return fmt.Errorf("fleet: extending session %q: answering its question: %w", c.Session, err)
+	}
+	return nil
 }

@@ -325,12 +325,10 @@ func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) (err error
 	}
 	j := &job{jobArgs: rj.Args, row: row, latest: latest, lease: &leaseInfo{session: session}}
 	if latest != nil {
-		if latest.status.Final() {
-			if latest.status != iterate.BudgetExhausted || latest.extension == nil {
-				return nil // ended already, durably
-			}
-			j.extension = latest.extension // extend.go
+		if latest.status.Final() && (latest.status != iterate.BudgetExhausted || latest.extension == nil) {
+			return nil // ended already, durably
 		}
+		j.extension = latest.extension // extend.go: a stop at the budget, or a park there, extended
 		if latest.status == iterate.Escalated {
 			if row.answerGeneration != latest.generation || row.answer == nil {
 				// Parked until answered, or until its question is due
