@@ -123,6 +123,13 @@
 //     hold it, where a save that locked the row first (as this package
 //     once did) held it, and so blocked renewals, for its whole length.
 //
+// Two calls save a round trip each for a host that runs sessions by the
+// thousand (a fleet's worker): [Store.LockLoad] takes the lease and loads
+// the newest checkpoint under it in one round trip (and runs the caller's
+// own queries beside, such as reading its row of the session), and
+// [Store.SaveRelease], for a run's last save, gives the lease back in the
+// save's transaction: its check is then the update that frees the row.
+//
 // A renewal may take as long as the lease has left. A Store counts its
 // lease lost when a renewal finds it expired or taken over, or when
 // renewals have failed for a whole lease (counted from when the last good

@@ -58,26 +58,13 @@ type retention struct {
 	maxBytes int64
 }
 
-// pruneSQL returns the statements of a save that delete the generations
-// its retention does not keep, from the table named table: byKeep (its
-// arguments: the session, and Keep-1) unless every generation is kept,
-// byBytes (the session, and the byte limit) under a size limit; "" for a
-// statement not needed. Both run after the insert, in its transaction, so
-// that the newest generation is the one just saved.
-func (r retention) pruneSQL(table string) (byKeep, byBytes string) {
-	// The best generation that the newest names, when it is protected.
-	best := ""
-	if r.best {
-		best = ` AND generation <> (SELECT best_generation FROM ` + table + ` WHERE session = $1
-			ORDER BY generation DESC LIMIT 1)`
-	}
-	if !r.all {
-		// Keep the newest Keep rows, whatever the gaps between their
-		// generations.
-		byKeep = `DELETE FROM ` + table + ` WHERE session = $1 AND generation < (
-			SELECT generation FROM ` + table + ` WHERE session = $1
-			ORDER BY generation DESC OFFSET $2 LIMIT 1)` + best
-	}
+// pruneBytesSQL returns the statement of a save that deletes, under a
+// size limit, the generations its retention does not keep, from the table
+// named table (its arguments: the session, and the byte limit), "" without
+// a limit. It runs after the insert, in its transaction, so that the
+// newest generation is the one just saved. (The pruning by Keep is part
+// of the insert's statement: see Store.prepareSQL.)
+func (r retention) pruneBytesSQL(table string) (byBytes string) {
 	if r.maxBytes > 0 {
 		// Oldest first, each generation that is not protected is deleted
 		// while what remains of the session exceeds the limit: while the
@@ -99,7 +86,7 @@ func (r retention) pruneSQL(table string) (byKeep, byBytes string) {
 			DELETE FROM ` + table + ` WHERE session = $1 AND generation IN (
 				SELECT generation FROM ranked WHERE NOT protected AND total - before > $2::bigint)`
 	}
-	return byKeep, byBytes
+	return byBytes
 }
 
 // envelopeColumns are the columns of a checkpoint's envelope, in the order

@@ -19,9 +19,10 @@ type lease struct {
 	session string
 	token   uint64
 
-	mu       sync.Mutex
-	lost     bool          // expired, taken over or not renewable: saves are fenced
-	lostChan chan struct{} // closed when lost: cancels the saves in flight
+	mu        sync.Mutex
+	lost      bool          // expired, taken over or not renewable: saves are fenced
+	releasing bool          // a SaveRelease is in flight: a renewal that finds the row released is no loss
+	lostChan  chan struct{} // closed when lost: cancels the saves in flight
 
 	stop chan struct{} // closed by release
 	done chan struct{} // closed when the renewal goroutine returns
@@ -37,6 +38,20 @@ func (l *lease) isLost() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.lost
+}
+
+// setReleasing marks (or unmarks) l as being given back by a SaveRelease.
+func (l *lease) setReleasing(on bool) {
+	l.mu.Lock()
+	l.releasing = on
+	l.mu.Unlock()
+}
+
+// isReleasing reports whether a SaveRelease of l is in flight.
+func (l *lease) isReleasing() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.releasing
 }
 
 func (l *lease) lose() {
@@ -94,16 +109,7 @@ func (s *Store) Lock(ctx context.Context, session string) (token uint64, release
 	for attempt := 0; ; attempt++ {
 		err = s.acquired(ctx, func(conn *pgxpool.Conn) error {
 			sent = time.Now() // a connection at hand: the lease starts after this
-			return conn.QueryRow(ctx, `
-			INSERT INTO `+s.table("leases")+` AS l (session, holder, token, expires_at)
-			VALUES ($1, $2,
-				(SELECT coalesce(max(token), 0) + 1 FROM `+s.table("checkpoints")+` WHERE session = $1),
-				clock_timestamp() + $3 * interval '1 microsecond')
-			ON CONFLICT (session) DO UPDATE
-				SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at,
-					acquired_at = clock_timestamp(), renewed_at = clock_timestamp()
-				WHERE l.holder = '' OR l.expires_at <= clock_timestamp()
-			RETURNING token`, session, s.holder, s.lease.Microseconds()).Scan(&t)
+			return conn.QueryRow(ctx, s.lockSQL(), session, s.holder, s.lease.Microseconds()).Scan(&t)
 		})
 		if err == nil {
 			break
@@ -122,7 +128,30 @@ func (s *Store) Lock(ctx context.Context, session string) (token uint64, release
 			return 0, nil, &checkpoint.LockedError{Session: session, Holder: holder}
 		}
 	}
-	l := &lease{session: session, token: uint64(t), lostChan: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+	l := s.hold(session, uint64(t), sent)
+	return l.token, func() error { return s.release(l) }, nil
+}
+
+// lockSQL is the statement that takes a session's lease (its arguments:
+// the session, this Store's holder name and the lease in microseconds): it
+// returns the new token, or no row when the lease is live.
+func (s *Store) lockSQL() string {
+	return `
+			INSERT INTO ` + s.table("leases") + ` AS l (session, holder, token, expires_at)
+			VALUES ($1, $2,
+				(SELECT coalesce(max(token), 0) + 1 FROM ` + s.table("checkpoints") + ` WHERE session = $1),
+				clock_timestamp() + $3 * interval '1 microsecond')
+			ON CONFLICT (session) DO UPDATE
+				SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at,
+					acquired_at = clock_timestamp(), renewed_at = clock_timestamp()
+				WHERE l.holder = '' OR l.expires_at <= clock_timestamp()
+			RETURNING token`
+}
+
+// hold records the lease on session with token that this Store has just
+// taken (its query sent at sent), and starts renewing it.
+func (s *Store) hold(session string, token uint64, sent time.Time) *lease {
+	l := &lease{session: session, token: token, lostChan: make(chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 	s.mu.Lock()
 	if s.locks == nil {
 		s.locks = make(map[string]*lease)
@@ -133,7 +162,87 @@ func (s *Store) Lock(ctx context.Context, session string) (token uint64, release
 	s.locks[session] = l
 	s.mu.Unlock()
 	go s.renewLoop(l, sent)
-	return l.token, func() error { return s.release(l) }, nil
+	return l
+}
+
+// LockLoad takes the session's lease, as [Store.Lock] does, and loads its
+// newest checkpoint under it, as [Store.Load] does, in one round trip and
+// one transaction: c is nil when the session has no checkpoint. The
+// queries of also, if any, run in the same round trip and transaction,
+// after the load, whether the lease was taken or not; their callbacks
+// (set with their QueryRow, Query or Exec) are called with their results
+// before LockLoad returns.
+//
+// A live lease gives a *[checkpoint.LockedError], as Lock does (then
+// nothing is loaded). On any other error the lease is not held: given
+// back if it was taken. The lease is held as one Lock took it: renewed
+// until release is called (or [Store.SaveRelease] gives it back).
+func (s *Store) LockLoad(ctx context.Context, session string, also ...*pgx.QueuedQuery) (token uint64, release func() error, c *checkpoint.Checkpoint, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, nil, err
+	}
+	if err := checkpoint.ValidateSession(session); err != nil {
+		return 0, nil, nil, err
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return 0, nil, nil, wrap(ctx, "locking", session, err)
+	}
+	sent := time.Now() // a connection at hand: the lease starts after this
+	var b pgx.Batch
+	b.Queue(s.lockSQL(), session, s.holder, s.lease.Microseconds())
+	// Loaded only under the lease just taken (or one this Store held
+	// already, which Lock refuses): a session held elsewhere is not read.
+	b.Queue(`SELECT `+envelopeColumns+`, engine, state FROM `+s.table("checkpoints")+`
+		WHERE session = $1 AND EXISTS (SELECT 1 FROM `+s.table("leases")+`
+			WHERE session = $1 AND holder = $2 AND expires_at > clock_timestamp())
+		ORDER BY generation DESC LIMIT 1`, session, s.holder)
+	b.QueuedQueries = append(b.QueuedQueries, also...)
+	br := conn.SendBatch(ctx, &b)
+	var t int64
+	lockErr := br.QueryRow().Scan(&t)
+	c = &checkpoint.Checkpoint{Session: session}
+	var e envelope
+	loadErr := br.QueryRow().Scan(append(e.dest(c), &c.Engine, &c.State)...)
+	err = br.Close() // the callbacks of also
+	releaseAfter(conn, len(c.Engine)+len(c.State))
+	taken := lockErr == nil
+	switch {
+	case lockErr != nil && !errors.Is(lockErr, pgx.ErrNoRows):
+		err = lockErr
+	case loadErr != nil && !errors.Is(loadErr, pgx.ErrNoRows):
+		err = loadErr
+	}
+	if err != nil {
+		if taken {
+			// Committed or not: given back either way.
+			s.release(s.hold(session, uint64(t), sent))
+		}
+		return 0, nil, nil, wrap(ctx, "locking", session, err)
+	}
+	if !taken {
+		// Held, or released meanwhile: as Lock and Load, apart.
+		token, release, err = s.Lock(ctx, session)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		c, err = s.Load(ctx, session)
+		if errors.Is(err, checkpoint.ErrNotFound) {
+			return token, release, nil, nil
+		}
+		if err != nil {
+			release()
+			return 0, nil, nil, err
+		}
+		return token, release, c, nil
+	}
+	l := s.hold(session, uint64(t), sent)
+	if errors.Is(loadErr, pgx.ErrNoRows) {
+		c = nil
+	} else {
+		e.fill(c)
+	}
+	return l.token, func() error { return s.release(l) }, c, nil
 }
 
 // renewLoop renews l every renewal interval until it is released or lost.
@@ -175,7 +284,9 @@ func (s *Store) renewLoop(l *lease, taken time.Time) {
 		case err == nil && ok:
 			last = sent
 		case err == nil && !ok:
-			l.lose() // expired, released behind our back or taken over
+			if !l.isReleasing() {
+				l.lose() // expired, released behind our back or taken over
+			}
 			return
 		case time.Since(last) >= s.lease:
 			// The lease may have run out while renewals failed.
@@ -231,6 +342,21 @@ func (s *Store) release(l *lease) error {
 		}
 	})
 	return l.err
+}
+
+// released forgets l, given back by a SaveRelease: its renewals stop and
+// its release function does nothing more.
+func (s *Store) released(l *lease) {
+	l.once.Do(func() {
+		close(l.stop)
+		<-l.done
+		l.lose()
+		s.mu.Lock()
+		if s.locks[l.session] == l {
+			delete(s.locks, l.session)
+		}
+		s.mu.Unlock()
+	})
 }
 
 // Close releases every lease this Store still holds, as their release

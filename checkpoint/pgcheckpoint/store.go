@@ -52,9 +52,9 @@ type Store struct {
 	noMigrate        bool          // Migrate(false): only check the schema's version
 	migrationTimeout time.Duration // for each lock New waits for to migrate
 
-	// The statements of a save (see prepareSQL); sqlPrune and
-	// sqlPruneBytes are empty when the retention does not need them.
-	sqlSettings, sqlInsert, sqlPrune, sqlPruneBytes, sqlFence string
+	// The statements of a save (see prepareSQL); sqlPruneBytes is empty
+	// when the retention does not need it.
+	sqlSettings, sqlInsert, sqlPruneBytes, sqlFence, sqlFenceRelease string
 
 	// hook, set by tests only, is called by each save with the connection
 	// it runs on and its pipeline, after the insert and the pruning are
@@ -267,6 +267,27 @@ var (
 // Generations and tokens are stored as bigint: a generation above
 // math.MaxInt64 is refused with an error.
 func (s *Store) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	return s.save(ctx, c, false)
+}
+
+// SaveRelease saves c as [Store.Save] does and gives back the lease of
+// c.Token in the same transaction, as its release function would right
+// after the save, in one round trip: for the last save of a run. c must
+// be fenced (its Token that of a lease this Store holds; a c with Token 0
+// is refused). Once it returns nil the lease is free, its renewals have
+// stopped and its release function does nothing; a later save with its
+// token is fenced. On an error the lease is held as before, unless the
+// error says it was lost (a *[checkpoint.FencedError]) — or the
+// transaction committed and its answer was lost, when a later save is
+// fenced.
+func (s *Store) SaveRelease(ctx context.Context, c *checkpoint.Checkpoint) error {
+	if c != nil && c.Token == 0 {
+		return fmt.Errorf("pgcheckpoint: SaveRelease of session %q without a token: no lease to give back", c.Session)
+	}
+	return s.save(ctx, c, true)
+}
+
+func (s *Store) save(ctx context.Context, c *checkpoint.Checkpoint, release bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -305,12 +326,24 @@ func (s *Store) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
 			}
 		}()
 	}
+	if release {
+		// A renewal that finds the row given back by this save is no
+		// loss (see renewLoop).
+		held.setReleasing(true)
+	}
 	var err error
 	for attempt := 0; ; attempt++ {
-		err = s.write(sctx, c)
+		err = s.write(sctx, c, release)
 		// Another save took the generation first: take the next.
 		if !errors.Is(err, errGenerationTaken) || attempt == 10 {
 			break
+		}
+	}
+	if release {
+		if err == nil {
+			s.released(held)
+		} else {
+			held.setReleasing(false)
 		}
 	}
 	switch cause := context.Cause(sctx); {
@@ -340,7 +373,9 @@ var (
 // write runs a save's transaction: a pipeline of its statements, sent at
 // once, which the server runs as one implicit transaction, committed at the
 // pipeline's end or rolled back at its first error.
-func (s *Store) write(ctx context.Context, c *checkpoint.Checkpoint) error {
+//
+// With release, the fencing check also gives the lease back.
+func (s *Store) write(ctx context.Context, c *checkpoint.Checkpoint, release bool) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -351,12 +386,13 @@ func (s *Store) write(ctx context.Context, c *checkpoint.Checkpoint) error {
 	b.Queue(s.sqlSettings, s.saveSettings(ctx))
 	const insert = 1
 	// Origin.Generation, any uint64, is stored as its bits in a bigint.
-	b.Queue(s.sqlInsert, c.Session, int64(c.Generation), int64(c.Token), c.Status, c.Reason, int64(c.Iteration),
-		t, int32(c.Time.Nanosecond()%1000), c.Question, c.Fingerprint, c.Engine, c.State,
-		int64(c.BestGeneration), c.Origin.Session, int64(c.Origin.Generation))
-	if s.sqlPrune != "" {
-		b.Queue(s.sqlPrune, c.Session, s.keep-1)
+	args := []any{c.Session, int64(c.Generation), int64(c.Token), c.Status, c.Reason, int64(c.Iteration),
+		t, int32(c.Time.Nanosecond() % 1000), c.Question, c.Fingerprint, c.Engine, c.State,
+		int64(c.BestGeneration), c.Origin.Session, int64(c.Origin.Generation)}
+	if s.keep > 1 && !s.retain.all {
+		args = append(args, int64(s.keep-2)) // $16: see prepareSQL
 	}
+	b.Queue(s.sqlInsert, args...)
 	if s.sqlPruneBytes != "" {
 		b.Queue(s.sqlPruneBytes, c.Session, s.retain.maxBytes)
 	}
@@ -366,7 +402,11 @@ func (s *Store) write(ctx context.Context, c *checkpoint.Checkpoint) error {
 	fence := -1
 	if c.Token != 0 {
 		fence = b.Len()
-		b.Queue(s.sqlFence, c.Session, s.holder, int64(c.Token))
+		sql := s.sqlFence
+		if release {
+			sql = s.sqlFenceRelease
+		}
+		b.Queue(sql, c.Session, s.holder, int64(c.Token))
 	}
 	br := conn.SendBatch(ctx, &b)
 	for i := range b.Len() {
@@ -430,13 +470,30 @@ func (s *Store) prepareSQL() {
 	// The generation is computed in the insert, from the newest stored;
 	// a save that races another for it fails on the primary key, and
 	// Save tries again.
-	s.sqlInsert = `INSERT INTO ` + s.table("checkpoints") + `
+	insert := `INSERT INTO ` + s.table("checkpoints") + `
 		(session, generation, token, status, reason, iteration, time, time_ns, question, fingerprint, engine, state,
 			best_generation, origin_session, origin_generation)
 		SELECT $1::text, greatest($2::bigint, coalesce(max(generation), 0) + 1), $3::bigint, $4::text, $5::text, $6::bigint,
 			$7::timestamptz, $8::integer, $9::text, $10::text, $11::bytea, $12::bytea, $13::bigint, $14::text, $15::bigint
 		FROM ` + s.table("checkpoints") + ` WHERE session = $1::text`
-	s.sqlPrune, s.sqlPruneBytes = s.retain.pruneSQL(s.table("checkpoints"))
+	s.sqlInsert = insert
+	s.sqlPruneBytes = s.retain.pruneBytesSQL(s.table("checkpoints"))
+	if !s.retain.all {
+		// The pruning by Keep, in the insert's statement: the insert as
+		// a WITH, whose row the DELETE does not see (one snapshot), so
+		// that it keeps the newest Keep-1 of the older generations ($16
+		// is Keep-2), all older ones under Keep(1); and the best
+		// generation the new one names ($13), when protected.
+		prune := `DELETE FROM ` + s.table("checkpoints") + ` WHERE session = $1::text`
+		if s.keep > 1 {
+			prune += ` AND generation < (SELECT generation FROM ` + s.table("checkpoints") + `
+				WHERE session = $1::text ORDER BY generation DESC OFFSET $16::bigint LIMIT 1)`
+		}
+		if s.retain.best {
+			prune += ` AND generation <> $13::bigint`
+		}
+		s.sqlInsert = `WITH inserted AS (` + insert + ` RETURNING generation) ` + prune
+	}
 	// The fencing check: it locks the lease row if it still names this
 	// Store with the token and has not expired, and divides by zero (so
 	// failing, and rolling the transaction back) if not. The lock, held
@@ -446,6 +503,13 @@ func (s *Store) prepareSQL() {
 		SELECT 1 FROM ` + s.table("leases") + `
 		WHERE session = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp()
 		FOR NO KEY UPDATE) l`
+	// SaveRelease's: the same check, whose lock is the update that gives
+	// the lease back (as release does) in the same transaction.
+	s.sqlFenceRelease = `WITH l AS (
+		UPDATE ` + s.table("leases") + ` SET holder = '', expires_at = clock_timestamp()
+		WHERE session = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp()
+		RETURNING 1)
+		SELECT 1 / count(*)::integer FROM l`
 }
 
 // fenced returns the *FencedError of a save of c that this Store cannot

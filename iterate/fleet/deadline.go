@@ -48,12 +48,14 @@ func parkUntil(due time.Time) (now bool, err error) {
 }
 
 // questionDueNow is parkUntil for a delivery that finds its session
-// escalated and unanswered: only then does it read the newest checkpoint
-// (state included) for the question's deadline.
-func (f *Fleet) questionDueNow(ctx context.Context, session string) (bool, error) {
-	c, err := f.store.Load(ctx, session)
-	if err != nil {
-		return false, fmt.Errorf("fleet: reading the question of session %q: %w", session, err)
+// escalated and unanswered, by the question's deadline in c, the newest
+// checkpoint the delivery loaded (read again if nil).
+func (f *Fleet) questionDueNow(ctx context.Context, session string, c *checkpoint.Checkpoint) (bool, error) {
+	if c == nil {
+		var err error
+		if c, err = f.store.Load(ctx, session); err != nil {
+			return false, fmt.Errorf("fleet: reading the question of session %q: %w", session, err)
+		}
 	}
 	due, _ := questionDue(c)
 	return parkUntil(due)

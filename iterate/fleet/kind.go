@@ -417,12 +417,12 @@ func (k *Kind[A, S]) run(ctx context.Context, j *job) (stopped, error) {
 	case j.latest == nil:
 		// Run refuses, under the lease, a session that another delivery
 		// started meanwhile: then it is resumed.
-		res, err = newEngine(&jobStore{Store: k.f.store, lease: j.lease, fresh: true}).Run(ctx, loop.Initial)
+		res, err = newEngine(&jobStore{Store: k.f.store, lease: j.lease, held: j.held, fresh: true}).Run(ctx, loop.Initial)
 		if errors.Is(err, errStarted) {
-			res, err = newEngine(&jobStore{Store: k.f.store, lease: j.lease}).Resume(ctx, j.resumeOpts()...)
+			res, err = newEngine(&jobStore{Store: k.f.store, lease: j.lease, held: j.held}).Resume(ctx, j.resumeOpts()...)
 		}
 	default:
-		res, err = newEngine(&jobStore{Store: k.f.store, lease: j.lease}).Resume(ctx, j.resumeOpts()...)
+		res, err = newEngine(&jobStore{Store: k.f.store, lease: j.lease, held: j.held}).Resume(ctx, j.resumeOpts()...)
 	}
 	var sc *iterate.SettingsChangedError
 	if errors.As(err, &sc) && loop.allows(sc.Changes) {
@@ -430,7 +430,7 @@ func (k *Kind[A, S]) run(ctx context.Context, j *job) (stopped, error) {
 		// loop's settings, as the kind allows.
 		k.f.cfg.log.Info("fleet: continuing a session under changed settings", zap.String("session", j.Session),
 			zap.Strings("changes", sc.Changes))
-		res, err = newEngine(&jobStore{Store: k.f.store, lease: j.lease}).Resume(ctx,
+		res, err = newEngine(&jobStore{Store: k.f.store, lease: j.lease, held: j.held}).Resume(ctx,
 			append(j.resumeOpts(), iterate.AllowSettingsChange())...)
 	}
 	if res == nil {

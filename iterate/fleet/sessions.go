@@ -249,41 +249,58 @@ type head struct {
 	extension *Extension
 }
 
-// sessionHead reads the fleet's row of session and the head of its newest
-// checkpoint (nil without one), in one statement.
-func (f *Fleet) sessionHead(ctx context.Context, session string) (sessionRow, *head, error) {
-	var r sessionRow
-	var gen, cgen *int64
-	var status, extBy *string
-	var extLimits []byte
-	err := f.pool.QueryRow(ctx, `SELECT s.kind, s.args, s.job_id, s.cancelled_at IS NOT NULL, s.answer, s.answer_generation,
+// sessionHead is the query of the fleet's row of session and the head of
+// its newest checkpoint, in one statement, for [pgcheckpoint.Store.LockLoad]
+// to run in its round trip: its callback fills h.
+func (f *Fleet) sessionHead(session string, h *headResult) *pgx.QueuedQuery {
+	q := &pgx.QueuedQuery{SQL: `SELECT s.kind, s.args, s.job_id, s.cancelled_at IS NOT NULL, s.answer, s.answer_generation,
 			c.generation, c.status, e.limits, e.extended_by
-		FROM `+f.table("fleet_sessions")+` s
-		LEFT JOIN LATERAL (SELECT generation, status FROM `+f.table("checkpoints")+` x
+		FROM ` + f.table("fleet_sessions") + ` s
+		LEFT JOIN LATERAL (SELECT generation, status FROM ` + f.table("checkpoints") + ` x
 			WHERE x.session = s.session ORDER BY x.generation DESC LIMIT 1) c ON true
-		LEFT JOIN `+f.table("fleet_extensions")+` e ON e.session = s.session AND e.generation = c.generation
-		WHERE s.session = $1`, session).
-		Scan(&r.kind, &r.args, &r.jobID, &r.cancelled, &r.answer, &gen, &cgen, &status, &extLimits, &extBy)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, nil, errf(ErrUnknownSession, "unknown session %q", session)
-	}
-	if err != nil {
-		return r, nil, fmt.Errorf("fleet: reading session %q: %w", session, err)
-	}
-	if gen != nil {
-		r.answerGeneration = uint64(*gen)
-	}
-	if cgen == nil || status == nil {
-		return r, nil, nil
-	}
-	h := &head{generation: uint64(*cgen), status: iterate.Status(*status)}
-	if extLimits != nil && extBy != nil {
-		h.extension = &Extension{By: *extBy, Generation: h.generation}
-		if err := json.Unmarshal(extLimits, &h.extension.To); err != nil {
-			return r, nil, fmt.Errorf("fleet: reading the extension of session %q: %w", session, err)
+		LEFT JOIN ` + f.table("fleet_extensions") + ` e ON e.session = s.session AND e.generation = c.generation
+		WHERE s.session = $1`, Arguments: []any{session}}
+	q.QueryRow(func(row pgx.Row) error {
+		h.read = true
+		var r sessionRow
+		var gen, cgen *int64
+		var status, extBy *string
+		var extLimits []byte
+		err := row.Scan(&r.kind, &r.args, &r.jobID, &r.cancelled, &r.answer, &gen, &cgen, &status, &extLimits, &extBy)
+		if errors.Is(err, pgx.ErrNoRows) {
+			h.unknown = true
+			return nil
 		}
-	}
-	return r, h, nil
+		if err != nil {
+			return fmt.Errorf("reading session %q: %w", session, err)
+		}
+		if gen != nil {
+			r.answerGeneration = uint64(*gen)
+		}
+		h.row = r
+		if cgen == nil || status == nil {
+			return nil
+		}
+		h.latest = &head{generation: uint64(*cgen), status: iterate.Status(*status)}
+		if extLimits != nil && extBy != nil {
+			h.latest.extension = &Extension{By: *extBy, Generation: h.latest.generation}
+			if err := json.Unmarshal(extLimits, &h.latest.extension.To); err != nil {
+				return fmt.Errorf("reading the extension of session %q: %w", session, err)
+			}
+		}
+		return nil
+	})
+	return q
+}
+
+// headResult is what the query of sessionHead read: the session's row
+// and the head of its newest checkpoint (nil without one); unknown when
+// the session has no row.
+type headResult struct {
+	read    bool
+	unknown bool
+	row     sessionRow
+	latest  *head
 }
 
 // sessionsQuery lists sessions with their newest checkpoint, lease and job.

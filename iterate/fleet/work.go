@@ -40,6 +40,7 @@ type job struct {
 	// resume with (extend.go), nil without one.
 	extension *Extension
 	lease     *leaseInfo
+	held      *held // the delivery's lease, taken before the run
 }
 
 func (j *job) resumeOpts() []iterate.ResumeOption {
@@ -89,14 +90,27 @@ func Holding(ctx context.Context) (session string, token uint64, ok bool) {
 // checkpoint, so it must be resumed, not started.
 var errStarted = errors.New("fleet: session already started")
 
+// held is the lease a delivery takes before its run, with the checkpoint
+// it loaded under it and the session's row, in one round trip
+// ([pgcheckpoint.Store.LockLoad]): the engine's Lock returns its token
+// and its first Load that checkpoint, with no round trip of their own.
+// The delivery gives it back once the run has returned (nothing to do
+// when the run's last save gave it back).
+type held struct {
+	token  uint64
+	loaded *checkpoint.Checkpoint // nil when the session had none
+	used   bool                   // loaded was handed to an engine
+}
+
 // jobStore is the store as one run's engine sees it: it notes the token of
-// the lease the engine takes, and, when fresh, makes Run refuse a session
-// that has a checkpoint (Run loads under the lease, so a delivery that found
-// none never starts over a session another delivery started meanwhile).
-// It embeds the store, so the engine still finds Lock and Save.
+// the lease the engine runs under, and, when fresh, makes Run refuse a
+// session that has a checkpoint (Run loads under the lease, so a delivery
+// that found none never starts over a session another delivery started
+// meanwhile). It embeds the store, so the engine still finds the rest.
 type jobStore struct {
 	*pgcheckpoint.Store
 	lease *leaseInfo
+	held  *held // the delivery's lease, nil to take one (Lock)
 	fresh bool
 }
 
@@ -105,8 +119,17 @@ var (
 	_ iterate.Locker       = (*jobStore)(nil)
 )
 
-// Lock takes the session's lease, noting its token.
+// noRelease is the release function of the delivery's lease as the engine
+// sees it: the delivery gives it back.
+func noRelease() error { return nil }
+
+// Lock returns the delivery's lease, or takes the session's lease, noting
+// its token.
 func (s *jobStore) Lock(ctx context.Context, session string) (uint64, func() error, error) {
+	if s.held != nil {
+		s.lease.token.Store(s.held.token)
+		return s.held.token, noRelease, nil
+	}
 	t, release, err := s.Store.Lock(ctx, session)
 	if err == nil {
 		s.lease.token.Store(t)
@@ -114,14 +137,36 @@ func (s *jobStore) Lock(ctx context.Context, session string) (uint64, func() err
 	return t, release, err
 }
 
-// Load loads the session's newest checkpoint; on a fresh store, finding one
-// is errStarted.
+// Load loads the session's newest checkpoint (the first time, the one the
+// delivery loaded under its lease); on a fresh store, finding one is
+// errStarted.
 func (s *jobStore) Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error) {
-	c, err := s.Store.Load(ctx, session)
+	var c *checkpoint.Checkpoint
+	var err error
+	if s.held != nil && !s.held.used {
+		s.held.used = true
+		c = s.held.loaded
+		if c == nil {
+			err = fmt.Errorf("%w: session %q", checkpoint.ErrNotFound, session)
+		}
+	} else {
+		c, err = s.Store.Load(ctx, session)
+	}
 	if err == nil && s.fresh {
 		return nil, errStarted
 	}
 	return c, err
+}
+
+// Save saves c. A save of any status but running is the run's last (the
+// engine saves nothing after its stop, nor after an escalation's or an
+// expiry's save): under the delivery's lease it gives the lease back in
+// its transaction ([pgcheckpoint.Store.SaveRelease]), a round trip less.
+func (s *jobStore) Save(ctx context.Context, c *checkpoint.Checkpoint) error {
+	if s.held != nil && c != nil && c.Token == s.held.token && iterate.Status(c.Status) != iterate.Running {
+		return s.Store.SaveRelease(ctx, c)
+	}
+	return s.Store.Save(ctx, c)
 }
 
 // ErrShutdown is the cause of the end of the loops' contexts when the
@@ -307,23 +352,37 @@ func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) (err error
 	}()
 
 	f := w.f
-	// One statement: the session's row and its newest checkpoint's head
-	// (the state is read once, by the engine, under the lease).
-	row, latest, err := f.sessionHead(ctx, session)
-	if errors.Is(err, ErrUnknownSession) {
-		return river.JobCancel(err)
+	// One round trip: the session's lease taken, its newest checkpoint
+	// loaded under it, and its row and that checkpoint's head read.
+	var h headResult
+	token, release, loaded, err := f.store.LockLoad(ctx, session, f.sessionHead(session, &h))
+	if errors.Is(err, checkpoint.ErrLocked) {
+		return river.JobSnooze(max(f.cfg.lease/4, 100*time.Millisecond))
 	}
 	if err != nil {
 		return err
 	}
+	giveBack := func() {
+		if err := release(); err != nil {
+			f.cfg.log.Warn("fleet: releasing the lease of a session failed", zap.String("session", session), zap.Error(err))
+		}
+	}
+	defer giveBack() // at the latest; a second call does nothing
+	if h.unknown {
+		giveBack()
+		return river.JobCancel(errf(ErrUnknownSession, "unknown session %q", session))
+	}
+	row, latest := h.row, h.latest
 	if row.cancelled {
+		giveBack()
 		return w.cancelled(ctx, session)
 	}
 	k := w.kinds[row.kind]
 	if k == nil {
 		return fmt.Errorf("fleet: session %q is of kind %q, not registered by this worker", session, row.kind)
 	}
-	j := &job{jobArgs: rj.Args, row: row, latest: latest, lease: &leaseInfo{session: session}}
+	j := &job{jobArgs: rj.Args, row: row, latest: latest, lease: &leaseInfo{session: session},
+		held: &held{token: token, loaded: loaded}}
 	if latest != nil {
 		if latest.status.Final() && (latest.status != iterate.BudgetExhausted || latest.extension == nil) {
 			return nil // ended already, durably
@@ -333,7 +392,7 @@ func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) (err error
 			if row.answerGeneration != latest.generation || row.answer == nil {
 				// Parked until answered, or until its question is due
 				// (deadline.go): then run without an answer.
-				if due, perr := f.questionDueNow(ctx, session); !due {
+				if due, perr := f.questionDueNow(ctx, session, loaded); !due {
 					return perr
 				}
 			} else {
@@ -342,6 +401,7 @@ func (w *jobWorker) Work(ctx context.Context, rj *river.Job[jobArgs]) (err error
 		}
 	}
 	st, err := k.run(context.WithValue(ctx, leaseKey{}, j.lease), j)
+	giveBack() // before a cancellation is saved, under a lease of its own
 	after, stop := context.WithTimeout(context.WithoutCancel(ctx), f.cfg.lease)
 	defer stop()
 	if ctx.Err() != nil && !st.status.Final() && w.isCancelled(after, session) {
