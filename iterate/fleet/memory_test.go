@@ -42,27 +42,31 @@ func liveHeap() int64 {
 }
 
 // Rule (issue 30, item 5): an idle worker holds no session's state. After
-// a session of a 48 MB state (one iteration of two tasks: its state saved
+// a session of a 16 MB state (one iteration of two tasks: its state saved
 // with every checkpoint, loaded under the lease) has completed on a worker
 // of this process, the process's live heap (after a full collection, with
-// the worker still working, idle) is back to within a third of the state
-// of what it was before. (Mutation caught: pgcheckpoint pooling the
+// the worker still working, idle) is back to within half the state of
+// what it was before. (Mutation caught: pgcheckpoint pooling the
 // connections of large checkpoints, its bigMessage raised above the state
 // — pgx keeps each connection's buffers as large as its largest message,
-// so that the idle worker holds copies of the state: +192 MB here.)
+// so that the idle worker holds copies of the state: four of them, +64 MB
+// here.)
 func TestIdleWorkerMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves hundreds of MB through the server")
 	}
 	pool := newPool(t, 20)
 	schema := newSchema(t, pool)
-	ctx := waitCtx(t)
+	// Its own deadline, longer than waitCtx's: the state goes through the
+	// server four times, slowly with -race on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
 	f, err := fleet.New(ctx, pool, fleet.Schema(schema), fleet.Poll(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Store().Close() })
-	const size = 48 << 20
+	const size = 16 << 20 // above pgcheckpoint's bigMessage (4 MB)
 	kind := fleet.MustRegister(f, "big", func(_ context.Context, small bool) (fleet.Loop[bigState], error) {
 		n := size
 		if small {
@@ -114,11 +118,11 @@ func TestIdleWorkerMemory(t *testing.T) {
 	// (a closed connection destroyed by the pool's own goroutine): looked
 	// at again for up to 10 s; what an idle worker keeps, it keeps.
 	after, looks := liveHeap(), 1
-	for end := time.Now().Add(10 * time.Second); after-before > size/3 && time.Now().Before(end); after, looks = liveHeap(), looks+1 {
+	for end := time.Now().Add(10 * time.Second); after-before > size/2 && time.Now().Before(end); after, looks = liveHeap(), looks+1 {
 		time.Sleep(200 * time.Millisecond) // polling the heap, not timing
 	}
 	t.Logf("live heap: %d MB before, %d MB after the %d MB session (looked %d times)", before>>20, after>>20, size>>20, looks)
-	if grew := after - before; grew > size/3 {
+	if grew := after - before; grew > size/2 {
 		t.Errorf("the idle worker's live heap grew by %d MB after a session of %d MB; want about 0", grew>>20, size>>20)
 	}
 }
