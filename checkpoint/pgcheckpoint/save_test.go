@@ -44,40 +44,47 @@ func checkHeld(t *testing.T, s, other *pgcheckpoint.Store, session string, token
 	}
 }
 
-// TestLongSave: a save that outlasts its lease (an 8 MiB state, whose
-// deadline is the lease and 2s, stalled on the server, in its transaction,
-// for 1.25 leases after writing its generation) is not fenced, and the
-// lease stays held: it is renewed while the save runs.
+// TestLongSave: a save that outlasts its lease (a 16 MiB state, whose
+// deadline is the lease and 4s, stalled on the server, in its transaction,
+// for the lease and 0.5s after writing its generation) is not fenced, and the
+// lease stays held: it is renewed while the save runs. The lease is 6s,
+// renewed every 1.5s: on a loaded 2-core machine a process (or the server)
+// may not run for a second or two (a first renewal 4.6s late was seen),
+// and a process that does not run cannot renew a 2s lease, whatever the
+// store does. (A host so starved that it writes below the pace a save's
+// deadline allows, 4 MiB/s, misses the deadline, as it should.)
 // Were the lease row locked before the write (as a save once did, FOR
 // UPDATE for its whole transaction), renewals would wait behind the save,
 // the lease would run out and the save would be fenced.
 func TestLongSave(t *testing.T) {
-	other, schema, s, b, token := heldStores(t, "long", leases, leases)
+	const lease = 6 * time.Second
+	opts := []pgcheckpoint.Option{pgcheckpoint.Lease(lease), pgcheckpoint.Renew(lease / 4)}
+	other, schema, s, b, token := heldStores(t, "long", opts, opts)
 	ctx := context.Background()
 	const session = "long"
 	var err error
 
-	stall := testLease * 5 / 4
+	stall := lease + lease/12
 	pgcheckpoint.SetSaveHook(s, func(_ context.Context, _ *pgx.Conn, b *pgx.Batch) {
 		b.Queue(fmt.Sprintf(`SELECT pg_sleep(%f)`, stall.Seconds()))
 	})
 	defer pgcheckpoint.SetSaveHook(s, nil)
 	c := checkpointtest.Checkpoint(session, 1)
 	c.Token = token
-	c.State = make([]byte, 8<<20)
+	c.State = make([]byte, 16<<20)
 	_, _, expiresBefore := leaseRow(t, other, schema, session)
 	start := time.Now()
 	err = s.Save(ctx, c)
 	took := time.Since(start)
 	pgcheckpoint.SetSaveHook(s, nil)
 	if err != nil {
-		t.Fatalf("a save of %v under a lease of %v: %v", took, testLease, err)
+		t.Fatalf("a save of %v under a lease of %v: %v", took, lease, err)
 	}
 	if took < stall {
 		t.Fatalf("the save took %v, less than its stall of %v", took, stall)
 	}
 	holder, _, expires := leaseRow(t, other, schema, session)
-	if holder != s.HolderName() || !expires.After(expiresBefore.Add(stall-testLease/2)) {
+	if holder != s.HolderName() || !expires.After(expiresBefore.Add(stall-lease/2)) {
 		t.Errorf("after the save, the lease row names %q until %v (before the save: until %v); want %q, renewed during the save", holder, expires, expiresBefore, s.HolderName())
 	}
 	checkHeld(t, s, b, session, token)
