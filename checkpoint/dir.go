@@ -109,6 +109,9 @@ type Dir struct {
 	// onList, when set (by tests only), is called at each listing of the
 	// directory.
 	onList func()
+	// noIndex, when set (by tests only), makes the Dir neither read nor
+	// write indexes: every read of a session lists the directory.
+	noIndex bool
 
 	mu       sync.Mutex
 	sessions map[string]*dirSession
@@ -126,6 +129,13 @@ type dirSession struct {
 	corrupt []quarantined
 	lock    *heldLock // the session's lock, while this Dir holds it
 	token   uint64    // newest fencing token this Dir issued
+	// indexed says that the session's index on disk, whichever of the
+	// versions this Dir wrote since it last synced the directory survived,
+	// finds every generation up to indexTop, that above it by name (see
+	// Dir.indexed): a save of generation indexTop+1 needs not sync its
+	// index before publishing.
+	indexed  bool
+	indexTop uint64
 }
 
 // quarantined is a quarantined file of a session, as listed.
@@ -256,11 +266,15 @@ func (d *Dir) save(ctx context.Context, c *Checkpoint, state io.WriterTo) error 
 			return err
 		}
 	}
-	if err := d.mark(c.Session, c.Token == 0); err != nil {
+	created, err := d.mark(c.Session, c.Token == 0)
+	if err != nil {
 		if c.Token != 0 && errors.Is(err, fs.ErrNotExist) {
 			return d.fence(c, s)
 		}
 		return fmt.Errorf("checkpoint: saving session %s: %w", quoteSession(c.Session), err)
+	}
+	if created && len(s.gens) == 0 && len(s.corrupt) == 0 {
+		s.indexed, s.indexTop = true, 0 // the marker holds the empty index
 	}
 	gen, err := d.write(c, s, state)
 	if err != nil {
@@ -278,6 +292,10 @@ func (d *Dir) save(ctx context.Context, c *Checkpoint, state io.WriterTo) error 
 	s.newest = gen
 	if err := syncDir(d.dir(), d.fsync); err != nil {
 		return fmt.Errorf("checkpoint: saving session %s: syncing directory: %w", quoteSession(c.Session), err)
+	}
+	if s.indexed {
+		// The index written before the rename, naming gen, is on disk.
+		s.indexTop = gen
 	}
 	d.prune(c.Session, s, c.BestGeneration)
 	return nil
@@ -374,6 +392,14 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 		if err = d.fence(c, s); err != nil {
 			return 0, err
 		}
+		// The index names gen before gen is published (see Dir.indexed);
+		// it is synced first unless a reader finds gen by name.
+		if err = d.writeIndex(c.Session, append(slices.Clip(s.gens), gen), s.corrupt, !s.indexed || gen != s.indexTop+1); err != nil {
+			return 0, err
+		}
+		if !s.indexed || gen != s.indexTop+1 {
+			s.indexed, s.indexTop = true, gen // synced, naming gen
+		}
 		err = publish(tmp, filepath.Join(d.dir(), genName(c.Session, gen)))
 		if err == nil {
 			published = true
@@ -385,6 +411,7 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 		if err = d.scan(c.Session, s); err != nil {
 			return 0, err
 		}
+		s.indexed = false // another writer's index
 		if gen, err = nextGen(c, s); err != nil {
 			return 0, err
 		}
@@ -550,8 +577,8 @@ func (d *Dir) pruneAtLock(session string, s *dirSession) {
 	if d.retain.all && d.retain.maxBytes == 0 {
 		return // KeepAll alone prunes nothing
 	}
-	if err := d.scan(session, s); err != nil {
-		return
+	if !s.scanned {
+		return // the directory could not be listed
 	}
 	for k := len(s.gens) - 1; k > 0; k-- {
 		gen := s.gens[k]
@@ -604,6 +631,13 @@ func (d *Dir) scan(session string, s *dirSession) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint: listing %s: %w", d.dir(), err)
 	}
+	s.scanNames(session, names)
+	return nil
+}
+
+// scanNames records the session's generations and quarantined files among
+// names, a listing of the directory.
+func (s *dirSession) scanNames(session string, names []string) {
 	s.gens = s.gens[:0]
 	s.corrupt = s.corrupt[:0]
 	for _, name := range names {
@@ -621,7 +655,6 @@ func (d *Dir) scan(session string, s *dirSession) error {
 		s.newest = max(s.newest, s.gens[n-1])
 	}
 	s.scanned = true
-	return nil
 }
 
 // readNames lists the directory: its names, none if it does not exist.
@@ -699,7 +732,11 @@ func (d *Dir) Load(ctx context.Context, session string) (*Checkpoint, error) {
 			// Removed since the listing (pruned by another writer).
 		case errors.As(err, &ce):
 			ce.Path, ce.Generation = path, gen
-			if q, qerr := quarantine(path); qerr != nil {
+			// The index names the quarantined file before it exists.
+			index := func(q string) error {
+				return d.writeIndex(session, s.gens, append(slices.Clip(s.corrupt), quarantined{gen, filepath.Base(q)}), false)
+			}
+			if q, qerr := quarantine(path, index); qerr != nil {
 				ce.Err = fmt.Errorf("%w (could not quarantine it: %v)", ce.Err, qerr)
 			} else {
 				ce.Path = q
@@ -831,8 +868,9 @@ func readErr(err error) error {
 }
 
 // quarantine renames a damaged file out of the way, never replacing another
-// file, and returns its new path.
-func quarantine(path string) (string, error) {
+// file, and returns its new path. before, given the new path, is called
+// before the rename; its error stops it.
+func quarantine(path string, before func(q string) error) (string, error) {
 	q := path + ".corrupt"
 	for i := 1; ; i++ {
 		_, err := os.Lstat(q)
@@ -846,6 +884,9 @@ func quarantine(path string) (string, error) {
 			return "", fmt.Errorf("too many quarantined copies of %s", path)
 		}
 		q = path + ".corrupt." + strconv.Itoa(i)
+	}
+	if err := before(q); err != nil {
+		return "", err
 	}
 	if err := os.Rename(path, q); err != nil {
 		return "", err
@@ -917,7 +958,14 @@ func (d *Dir) Lock(ctx context.Context, session string) (token uint64, release f
 			return 0, nil, fmt.Errorf("checkpoint: locking session %s: %w", quoteSession(session), err)
 		}
 	}
-	token, err = d.nextToken(f, session, s, !fresh)
+	// A session that may have files is listed once, for its generations'
+	// tokens, its temporary files, its prune and its index.
+	var names []string
+	var listErr error
+	if !fresh {
+		names, listErr = d.readNames()
+	}
+	token, err = d.nextToken(f, session, s, names)
 	if err == nil {
 		err = d.writeLock(f, "pid "+strconv.Itoa(os.Getpid())+"\ntoken "+strconv.FormatUint(token, 10)+"\n")
 	}
@@ -931,8 +979,14 @@ func (d *Dir) Lock(ctx context.Context, session string) (token uint64, release f
 	if fresh {
 		s.forget()
 	} else {
-		d.removeTemps(session)
+		d.removeTemps(session, names)
+		if listErr == nil {
+			s.scanNames(session, names)
+		} else {
+			s.scanned = false
+		}
 		d.pruneAtLock(session, s)
+		d.reindex(session, s)
 	}
 	var once sync.Once
 	var rerr error
@@ -973,17 +1027,13 @@ func takeLock(path, session string) (*os.File, error) {
 }
 
 // nextToken returns the token for a new holder of the session's lock,
-// locked in f; list says whether the session may have generations, whose
-// tokens count.
-func (d *Dir) nextToken(f *os.File, session string, s *dirSession, list bool) (uint64, error) {
+// locked in f; names lists the directory (nil for a session without
+// files), whose generations' tokens count.
+func (d *Dir) nextToken(f *os.File, session string, s *dirSession, names []string) (uint64, error) {
 	top := s.token
 	if data, err := readSmall(f); err == nil {
 		_, t := parseLock(data)
 		top = max(top, t)
-	}
-	var names []string
-	if list {
-		names, _ = d.readNames()
 	}
 	for _, name := range names {
 		if gen, kind := parseName(name, session); kind == kindGeneration {
@@ -1012,9 +1062,9 @@ func genToken(path string) uint64 {
 	return t
 }
 
-// removeTemps deletes the session's temporary files. Its lock must be held.
-func (d *Dir) removeTemps(session string) {
-	names, _ := d.readNames()
+// removeTemps deletes the session's temporary files among names, the
+// directory's. Its lock must be held.
+func (d *Dir) removeTemps(session string, names []string) {
 	for _, name := range names {
 		if _, kind := parseName(name, session); kind == kindTemp {
 			os.Remove(filepath.Join(d.dir(), name))
@@ -1124,7 +1174,7 @@ func (d *Dir) Remove(ctx context.Context, session string) error {
 	}
 	s.gens = s.gens[:0]
 	s.corrupt = s.corrupt[:0]
-	s.scanned = false
+	s.scanned, s.indexed = false, false
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("checkpoint: removing session %s: %w", quoteSession(session), err)
 	}

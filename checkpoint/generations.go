@@ -29,6 +29,31 @@ func (d *Dir) Generations(ctx context.Context, session string) ([]*Checkpoint, e
 	if err := ValidateSession(session); err != nil {
 		return nil, err
 	}
+	gens, err := d.generations(session)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Checkpoint
+	for _, gen := range gens {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c, err := readEnvelope(filepath.Join(d.dir(), genName(session, gen)), session)
+		if err != nil || c.Generation != gen {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// generations returns the generations of session, ascending: as its index
+// tells them (see Dir.indexed), else as a listing of the directory shows
+// them.
+func (d *Dir) generations(session string) ([]uint64, error) {
+	if gens, _, _, ok := d.indexed(session); ok {
+		return gens, nil
+	}
 	names, err := d.readNames()
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: listing %s: %w", d.dir(), err)
@@ -42,18 +67,7 @@ func (d *Dir) Generations(ctx context.Context, session string) ([]*Checkpoint, e
 		}
 	}
 	slices.Sort(gens)
-	var out []*Checkpoint
-	for _, gen := range gens {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		c, err := readEnvelope(filepath.Join(d.dir(), genName(session, gen)), session)
-		if err != nil || c.Generation != gen {
-			continue
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	return gens, nil
 }
 
 // LoadGeneration returns generation gen of session, whole, as Load would

@@ -1,0 +1,315 @@
+package checkpoint
+
+// This file keeps each session's index in its marker, so that reading one
+// session (Load, Generations, a row of Sessions) lists only the session,
+// never the directory (issue 31, item 10): a session page costs the same
+// at 100,000 sessions as at 100.
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// indexHeader starts a marker that holds the session's index: which of its
+// generation and quarantined files it has (see Dir, Files). An empty
+// marker, as a version without indexes wrote it, holds none.
+const indexHeader = "refine session index 1\n"
+
+// maxIndex bounds what is read of a marker: a longer one holds no index.
+const maxIndex = 1 << 20
+
+// maxProbe bounds the generations above an index's newest that a reader
+// looks for by name (see Dir.indexed); more, and the directory is listed.
+const maxProbe = 64
+
+// encodeIndex returns the index of a session with the generations gens
+// (ascending) and the quarantined files corrupt: the header, a line "g A B"
+// for each run of consecutive generations A to B, a line "q G NAME" for
+// each quarantined file, and a line "crc C", the CRC-32C of what precedes
+// it, in hexadecimal.
+func encodeIndex(gens []uint64, corrupt []quarantined) []byte {
+	b := []byte(indexHeader)
+	for i := 0; i < len(gens); {
+		j := i
+		for j+1 < len(gens) && gens[j+1] == gens[j]+1 {
+			j++
+		}
+		b = append(b, "g "...)
+		b = strconv.AppendUint(b, gens[i], 10)
+		b = append(b, ' ')
+		b = strconv.AppendUint(b, gens[j], 10)
+		b = append(b, '\n')
+		i = j + 1
+	}
+	for _, q := range corrupt {
+		b = append(b, "q "...)
+		b = strconv.AppendUint(b, q.gen, 10)
+		b = append(b, ' ')
+		b = append(b, q.name...)
+		b = append(b, '\n')
+	}
+	sum := crc32.Checksum(b, castagnoli)
+	b = append(b, "crc "...)
+	b = strconv.AppendUint(b, uint64(sum), 16)
+	return append(b, '\n')
+}
+
+// errNoIndex is parseIndex's error for a marker that holds no index.
+var errNoIndex = errors.New("no index")
+
+// parseIndex reads the index of session in data. Anything but an index
+// encodeIndex wrote for session, whole (its CRC holding), is errNoIndex:
+// an empty marker, a torn one, a foreign one. Every generation it gives
+// is a generation number (validGeneration), every quarantined name one of
+// the session's (parseName).
+func parseIndex(data []byte, session string) (gens []uint64, corrupt []quarantined, err error) {
+	body, ok := strings.CutPrefix(string(data), indexHeader)
+	if !ok {
+		return nil, nil, errNoIndex
+	}
+	i := strings.LastIndex(body, "crc ")
+	if i < 0 || (i > 0 && body[i-1] != '\n') {
+		return nil, nil, errNoIndex
+	}
+	sum, ok := strings.CutSuffix(body[i+len("crc "):], "\n")
+	if !ok {
+		return nil, nil, errNoIndex
+	}
+	want, err := strconv.ParseUint(sum, 16, 32)
+	if err != nil || uint32(want) != crc32.Checksum(data[:len(indexHeader)+i], castagnoli) {
+		return nil, nil, errNoIndex
+	}
+	for line := range strings.Lines(body[:i]) {
+		line = strings.TrimSuffix(line, "\n")
+		kind, rest, _ := strings.Cut(line, " ")
+		a, b, _ := strings.Cut(rest, " ")
+		n, err := strconv.ParseUint(a, 10, 64)
+		if err != nil || !validGeneration(n) {
+			return nil, nil, errNoIndex
+		}
+		switch kind {
+		case "g":
+			m, err := strconv.ParseUint(b, 10, 64)
+			if err != nil || m < n || !validGeneration(m) || len(gens) > 0 && n <= gens[len(gens)-1] || m-n >= maxIndex {
+				return nil, nil, errNoIndex
+			}
+			for g := n; ; g++ {
+				gens = append(gens, g)
+				if g == m {
+					break
+				}
+			}
+			if len(gens) > maxIndex {
+				return nil, nil, errNoIndex
+			}
+		case "q":
+			if g, k := parseName(b, session); k != kindCorrupt || g != n {
+				return nil, nil, errNoIndex
+			}
+			corrupt = append(corrupt, quarantined{n, b})
+		default:
+			return nil, nil, errNoIndex
+		}
+	}
+	return gens, corrupt, nil
+}
+
+// readIndex reads the index in the session's marker, which must be a
+// regular file (no link followed); errNoIndex if it holds none.
+func (d *Dir) readIndex(session string) ([]uint64, []quarantined, error) {
+	f, size, err := openGen(d.markerPath(session))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	if size > maxIndex {
+		return nil, nil, errNoIndex
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxIndex+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	return parseIndex(data, session)
+}
+
+// indexed returns the session's generations (ascending) and quarantined
+// files as its index tells them, without listing the directory, and
+// whether it could: false when the marker holds no index (a version
+// without indexes, a torn write), and the caller lists the directory.
+//
+// The index lists every file of the session on disk, and perhaps more:
+// every save writes it, listing the generation it is about to publish,
+// before publishing it, and the directory sync that makes the generation
+// durable makes the index durable too; a generation pruned since, or one
+// whose save failed, stays listed until the next save (its reader finds no
+// file). Only a save's own generation may be missing from the index on
+// disk, when a crash on a file system that reorders renames loses the
+// index's and keeps the generation's: so the generations above the
+// index's newest are looked for by name, one after another. A save whose
+// generation is not the next one syncs its index before publishing (see
+// Dir.write). A quarantined file the index names but that is gone is left
+// out; a listed generation that is gone but has a quarantined file of the
+// name Load gives first ("….corrupt") is taken as quarantined.
+//
+// reach is the newest generation the index and the look-up by name reached:
+// a save of reach+1 is found by name by a reader of this index.
+func (d *Dir) indexed(session string) (gens []uint64, corrupt []quarantined, reach uint64, ok bool) {
+	if d.noIndex {
+		return nil, nil, 0, false
+	}
+	gens, listed, err := d.readIndex(session)
+	if err != nil {
+		return nil, nil, 0, false
+	}
+	top := uint64(0)
+	if len(gens) > 0 {
+		top = gens[len(gens)-1]
+	}
+	for _, q := range listed {
+		top = max(top, q.gen)
+		if _, err := os.Lstat(filepath.Join(d.dir(), q.name)); err == nil {
+			corrupt = append(corrupt, q)
+		}
+	}
+	for i := 0; ; i++ {
+		if !validGeneration(top + 1) {
+			break
+		}
+		path := filepath.Join(d.dir(), genName(session, top+1))
+		if _, err := os.Lstat(path); err == nil {
+			gens = append(gens, top+1)
+		} else if _, err := os.Lstat(path + ".corrupt"); err == nil {
+			corrupt = append(corrupt, quarantined{top + 1, filepath.Base(path) + ".corrupt"})
+		} else {
+			break
+		}
+		if i == maxProbe {
+			return nil, nil, 0, false
+		}
+		top++
+	}
+	return gens, corrupt, top, true
+}
+
+// writeIndex replaces the session's marker with the index of gens and
+// corrupt: written to a temporary file, renamed over the marker. With
+// durable, the file and then the directory are synced before it returns,
+// so that the index is on disk before anything that follows; without, the
+// next sync of the directory makes it so (a save's, after its rename). A
+// marker that is not a regular file (a link or directory planted there,
+// which holds no index to a reader) is left as it is when it cannot be
+// replaced. When a regular marker cannot be replaced, it is emptied, so
+// that readers list the directory rather than trust an index that no
+// longer lists everything; an error is returned only if that fails too.
+func (d *Dir) writeIndex(session string, gens []uint64, corrupt []quarantined, durable bool) error {
+	if d.noIndex {
+		return nil
+	}
+	err := d.replaceIndex(session, encodeIndex(gens, corrupt), durable)
+	if err == nil {
+		return nil
+	}
+	path := d.markerPath(session)
+	if fi, lerr := os.Lstat(path); lerr != nil || !fi.Mode().IsRegular() {
+		return nil // a reader finds no index there
+	}
+	f, terr := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|readFlags, 0)
+	if terr == nil {
+		terr = f.Close()
+	}
+	if terr != nil {
+		return fmt.Errorf("writing the index of session %s: %w (and could not empty it: %v)", quoteSession(session), err, terr)
+	}
+	return nil
+}
+
+// replaceIndex writes data to a temporary file and renames it over the
+// session's marker.
+func (d *Dir) replaceIndex(session string, data []byte, durable bool) error {
+	if err := d.fail("index"); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(d.dir(), "."+session+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil && durable {
+		err = d.fsync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, d.markerPath(session))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if durable {
+		if err := syncDir(d.dir(), d.fsync); err != nil {
+			return fmt.Errorf("syncing directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// indexTop is the newest generation an index of gens and corrupt names.
+func indexTop(gens []uint64, corrupt []quarantined) uint64 {
+	top := uint64(0)
+	if len(gens) > 0 {
+		top = slices.Max(gens)
+	}
+	for _, q := range corrupt {
+		top = max(top, q.gen)
+	}
+	return top
+}
+
+// reindex makes the session's index name the files s lists, as a listing
+// of the directory just found them (Lock's): an index that lists the same
+// is left as it is, another one (stale, torn, empty, or missing, for a
+// session an earlier version wrote) is replaced, synced, so that readers
+// stop listing the directory for the session. Failures are left for a
+// later save: readers list the directory meanwhile.
+func (d *Dir) reindex(session string, s *dirSession) {
+	s.indexed = false
+	if d.noIndex || !s.scanned {
+		return
+	}
+	top := indexTop(s.gens, s.corrupt)
+	gens, corrupt, err := d.readIndex(session)
+	if err == nil && slices.Equal(gens, s.gens) && sameQuarantined(corrupt, s.corrupt) {
+		s.indexed, s.indexTop = true, top
+		return
+	}
+	if len(s.gens) == 0 && len(s.corrupt) == 0 {
+		if _, err := os.Lstat(d.markerPath(session)); err != nil {
+			return // no file, and no marker: nothing to index
+		}
+	}
+	if err := d.writeIndex(session, s.gens, s.corrupt, true); err == nil {
+		s.indexed, s.indexTop = true, top
+	}
+}
+
+// sameQuarantined reports whether a and b name the same files.
+func sameQuarantined(a, b []quarantined) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	cmp := func(x, y quarantined) int { return strings.Compare(x.name, y.name) }
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.SortFunc(a, cmp)
+	slices.SortFunc(b, cmp)
+	return slices.Equal(a, b)
+}
