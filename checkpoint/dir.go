@@ -101,7 +101,9 @@ type Dir struct {
 	keep   int
 	retain retention // KeepAll, KeepBest, MaxBytes
 	// hook, when set (by tests only), is called at each stage of a save
-	// ("write", "sync", "publish"); an error it returns fails the save there.
+	// ("write", "sync", "publish", "index" before its index is written,
+	// "indexed" after, before the rename); an error it returns fails the
+	// save there.
 	hook func(stage string) error
 	// sync, when set (by tests only), is called in place of f.Sync for
 	// every fsync of a file or of the directory (see fsync).
@@ -399,6 +401,9 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 		}
 		if !s.indexed || gen != s.indexTop+1 {
 			s.indexed, s.indexTop = true, gen // synced, naming gen
+		}
+		if err = d.fail("indexed"); err != nil {
+			return 0, err
 		}
 		err = publish(tmp, filepath.Join(d.dir(), genName(c.Session, gen)))
 		if err == nil {

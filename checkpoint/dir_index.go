@@ -29,13 +29,17 @@ const maxIndex = 1 << 20
 // looks for by name (see Dir.indexed); more, and the directory is listed.
 const maxProbe = 64
 
-// encodeIndex returns the index of a session with the generations gens
-// (ascending) and the quarantined files corrupt: the header, a line "g A B"
+// encodeIndex returns the index of session with the generations gens
+// (ascending) and the quarantined files corrupt: the header, a line
+// "session NAME", a line "g A B"
 // for each run of consecutive generations A to B, a line "q G NAME" for
 // each quarantined file, and a line "crc C", the CRC-32C of what precedes
 // it, in hexadecimal.
-func encodeIndex(gens []uint64, corrupt []quarantined) []byte {
+func encodeIndex(session string, gens []uint64, corrupt []quarantined) []byte {
 	b := []byte(indexHeader)
+	b = append(b, "session "...)
+	b = append(b, session...)
+	b = append(b, '\n')
 	for i := 0; i < len(gens); {
 		j := i
 		for j+1 < len(gens) && gens[j+1] == gens[j]+1 {
@@ -86,7 +90,11 @@ func parseIndex(data []byte, session string) (gens []uint64, corrupt []quarantin
 	if err != nil || uint32(want) != crc32.Checksum(data[:len(indexHeader)+i], castagnoli) {
 		return nil, nil, errNoIndex
 	}
-	for line := range strings.Lines(body[:i]) {
+	first, rest, _ := strings.Cut(body[:i], "\n")
+	if first != "session "+session {
+		return nil, nil, errNoIndex
+	}
+	for line := range strings.Lines(rest) {
 		line = strings.TrimSuffix(line, "\n")
 		kind, rest, _ := strings.Cut(line, " ")
 		a, b, _ := strings.Cut(rest, " ")
@@ -152,11 +160,11 @@ func (d *Dir) readIndex(session string) ([]uint64, []quarantined, error) {
 // file). Only a save's own generation may be missing from the index on
 // disk, when a crash on a file system that reorders renames loses the
 // index's and keeps the generation's: so the generations above the
-// index's newest are looked for by name, one after another. A save whose
+// index's newest are looked for by name, one after another (a generation
+// found quarantined, "….corrupt", continues the search). A save whose
 // generation is not the next one syncs its index before publishing (see
 // Dir.write). A quarantined file the index names but that is gone is left
-// out; a listed generation that is gone but has a quarantined file of the
-// name Load gives first ("….corrupt") is taken as quarantined.
+// out.
 //
 // reach is the newest generation the index and the look-up by name reached:
 // a save of reach+1 is found by name by a reader of this index.
@@ -212,7 +220,7 @@ func (d *Dir) writeIndex(session string, gens []uint64, corrupt []quarantined, d
 	if d.noIndex {
 		return nil
 	}
-	err := d.replaceIndex(session, encodeIndex(gens, corrupt), durable)
+	err := d.replaceIndex(session, encodeIndex(session, gens, corrupt), durable)
 	if err == nil {
 		return nil
 	}

@@ -48,7 +48,7 @@ func (d *Dir) mark(session string, mkdir bool) (bool, error) {
 	}
 	created := true
 	if !d.noIndex {
-		_, err = f.Write(encodeIndex(nil, nil))
+		_, err = f.Write(encodeIndex(session, nil, nil))
 		created = err == nil
 	}
 	if err := f.Close(); err != nil {
