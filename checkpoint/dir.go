@@ -42,7 +42,29 @@ import (
 // temporary files and no marker); a session such a version creates after
 // that listing, while this Dir runs, is taken for a new one unless it was
 // locked (its lock file existed). Remove deletes the marker last, once no
-// other file of the session remains. Files are created with mode 0600 and the
+// other file of the session remains.
+//
+// The marker holds the session's index: which generation and quarantined
+// files it has, in a few lines ending with their CRC. A save rewrites it
+// (a temporary file renamed over the marker) naming the generation it is
+// about to publish, before publishing it; the directory sync that makes
+// the generation durable makes the index durable too, and a save whose
+// generation is not the next one syncs the index, file and directory,
+// before its rename. A Load that quarantines a file names it in the index
+// first, and Lock rewrites the index from its listing of the directory
+// (synced, if it changed): a session an earlier version wrote gets one
+// when it is next locked. [Dir.Generations] reads the index rather than
+// listing the directory, and looks for generations above the index's
+// newest by name (a crash on a file system that reorders renames may have
+// kept a save's generation and lost its index), so reading one session
+// costs the same at 100,000 sessions as at 100. A marker that holds no
+// index (empty, as an earlier version wrote it, torn, or another
+// session's) is not trusted: the directory is listed. A save whose index
+// cannot be written empties the marker and goes on. A generation file put
+// in the directory by hand, not by a Dir, is not in the index:
+// Generations finds it once the session is next locked, or at once if the
+// marker is emptied. Load, Lock, Remove and Sessions list the directory,
+// as before. Files are created with mode 0600 and the
 // directory (by a save without a fencing token, or by Lock) with mode 0700,
 // both before the umask; a host that wants other modes creates the
 // directory itself or changes them afterwards.

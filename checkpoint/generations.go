@@ -19,9 +19,12 @@ import (
 //
 // Like [Dir.Sessions], it is read-only (no lock, no quarantine, nothing
 // created) and reads only each generation's envelope, without verifying
-// its checksum. A generation whose envelope cannot be read (damaged, of
-// another format version, unreadable) is left out, as is one pruned while
-// the session is listed; a failure to list the directory is returned.
+// its checksum. It reads the session's index, not the directory (see Dir,
+// Files), so its cost does not depend on the directory's other sessions;
+// without an index it lists the directory. A generation whose envelope
+// cannot be read (damaged, of another format version, unreadable) is left
+// out, as is one pruned while the session is listed; a failure to list
+// the directory is returned.
 func (d *Dir) Generations(ctx context.Context, session string) ([]*Checkpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
