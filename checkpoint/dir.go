@@ -142,6 +142,9 @@ type Dir struct {
 
 	unmarkedMu sync.Mutex
 	unmarked   map[string]bool // see unmarkedSessions; nil until listed
+
+	namesMu sync.Mutex
+	names   *nameCache // see sessionNames; nil until listed
 }
 
 // dirSession is what a Dir knows of one session's files.
@@ -160,6 +163,9 @@ type dirSession struct {
 	// index before publishing.
 	indexed  bool
 	indexTop uint64
+	// journaled says that the session's marker existed, or was journaled
+	// ("+" in the sessions journal) before this Dir created it.
+	journaled bool
 }
 
 // quarantined is a quarantined file of a session, as listed.
@@ -290,7 +296,21 @@ func (d *Dir) save(ctx context.Context, c *Checkpoint, state io.WriterTo) error 
 			return err
 		}
 	}
+	journaled := true
+	if !s.journaled {
+		// A new session is journaled before its marker is created, so that
+		// no kill leaves a marker that a reader following the journal
+		// misses.
+		if _, err := os.Lstat(d.markerPath(c.Session)); errors.Is(err, fs.ErrNotExist) {
+			// In a directory not yet created, once mark has created it.
+			journaled = d.journal('+', c.Session)
+		}
+		s.journaled = true
+	}
 	created, err := d.mark(c.Session, c.Token == 0)
+	if err == nil && !journaled {
+		d.journal('+', c.Session)
+	}
 	if err != nil {
 		if c.Token != 0 && errors.Is(err, fs.ErrNotExist) {
 			return d.fence(c, s)
@@ -1194,6 +1214,13 @@ func (d *Dir) Remove(ctx context.Context, session string) error {
 			errs = append(errs, err)
 		} else {
 			d.forgetUnmarked(session)
+			if onlyFilesOf(names, session) {
+				// The directory's last session: its journal goes too (a
+				// reader following it lists the directory again).
+				os.Remove(d.journalPath())
+			} else {
+				d.journal('-', session)
+			}
 		}
 	}
 	if err := d.removeLock(session, s); err != nil {
@@ -1201,7 +1228,7 @@ func (d *Dir) Remove(ctx context.Context, session string) error {
 	}
 	s.gens = s.gens[:0]
 	s.corrupt = s.corrupt[:0]
-	s.scanned, s.indexed = false, false
+	s.scanned, s.indexed, s.journaled = false, false, false
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("checkpoint: removing session %s: %w", quoteSession(session), err)
 	}

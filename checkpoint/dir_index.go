@@ -186,10 +186,20 @@ func (d *Dir) indexed(session string) (gens []uint64, corrupt []quarantined, rea
 			corrupt = append(corrupt, q)
 		}
 	}
-	for i := 0; ; i++ {
-		if !validGeneration(top + 1) {
-			break
-		}
+	newer, quarantinedNewer, ok := d.probe(session, top)
+	if !ok {
+		return nil, nil, 0, false
+	}
+	gens = append(gens, newer...)
+	corrupt = append(corrupt, quarantinedNewer...)
+	return gens, corrupt, indexTop(gens, corrupt), true
+}
+
+// probe looks for the session's generations above top by name, one after
+// another, until one has neither its file nor a quarantined one
+// ("….corrupt"): false if it found more than maxProbe.
+func (d *Dir) probe(session string, top uint64) (gens []uint64, corrupt []quarantined, ok bool) {
+	for i := 0; validGeneration(top + 1); i++ {
 		path := filepath.Join(d.dir(), genName(session, top+1))
 		if _, err := os.Lstat(path); err == nil {
 			gens = append(gens, top+1)
@@ -199,11 +209,11 @@ func (d *Dir) indexed(session string) (gens []uint64, corrupt []quarantined, rea
 			break
 		}
 		if i == maxProbe {
-			return nil, nil, 0, false
+			return nil, nil, false
 		}
 		top++
 	}
-	return gens, corrupt, top, true
+	return gens, corrupt, true
 }
 
 // writeIndex replaces the session's marker with the index of gens and
