@@ -22,7 +22,8 @@ import (
 // journalName is the sessions journal of a directory: a line "+NAME\tCRC"
 // for each session created (appended before its marker is), "-NAME\tCRC"
 // for each removed (after its marker is deleted), CRC the CRC-32C of
-// "+NAME" or "-NAME" in hexadecimal. Its name is none of a session's
+// "+NAME" or "-NAME" in hexadecimal, each after an empty line (which ends
+// a line a crash tore). Its name is none of a session's
 // files. It is never synced: a reader that started before a crash does not
 // survive it, and one that starts after lists the directory.
 const journalName = ".sessions.journal"
@@ -52,7 +53,9 @@ func (d *Dir) journal(op byte, session string) bool {
 		return true
 	}
 	rec := string(op) + session
-	line := rec + "\t" + strconv.FormatUint(uint64(crc32.Checksum([]byte(rec), castagnoli)), 16) + "\n"
+	// The leading newline ends a line a crash tore, which would otherwise
+	// swallow this one.
+	line := "\n" + rec + "\t" + strconv.FormatUint(uint64(crc32.Checksum([]byte(rec), castagnoli)), 16) + "\n"
 	f, err := os.OpenFile(d.journalPath(), os.O_WRONLY|os.O_APPEND|os.O_CREATE|readFlags, 0o600)
 	if err != nil {
 		return !errors.Is(err, fs.ErrNotExist)
