@@ -211,15 +211,25 @@ func listSessionOf(names []string, session string) *listed {
 	return l
 }
 
-// onlyFilesOf reports whether names, a listing of the directory, holds
-// only files of session (its generation, quarantined, temporary, marker
-// and lock files) and the sessions journal.
+// onlyFilesOf reports whether names, a listing of the directory, holds no
+// file of another session than session: no marker, generation,
+// quarantined, temporary or lock file of another (files of other programs
+// do not count).
 func onlyFilesOf(names []string, session string) bool {
 	for _, name := range names {
 		if name == journalName || name == session+markerSuffix || name == session+".lock" {
 			continue
 		}
-		if _, kind := parseName(name, session); kind == kindOther {
+		if _, kind := parseName(name, session); kind != kindOther {
+			continue
+		}
+		if strings.HasSuffix(name, markerSuffix) || strings.HasSuffix(name, ".lock") {
+			return false
+		}
+		if _, ok := sessionOf(name); ok {
+			return false
+		}
+		if _, ok := tempSession(name); ok {
 			return false
 		}
 	}
