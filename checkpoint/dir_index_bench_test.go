@@ -70,3 +70,67 @@ func BenchmarkDirSessionRead(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDirListPage measures a page of a viewer's list of a Dir (issue
+// 31, item 10): the 100 sessions SessionsAfter lists after a name in the
+// middle (from the first at 100 sessions), with a long-lived Dir (its first call, which lists the
+// directory, made before the timing), in a directory of N sessions (a
+// generation file and an empty marker each, written directly). "journal"
+// is the Dir as it is, "listing" one that reads no index or journal, as
+// before. Sizes as BenchmarkDirSessionRead's.
+func BenchmarkDirListPage(b *testing.B) {
+	sizes := []int{100, 10000}
+	if n, err := strconv.Atoi(os.Getenv("DIR_BENCH_SESSIONS")); err == nil && n > 0 {
+		sizes = append(sizes, n)
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			for i := range n {
+				s := fmt.Sprintf("s%07d", i)
+				data, err := checkpoint.Marshal(checkpointtest.Checkpoint(s, 1))
+				if err != nil {
+					b.Fatal(err)
+				}
+				writeFileB(b, filepath.Join(dir, genFile(s, 1)), data)
+				writeFileB(b, filepath.Join(dir, s+".session"), nil)
+			}
+			after := "" // the first page, at 100
+			if n >= 200 {
+				after = fmt.Sprintf("s%07d", n/2-50)
+			}
+			for _, mode := range []string{"journal", "listing"} {
+				b.Run(mode, func(b *testing.B) {
+					d := checkpoint.NewDir(dir)
+					if mode == "listing" {
+						checkpoint.SetNoIndex(d)
+					}
+					page := func() {
+						rows := 0
+						for c, err := range d.SessionsAfter(ctx, after) {
+							if err != nil || c.Generation != 1 {
+								b.Fatalf("%v, %v", c, err)
+							}
+							if rows++; rows == 100 {
+								break
+							}
+						}
+						if rows != 100 {
+							b.Fatalf("%d rows", rows)
+						}
+					}
+					page() // the Dir's first call
+					var lists atomic.Int64
+					checkpoint.SetOnList(d, func() { lists.Add(1) })
+					b.ReportAllocs()
+					i := 0
+					for b.Loop() {
+						page()
+						i++
+					}
+					b.ReportMetric(float64(lists.Load())/float64(i), "listings/op")
+				})
+			}
+		})
+	}
+}
