@@ -310,10 +310,13 @@ func (d *Dir) reindex(session string, s *dirSession) {
 		s.indexed, s.indexTop = true, top
 		return
 	}
-	if len(s.gens) == 0 && len(s.corrupt) == 0 {
-		if _, err := os.Lstat(d.markerPath(session)); err != nil {
+	if _, err := os.Lstat(d.markerPath(session)); err != nil {
+		if len(s.gens) == 0 && len(s.corrupt) == 0 {
 			return // no file, and no marker: nothing to index
 		}
+		// A session an earlier version wrote gets its marker: journaled
+		// first, as a new session is (see Dir.SessionsAfter).
+		d.journal('+', session)
 	}
 	if err := d.writeIndex(session, s.gens, s.corrupt, true); err == nil {
 		s.indexed, s.indexTop = true, top

@@ -49,14 +49,16 @@ func listedSessions(t *testing.T, dir string) []string {
 // only, then follows the sessions journal, and lists what Sessions (a
 // listing) lists as other Dirs create sessions, save, and remove them,
 // from any name on; a torn line does not swallow the next; a journal
-// replaced or shortened makes it list again; the last session's Remove
-// leaves no file of the store (another program's stays). Mutations caught: SessionsAfter listing on
-// every call; the journal not followed (a session created since missing);
-// no line written for a new session; the leading newline dropped (a torn
-// line swallows the next session's); a replaced journal not noticed (a
-// session created since missing); the journal left by the last Remove.
-// Not caught, equivalent: the "-" lines ignored (a removed session has no
-// file, and its row is skipped).
+// replaced or shortened makes it list again; a session an earlier version
+// wrote is listed once a Dir locks it; the last session's Remove leaves no
+// file of the store (another program's stays). Mutations caught:
+// SessionsAfter listing on every call; the journal not followed (a
+// session created since missing); no line written for a new session; the
+// leading newline dropped (a torn line swallows the next session's); a
+// replaced journal not noticed (a session created since missing); Lock not
+// journaling the marker it writes for an earlier version's session; the
+// journal left by the last Remove. Not caught, equivalent: the "-" lines
+// ignored (a removed session has no file, and its row is skipped).
 func TestDirSessionsJournal(t *testing.T) {
 	dir := t.TempDir()
 	w := checkpoint.NewDir(dir, checkpoint.Keep(2))
@@ -107,6 +109,23 @@ func TestDirSessionsJournal(t *testing.T) {
 	}
 	saveGens(t, w, "e", 1)
 	check("after the journal was replaced", 1)
+
+	// A session an earlier version wrote after r's first call is listed
+	// once a Dir locks it (which writes its marker, journaled).
+	data, err := checkpoint.Marshal(checkpointtest.Checkpoint("legacy", 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, genFile("legacy", 3)), data)
+	_, release, err := checkpoint.NewDir(dir).Lock(ctx, "legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	check("after an earlier version's session was locked", 0)
+	if err := w.Remove(ctx, "legacy"); err != nil {
+		t.Fatal(err)
+	}
 
 	writeFile(t, filepath.Join(dir, "summary.json"), nil) // another program's
 	for _, s := range []string{"b", "c", "d", "e"} {
