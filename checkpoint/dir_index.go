@@ -137,14 +137,18 @@ func (d *Dir) readIndex(session string) ([]uint64, []quarantined, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	if size > maxIndex {
-		return nil, nil, errNoIndex
+	if size == 0 || size > maxIndex {
+		return nil, nil, errNoIndex // an earlier version's marker, or not an index
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxIndex+1))
+	data := make([]byte, size)
+	n, err := io.ReadFull(f, data)
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return nil, nil, errNoIndex // shortened while read
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	return parseIndex(data, session)
+	return parseIndex(data[:n], session)
 }
 
 // indexed returns the session's generations (ascending) and quarantined
