@@ -173,6 +173,8 @@ type dirSession struct {
 	// index before publishing.
 	indexed  bool
 	indexTop uint64
+	// indexWritten says that the save in progress wrote the index.
+	indexWritten bool
 	// journaled says that the session's marker existed, or was journaled
 	// ("+" in the sessions journal) before this Dir created it.
 	journaled bool
@@ -327,7 +329,7 @@ func (d *Dir) save(ctx context.Context, c *Checkpoint, state io.WriterTo) error 
 		}
 		return fmt.Errorf("checkpoint: saving session %s: %w", quoteSession(c.Session), err)
 	}
-	if created && len(s.gens) == 0 && len(s.corrupt) == 0 {
+	if created && len(s.gens) == 0 && len(s.corrupt) == 0 && s.newest == 0 {
 		s.indexed, s.indexTop = true, 0 // the marker holds the empty index
 	}
 	gen, err := d.write(c, s, state)
@@ -347,9 +349,9 @@ func (d *Dir) save(ctx context.Context, c *Checkpoint, state io.WriterTo) error 
 	if err := syncDir(d.dir(), d.fsync); err != nil {
 		return fmt.Errorf("checkpoint: saving session %s: syncing directory: %w", quoteSession(c.Session), err)
 	}
-	if s.indexed {
+	if s.indexWritten {
 		// The index written before the rename, naming gen, is on disk.
-		s.indexTop = gen
+		s.indexed, s.indexTop = true, gen
 	}
 	d.prune(c.Session, s, c.BestGeneration)
 	return nil
@@ -446,13 +448,10 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 		if err = d.fence(c, s); err != nil {
 			return 0, err
 		}
-		// The index names gen before gen is published (see Dir.indexed);
-		// it is synced first unless a reader finds gen by name.
-		if err = d.writeIndex(c.Session, append(slices.Clip(s.gens), gen), s.corrupt, !s.indexed || gen != s.indexTop+1); err != nil {
+		// The index names gen before gen is published when a reader
+		// could not find gen by name (see Dir.indexed and indexFor).
+		if err = d.indexFor(c, s, gen); err != nil {
 			return 0, err
-		}
-		if !s.indexed || gen != s.indexTop+1 {
-			s.indexed, s.indexTop = true, gen // synced, naming gen
 		}
 		if err = d.fail("indexed"); err != nil {
 			return 0, err
@@ -695,6 +694,14 @@ func (d *Dir) scan(session string, s *dirSession) error {
 // scanNames records the session's generations and quarantined files among
 // names, a listing of the directory.
 func (s *dirSession) scanNames(session string, names []string) {
+	before := s.newest
+	defer func() {
+		if s.newest != before {
+			// Generations this Dir did not write: whether a reader of
+			// the index finds them by name is not known.
+			s.indexed = false
+		}
+	}()
 	s.gens = s.gens[:0]
 	s.corrupt = s.corrupt[:0]
 	for _, name := range names {

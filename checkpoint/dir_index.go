@@ -231,25 +231,32 @@ func (d *Dir) probe(session string, top uint64) (gens []uint64, corrupt []quaran
 // that readers list the directory rather than trust an index that no
 // longer lists everything; an error is returned only if that fails too.
 func (d *Dir) writeIndex(session string, gens []uint64, corrupt []quarantined, durable bool) error {
+	_, err := d.tryIndex(session, gens, corrupt, durable)
+	return err
+}
+
+// tryIndex is writeIndex, reporting whether the index was written (not
+// emptied, nor left as it was).
+func (d *Dir) tryIndex(session string, gens []uint64, corrupt []quarantined, durable bool) (bool, error) {
 	if d.noIndex {
-		return nil
+		return false, nil
 	}
 	err := d.replaceIndex(session, encodeIndex(session, gens, corrupt), durable)
 	if err == nil {
-		return nil
+		return true, nil
 	}
 	path := d.markerPath(session)
 	if fi, lerr := os.Lstat(path); lerr != nil || !fi.Mode().IsRegular() {
-		return nil // a reader finds no index there
+		return false, nil // a reader finds no index there
 	}
 	f, terr := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|readFlags, 0)
 	if terr == nil {
 		terr = f.Close()
 	}
 	if terr != nil {
-		return fmt.Errorf("writing the index of session %s: %w (and could not empty it: %v)", quoteSession(session), err, terr)
+		return false, fmt.Errorf("writing the index of session %s: %w (and could not empty it: %v)", quoteSession(session), err, terr)
 	}
-	return nil
+	return false, nil
 }
 
 // replaceIndex writes data to a temporary file and renames it over the
@@ -322,7 +329,7 @@ func (d *Dir) reindex(session string, s *dirSession) {
 		// first, as a new session is (see Dir.SessionsAfter).
 		d.journal('+', session)
 	}
-	if err := d.writeIndex(session, s.gens, s.corrupt, true); err == nil {
+	if written, err := d.tryIndex(session, s.gens, s.corrupt, true); err == nil && written {
 		s.indexed, s.indexTop = true, top
 	}
 }
@@ -337,4 +344,47 @@ func sameQuarantined(a, b []quarantined) bool {
 	slices.SortFunc(a, cmp)
 	slices.SortFunc(b, cmp)
 	return slices.Equal(a, b)
+}
+
+// indexFor writes the index a save of c as generation gen needs before
+// its rename, if any: a reader of the index on disk, whose newest is
+// s.indexTop, finds the generations above it by name as long as they
+// follow one another, so a save of the next generation leaves the index
+// as it is unless its prune would delete a generation above s.indexTop
+// (breaking the chain a reader follows), or the chain would grow past
+// half the look-up's bound. Such a rewrite needs no sync of its own: the
+// save's directory sync makes it durable before the prune runs. A save
+// whose generation is not the next (a jump), or one of a session whose
+// index on disk this Dir does not know, syncs the index first.
+func (d *Dir) indexFor(c *Checkpoint, s *dirSession, gen uint64) error {
+	s.indexWritten = false
+	gens := append(slices.Clip(s.gens), gen)
+	if !s.indexed || gen != s.newest+1 {
+		written, err := d.tryIndex(c.Session, gens, s.corrupt, true)
+		if err != nil {
+			return err
+		}
+		// Unless written, the marker holds no index: the next save
+		// writes it, synced.
+		s.indexed, s.indexTop, s.indexWritten = written, gen, written
+		return nil
+	}
+	rewrite := gen-s.indexTop > maxProbe/2
+	if p := d.pruning(c.Session, gens, c.BestGeneration); !rewrite && !p.none() {
+		for i, g := range gens {
+			if p.at(i) && g > s.indexTop {
+				rewrite = true
+				break
+			}
+		}
+	}
+	if !rewrite {
+		return nil
+	}
+	written, err := d.tryIndex(c.Session, gens, s.corrupt, false)
+	if err != nil {
+		return err
+	}
+	s.indexed, s.indexWritten = written, written
+	return nil
 }

@@ -94,15 +94,32 @@ func TestDirGenerationsIndexed(t *testing.T) {
 			}
 			checkIndexed(t, dir, s, "jump to 20")
 			for _, stage := range []string{"write", "sync", "publish", "index", "indexed"} {
+				reached := false
 				checkpoint.SetSaveHook(d, func(st string) error {
 					if st == stage {
+						reached = true
 						return errors.New("injected")
 					}
 					return nil
 				})
-				err := save(0, 2)
-				checkpoint.SetSaveHook(d, nil)
+				ask := uint64(0)
 				if stage == "index" {
+					ask = 100 // a jump: its index is written, synced
+				}
+				err := save(ask, 2)
+				checkpoint.SetSaveHook(d, nil)
+				if stage == "index" && !reached {
+					t.Fatal("a jump wrote no index")
+				}
+				switch {
+				case !reached:
+					// This save left the index as it was (its generation
+					// is found by name).
+					if err != nil {
+						t.Fatalf("save not reaching %s: %v", stage, err)
+					}
+					checkIndexed(t, dir, s, "save not reaching "+stage)
+				case stage == "index":
 					// An index that cannot be written is emptied, and
 					// the save goes on: readers list the directory.
 					if err != nil {
@@ -114,7 +131,7 @@ func TestDirGenerationsIndexed(t *testing.T) {
 					if got, want := mustGens(t, dir, s), truthOf(t, dir, s); !slices.Equal(got, want) {
 						t.Errorf("index emptied: Generations = %v, want %v", got, want)
 					}
-				} else {
+				default:
 					if err == nil {
 						t.Fatalf("save failing at %s: no error", stage)
 					}
