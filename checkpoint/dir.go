@@ -45,19 +45,21 @@ import (
 // other file of the session remains.
 //
 // The marker holds the session's index: which generation and quarantined
-// files it has, in a few lines ending with their CRC. A save rewrites it
-// (a temporary file renamed over the marker) naming the generation it is
-// about to publish, before publishing it; the directory sync that makes
-// the generation durable makes the index durable too, and a save whose
-// generation is not the next one syncs the index, file and directory,
-// before its rename. A Load that quarantines a file names it in the index
-// first, and Lock rewrites the index from its listing of the directory
-// (synced, if it changed): a session an earlier version wrote gets one
-// when it is next locked. [Dir.Generations] reads the index rather than
-// listing the directory, and looks for generations above the index's
-// newest by name (a crash on a file system that reorders renames may have
-// kept a save's generation and lost its index), so reading one session
-// costs the same at 100,000 sessions as at 100. A marker that holds no
+// files it had, in a few lines ending with their CRC. [Dir.Generations]
+// reads the index rather than listing the directory, and looks for the
+// generations above the index's newest by name, one after another, so
+// reading one session costs the same at 100,000 sessions as at 100. A
+// save rewrites the index (a temporary file renamed over the marker),
+// naming the generation it is about to publish, before publishing it,
+// whenever a reader could not find that generation by name: when it is
+// not the next one (a jump: the index is then synced, file and directory,
+// before the rename), when its prune would delete a generation above the
+// index's newest (breaking the chain a reader follows), and every 32
+// generations; the directory sync that makes the generation durable makes
+// such an index durable too, before the prune. A Load that quarantines a
+// file names it in the index first, and Lock rewrites the index from its
+// listing of the directory (synced, if it changed): a session an earlier
+// version wrote gets one when it is next locked. A marker that holds no
 // index (empty, as an earlier version wrote it, torn, or another
 // session's) is not trusted: the directory is listed. A save whose index
 // cannot be written empties the marker and goes on. A generation file put

@@ -156,19 +156,16 @@ func (d *Dir) readIndex(session string) ([]uint64, []quarantined, error) {
 // whether it could: false when the marker holds no index (a version
 // without indexes, a torn write), and the caller lists the directory.
 //
-// The index lists every file of the session on disk, and perhaps more:
-// every save writes it, listing the generation it is about to publish,
-// before publishing it, and the directory sync that makes the generation
-// durable makes the index durable too; a generation pruned since, or one
-// whose save failed, stays listed until the next save (its reader finds no
-// file). Only a save's own generation may be missing from the index on
-// disk, when a crash on a file system that reorders renames loses the
-// index's and keeps the generation's: so the generations above the
-// index's newest are looked for by name, one after another (a generation
-// found quarantined, "….corrupt", continues the search). A save whose
-// generation is not the next one syncs its index before publishing (see
-// Dir.write). A quarantined file the index names but that is gone is left
-// out.
+// The index lists every file of the session on disk up to its newest
+// generation, and perhaps more (a generation pruned since, or one whose
+// save failed, stays listed until the index is next written; its reader
+// finds no file). The generations above its newest follow one another,
+// each found by name (a quarantined one, "….corrupt", continues the
+// chain): a save writes the index before its rename whenever a reader
+// could not find its generation so (see Dir.indexFor), and the directory
+// sync that makes the generation durable makes that index durable too,
+// before the prune that could break the chain. A quarantined file the
+// index names but that is gone is left out.
 //
 // reach is the newest generation the index and the look-up by name reached:
 // a save of reach+1 is found by name by a reader of this index.

@@ -381,3 +381,19 @@ func TestDirOldLayout(t *testing.T) {
 		})
 	}
 }
+
+// TestDirIndexAfterRemove: a session removed and saved again by the same
+// Dir, which numbers on from the generations it saw, gets an index that
+// names its new generation: the new marker's empty index is no chain to
+// follow to it. Mutation caught: the new marker taken for an index a
+// reader follows from (Generations lists nothing after the save).
+func TestDirIndexAfterRemove(t *testing.T) {
+	dir := t.TempDir()
+	d := checkpoint.NewDir(dir, checkpoint.Keep(2))
+	saveGens(t, d, "s", 1, 2, 3)
+	if err := d.Remove(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	saveGens(t, d, "s", 0)
+	checkIndexed(t, dir, "s", "a save after Remove")
+}
