@@ -660,7 +660,22 @@ func (d *Dir) pruneAtLock(session string, s *dirSession) {
 			return
 		}
 		newer := slices.Clone(s.gens[k+1:])
-		kept := d.pruneGens(session, s.gens[:k+1], d.pruning(session, s.gens[:k+1], c.BestGeneration))
+		p := d.pruning(session, s.gens[:k+1], c.BestGeneration)
+		// A prune above the index's newest would break the chain its
+		// readers follow: the index, naming every generation, is synced
+		// first (rare: generations a killed save left).
+		above := false
+		for i, g := range s.gens[:k+1] {
+			above = above || p.at(i) && (!s.indexed || g > s.indexTop)
+		}
+		if above && !d.noIndex {
+			written, err := d.tryIndex(session, s.gens, s.corrupt, true)
+			if err != nil {
+				return
+			}
+			s.indexed, s.indexTop = written, indexTop(s.gens, s.corrupt)
+		}
+		kept := d.pruneGens(session, s.gens[:k+1], p)
 		s.gens = append(kept, newer...)
 		return
 	}

@@ -313,10 +313,17 @@ func (d *Dir) reindex(session string, s *dirSession) {
 		return
 	}
 	top := indexTop(s.gens, s.corrupt)
-	gens, corrupt, err := d.readIndex(session)
-	if err == nil && slices.Equal(gens, s.gens) && sameQuarantined(corrupt, s.corrupt) {
-		s.indexed, s.indexTop = true, top
-		return
+	// An index whose readers find every file listed (and perhaps some
+	// pruned since) is left as it is.
+	if raw, _, err := d.readIndex(session); err == nil {
+		gens, corrupt, _, ok := d.indexed(session)
+		if ok && containsAll(gens, s.gens) && containsAllQ(corrupt, s.corrupt) {
+			s.indexed, s.indexTop = true, 0
+			if len(raw) > 0 {
+				s.indexTop = raw[len(raw)-1]
+			}
+			return
+		}
 	}
 	if _, err := os.Lstat(d.markerPath(session)); err != nil {
 		if len(s.gens) == 0 && len(s.corrupt) == 0 {
@@ -331,16 +338,24 @@ func (d *Dir) reindex(session string, s *dirSession) {
 	}
 }
 
-// sameQuarantined reports whether a and b name the same files.
-func sameQuarantined(a, b []quarantined) bool {
-	if len(a) != len(b) {
-		return false
+// containsAll reports whether have holds every generation of want.
+func containsAll(have, want []uint64) bool {
+	for _, g := range want {
+		if !slices.Contains(have, g) {
+			return false
+		}
 	}
-	cmp := func(x, y quarantined) int { return strings.Compare(x.name, y.name) }
-	a, b = slices.Clone(a), slices.Clone(b)
-	slices.SortFunc(a, cmp)
-	slices.SortFunc(b, cmp)
-	return slices.Equal(a, b)
+	return true
+}
+
+// containsAllQ reports whether have names every quarantined file of want.
+func containsAllQ(have, want []quarantined) bool {
+	for _, q := range want {
+		if !slices.Contains(have, q) {
+			return false
+		}
+	}
+	return true
 }
 
 // indexFor writes the index a save of c as generation gen needs before
@@ -356,7 +371,10 @@ func sameQuarantined(a, b []quarantined) bool {
 func (d *Dir) indexFor(c *Checkpoint, s *dirSession, gen uint64) error {
 	s.indexWritten = false
 	gens := append(slices.Clip(s.gens), gen)
-	if !s.indexed || gen != s.newest+1 {
+	// The chain a reader follows from s.indexTop reaches s.newest, the
+	// newest generation on disk (as far as this Dir knows), and so gen if
+	// it is the next.
+	if !s.indexed || gen != s.newest+1 || indexTop(s.gens, s.corrupt) != s.newest {
 		written, err := d.tryIndex(c.Session, gens, s.corrupt, true)
 		if err != nil {
 			return err
@@ -366,7 +384,8 @@ func (d *Dir) indexFor(c *Checkpoint, s *dirSession, gen uint64) error {
 		s.indexed, s.indexTop, s.indexWritten = written, gen, written
 		return nil
 	}
-	rewrite := gen-s.indexTop > maxProbe/2
+	// Under MaxBytes the prune depends on the new file's size: rewritten.
+	rewrite := gen-s.indexTop > maxProbe/2 || d.retain.maxBytes > 0
 	if p := d.pruning(c.Session, gens, c.BestGeneration); !rewrite && !p.none() {
 		for i, g := range gens {
 			if p.at(i) && g > s.indexTop {
