@@ -64,7 +64,9 @@ func checkIndexed(t *testing.T, dir, session, when string) {
 // generations listed, the newer ones found only by name up to the probe's
 // bound); the index written after the rename rather than before (a failed
 // save's "indexed" stage: no mutation shows there, the look-up by name
-// covers it; see TestDirIndexJumpSynced for the jump).
+// covers it; see TestDirIndexJumpSynced for the jump); under MaxBytes, the
+// index left as it was when the new generation's size makes the prune
+// delete one above its newest (generations missed from save 3 on).
 func TestDirGenerationsIndexed(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -73,6 +75,7 @@ func TestDirGenerationsIndexed(t *testing.T) {
 		{"keep2", []checkpoint.DirOption{checkpoint.Keep(2)}},
 		{"keepall", []checkpoint.DirOption{checkpoint.KeepAll()}},
 		{"keepbest", []checkpoint.DirOption{checkpoint.Keep(2), checkpoint.KeepBest()}},
+		{"maxbytes", []checkpoint.DirOption{checkpoint.Keep(6), checkpoint.MaxBytes(int64(len(encoded(t)) * 3))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -396,4 +399,14 @@ func TestDirIndexAfterRemove(t *testing.T) {
 	}
 	saveGens(t, d, "s", 0)
 	checkIndexed(t, dir, "s", "a save after Remove")
+}
+
+// encoded returns the encoding of a generation of checkpointtest's.
+func encoded(t *testing.T) []byte {
+	t.Helper()
+	data, err := checkpoint.Marshal(checkpointtest.Checkpoint("s", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
