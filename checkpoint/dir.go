@@ -1002,7 +1002,9 @@ func quarantine(path string, before func(q string) error) (string, error) {
 // staying for Load to quarantine. The newest intact generation, and the
 // best under [KeepBest], are never pruned; nothing is pruned while the
 // newest generation cannot be read for another reason than damage (a
-// newer format version, a permission error).
+// newer format version, a permission error). A session with files is
+// listed once, for all of this, and its index (see Files) rewritten,
+// synced, unless its readers already find every file listed.
 //
 // release gives the lock back; calling it twice is harmless. Saves with the
 // token fail with a *FencedError once it is released, or once the lock file
