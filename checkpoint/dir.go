@@ -42,7 +42,41 @@ import (
 // temporary files and no marker); a session such a version creates after
 // that listing, while this Dir runs, is taken for a new one unless it was
 // locked (its lock file existed). Remove deletes the marker last, once no
-// other file of the session remains. Files are created with mode 0600 and the
+// other file of the session remains.
+//
+// The marker holds the session's index: which generation and quarantined
+// files it had, in a few lines ending with their CRC. [Dir.Generations]
+// reads the index rather than listing the directory, and looks for the
+// generations above the index's newest by name, one after another, so
+// reading one session costs the same at 100,000 sessions as at 100. A
+// save rewrites the index (a temporary file renamed over the marker),
+// naming the generation it is about to publish, before publishing it,
+// whenever a reader could not find that generation by name: when it is
+// not the next one (a jump: the index is then synced, file and directory,
+// before the rename), when its prune would delete a generation above the
+// index's newest (breaking the chain a reader follows), and every 32
+// generations; the directory sync that makes the generation durable makes
+// such an index durable too, before the prune. A Load that quarantines a
+// file names it in the index first, and Lock rewrites the index from its
+// listing of the directory (synced, if it changed): a session an earlier
+// version wrote gets one when it is next locked. A marker that holds no
+// index (empty, as an earlier version wrote it, torn, or another
+// session's) is not trusted: the directory is listed. A save whose index
+// cannot be written empties the marker and goes on. A generation file put
+// in the directory by hand, not by a Dir, is not in the index:
+// Generations finds it once the session is next locked, or at once if the
+// marker is emptied. Load, Lock, Remove and Sessions list the directory,
+// as before.
+//
+// The directory's sessions journal, the file ".sessions.journal", gets a
+// line for each session a Dir creates (before its marker) or removes
+// (after its marker): [Dir.SessionsAfter] lists the directory on its
+// first call, then follows the journal, so that a page of a viewer's list
+// costs the same at 100,000 sessions as at 100. The journal is never
+// synced (a reader that starts after a crash lists the directory) and
+// grows by a line for each session created or removed; Remove deletes it
+// with the directory's last session, and deleting it by hand is harmless
+// (its readers list the directory again). Files are created with mode 0600 and the
 // directory (by a save without a fencing token, or by Lock) with mode 0700,
 // both before the umask; a host that wants other modes creates the
 // directory itself or changes them afterwards.
@@ -101,7 +135,9 @@ type Dir struct {
 	keep   int
 	retain retention // KeepAll, KeepBest, MaxBytes
 	// hook, when set (by tests only), is called at each stage of a save
-	// ("write", "sync", "publish"); an error it returns fails the save there.
+	// ("write", "sync", "publish", "index" before its index is written,
+	// "indexed" after, before the rename); an error it returns fails the
+	// save there.
 	hook func(stage string) error
 	// sync, when set (by tests only), is called in place of f.Sync for
 	// every fsync of a file or of the directory (see fsync).
@@ -109,12 +145,18 @@ type Dir struct {
 	// onList, when set (by tests only), is called at each listing of the
 	// directory.
 	onList func()
+	// noIndex, when set (by tests only), makes the Dir neither read nor
+	// write indexes: every read of a session lists the directory.
+	noIndex bool
 
 	mu       sync.Mutex
 	sessions map[string]*dirSession
 
 	unmarkedMu sync.Mutex
 	unmarked   map[string]bool // see unmarkedSessions; nil until listed
+
+	namesMu sync.Mutex
+	names   *nameCache // see sessionNames; nil until listed
 }
 
 // dirSession is what a Dir knows of one session's files.
@@ -126,6 +168,18 @@ type dirSession struct {
 	corrupt []quarantined
 	lock    *heldLock // the session's lock, while this Dir holds it
 	token   uint64    // newest fencing token this Dir issued
+	// indexed says that the session's index on disk, whichever of the
+	// versions this Dir wrote since it last synced the directory survived,
+	// finds every generation up to indexTop, that above it by name (see
+	// Dir.indexed): a save of generation indexTop+1 needs not sync its
+	// index before publishing.
+	indexed  bool
+	indexTop uint64
+	// indexWritten says that the save in progress wrote the index.
+	indexWritten bool
+	// journaled says that the session's marker existed, or was journaled
+	// ("+" in the sessions journal) before this Dir created it.
+	journaled bool
 }
 
 // quarantined is a quarantined file of a session, as listed.
@@ -256,11 +310,29 @@ func (d *Dir) save(ctx context.Context, c *Checkpoint, state io.WriterTo) error 
 			return err
 		}
 	}
-	if err := d.mark(c.Session, c.Token == 0); err != nil {
+	journaled := true
+	if !s.journaled {
+		// A new session is journaled before its marker is created, so that
+		// no kill leaves a marker that a reader following the journal
+		// misses.
+		if _, err := os.Lstat(d.markerPath(c.Session)); errors.Is(err, fs.ErrNotExist) {
+			// In a directory not yet created, once mark has created it.
+			journaled = d.journal('+', c.Session)
+		}
+		s.journaled = true
+	}
+	created, err := d.mark(c.Session, c.Token == 0)
+	if err == nil && !journaled {
+		d.journal('+', c.Session)
+	}
+	if err != nil {
 		if c.Token != 0 && errors.Is(err, fs.ErrNotExist) {
 			return d.fence(c, s)
 		}
 		return fmt.Errorf("checkpoint: saving session %s: %w", quoteSession(c.Session), err)
+	}
+	if created && len(s.gens) == 0 && len(s.corrupt) == 0 && s.newest == 0 {
+		s.indexed, s.indexTop = true, 0 // the marker holds the empty index
 	}
 	gen, err := d.write(c, s, state)
 	if err != nil {
@@ -278,6 +350,10 @@ func (d *Dir) save(ctx context.Context, c *Checkpoint, state io.WriterTo) error 
 	s.newest = gen
 	if err := syncDir(d.dir(), d.fsync); err != nil {
 		return fmt.Errorf("checkpoint: saving session %s: syncing directory: %w", quoteSession(c.Session), err)
+	}
+	if s.indexWritten {
+		// The index written before the rename, naming gen, is on disk.
+		s.indexed, s.indexTop = true, gen
 	}
 	d.prune(c.Session, s, c.BestGeneration)
 	return nil
@@ -374,6 +450,14 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 		if err = d.fence(c, s); err != nil {
 			return 0, err
 		}
+		// The index names gen before gen is published when a reader
+		// could not find gen by name (see Dir.indexed and indexFor).
+		if err = d.indexFor(c, s, gen); err != nil {
+			return 0, err
+		}
+		if err = d.fail("indexed"); err != nil {
+			return 0, err
+		}
 		err = publish(tmp, filepath.Join(d.dir(), genName(c.Session, gen)))
 		if err == nil {
 			published = true
@@ -385,6 +469,7 @@ func (d *Dir) write(c *Checkpoint, s *dirSession, state io.WriterTo) (gen uint64
 		if err = d.scan(c.Session, s); err != nil {
 			return 0, err
 		}
+		s.indexed = false // another writer's index
 		if gen, err = nextGen(c, s); err != nil {
 			return 0, err
 		}
@@ -550,8 +635,8 @@ func (d *Dir) pruneAtLock(session string, s *dirSession) {
 	if d.retain.all && d.retain.maxBytes == 0 {
 		return // KeepAll alone prunes nothing
 	}
-	if err := d.scan(session, s); err != nil {
-		return
+	if !s.scanned {
+		return // the directory could not be listed
 	}
 	for k := len(s.gens) - 1; k > 0; k-- {
 		gen := s.gens[k]
@@ -575,7 +660,22 @@ func (d *Dir) pruneAtLock(session string, s *dirSession) {
 			return
 		}
 		newer := slices.Clone(s.gens[k+1:])
-		kept := d.pruneGens(session, s.gens[:k+1], d.pruning(session, s.gens[:k+1], c.BestGeneration))
+		p := d.pruning(session, s.gens[:k+1], c.BestGeneration)
+		// A prune above the index's newest would break the chain its
+		// readers follow: the index, naming every generation, is synced
+		// first (rare: generations a killed save left).
+		above := false
+		for i, g := range s.gens[:k+1] {
+			above = above || p.at(i) && (!s.indexed || g > s.indexTop)
+		}
+		if above && !d.noIndex {
+			written, err := d.tryIndex(session, s.gens, s.corrupt, true)
+			if err != nil {
+				return
+			}
+			s.indexed, s.indexTop = written, indexTop(s.gens, s.corrupt)
+		}
+		kept := d.pruneGens(session, s.gens[:k+1], p)
 		s.gens = append(kept, newer...)
 		return
 	}
@@ -604,6 +704,21 @@ func (d *Dir) scan(session string, s *dirSession) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint: listing %s: %w", d.dir(), err)
 	}
+	s.scanNames(session, names)
+	return nil
+}
+
+// scanNames records the session's generations and quarantined files among
+// names, a listing of the directory.
+func (s *dirSession) scanNames(session string, names []string) {
+	before := s.newest
+	defer func() {
+		if s.newest != before {
+			// Generations this Dir did not write: whether a reader of
+			// the index finds them by name is not known.
+			s.indexed = false
+		}
+	}()
 	s.gens = s.gens[:0]
 	s.corrupt = s.corrupt[:0]
 	for _, name := range names {
@@ -621,7 +736,6 @@ func (d *Dir) scan(session string, s *dirSession) error {
 		s.newest = max(s.newest, s.gens[n-1])
 	}
 	s.scanned = true
-	return nil
 }
 
 // readNames lists the directory: its names, none if it does not exist.
@@ -699,7 +813,11 @@ func (d *Dir) Load(ctx context.Context, session string) (*Checkpoint, error) {
 			// Removed since the listing (pruned by another writer).
 		case errors.As(err, &ce):
 			ce.Path, ce.Generation = path, gen
-			if q, qerr := quarantine(path); qerr != nil {
+			// The index names the quarantined file before it exists.
+			index := func(q string) error {
+				return d.writeIndex(session, s.gens, append(slices.Clip(s.corrupt), quarantined{gen, filepath.Base(q)}), false)
+			}
+			if q, qerr := quarantine(path, index); qerr != nil {
 				ce.Err = fmt.Errorf("%w (could not quarantine it: %v)", ce.Err, qerr)
 			} else {
 				ce.Path = q
@@ -831,8 +949,9 @@ func readErr(err error) error {
 }
 
 // quarantine renames a damaged file out of the way, never replacing another
-// file, and returns its new path.
-func quarantine(path string) (string, error) {
+// file, and returns its new path. before, given the new path, is called
+// before the rename; its error stops it.
+func quarantine(path string, before func(q string) error) (string, error) {
 	q := path + ".corrupt"
 	for i := 1; ; i++ {
 		_, err := os.Lstat(q)
@@ -846,6 +965,9 @@ func quarantine(path string) (string, error) {
 			return "", fmt.Errorf("too many quarantined copies of %s", path)
 		}
 		q = path + ".corrupt." + strconv.Itoa(i)
+	}
+	if err := before(q); err != nil {
+		return "", err
 	}
 	if err := os.Rename(path, q); err != nil {
 		return "", err
@@ -880,7 +1002,9 @@ func quarantine(path string) (string, error) {
 // staying for Load to quarantine. The newest intact generation, and the
 // best under [KeepBest], are never pruned; nothing is pruned while the
 // newest generation cannot be read for another reason than damage (a
-// newer format version, a permission error).
+// newer format version, a permission error). A session with files is
+// listed once, for all of this, and its index (see Files) rewritten,
+// synced, unless its readers already find every file listed.
 //
 // release gives the lock back; calling it twice is harmless. Saves with the
 // token fail with a *FencedError once it is released, or once the lock file
@@ -917,7 +1041,14 @@ func (d *Dir) Lock(ctx context.Context, session string) (token uint64, release f
 			return 0, nil, fmt.Errorf("checkpoint: locking session %s: %w", quoteSession(session), err)
 		}
 	}
-	token, err = d.nextToken(f, session, s, !fresh)
+	// A session that may have files is listed once, for its generations'
+	// tokens, its temporary files, its prune and its index.
+	var names []string
+	var listErr error
+	if !fresh {
+		names, listErr = d.readNames()
+	}
+	token, err = d.nextToken(f, session, s, names)
 	if err == nil {
 		err = d.writeLock(f, "pid "+strconv.Itoa(os.Getpid())+"\ntoken "+strconv.FormatUint(token, 10)+"\n")
 	}
@@ -931,8 +1062,14 @@ func (d *Dir) Lock(ctx context.Context, session string) (token uint64, release f
 	if fresh {
 		s.forget()
 	} else {
-		d.removeTemps(session)
+		d.removeTemps(session, names)
+		if listErr == nil {
+			s.scanNames(session, names)
+		} else {
+			s.scanned = false
+		}
 		d.pruneAtLock(session, s)
+		d.reindex(session, s)
 	}
 	var once sync.Once
 	var rerr error
@@ -973,17 +1110,13 @@ func takeLock(path, session string) (*os.File, error) {
 }
 
 // nextToken returns the token for a new holder of the session's lock,
-// locked in f; list says whether the session may have generations, whose
-// tokens count.
-func (d *Dir) nextToken(f *os.File, session string, s *dirSession, list bool) (uint64, error) {
+// locked in f; names lists the directory (nil for a session without
+// files), whose generations' tokens count.
+func (d *Dir) nextToken(f *os.File, session string, s *dirSession, names []string) (uint64, error) {
 	top := s.token
 	if data, err := readSmall(f); err == nil {
 		_, t := parseLock(data)
 		top = max(top, t)
-	}
-	var names []string
-	if list {
-		names, _ = d.readNames()
 	}
 	for _, name := range names {
 		if gen, kind := parseName(name, session); kind == kindGeneration {
@@ -1012,9 +1145,9 @@ func genToken(path string) uint64 {
 	return t
 }
 
-// removeTemps deletes the session's temporary files. Its lock must be held.
-func (d *Dir) removeTemps(session string) {
-	names, _ := d.readNames()
+// removeTemps deletes the session's temporary files among names, the
+// directory's. Its lock must be held.
+func (d *Dir) removeTemps(session string, names []string) {
 	for _, name := range names {
 		if _, kind := parseName(name, session); kind == kindTemp {
 			os.Remove(filepath.Join(d.dir(), name))
@@ -1117,6 +1250,13 @@ func (d *Dir) Remove(ctx context.Context, session string) error {
 			errs = append(errs, err)
 		} else {
 			d.forgetUnmarked(session)
+			if onlyFilesOf(names, session) {
+				// The directory's last session: its journal goes too (a
+				// reader following it lists the directory again).
+				os.Remove(d.journalPath())
+			} else {
+				d.journal('-', session)
+			}
 		}
 	}
 	if err := d.removeLock(session, s); err != nil {
@@ -1124,7 +1264,7 @@ func (d *Dir) Remove(ctx context.Context, session string) error {
 	}
 	s.gens = s.gens[:0]
 	s.corrupt = s.corrupt[:0]
-	s.scanned = false
+	s.scanned, s.indexed, s.journaled = false, false, false
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("checkpoint: removing session %s: %w", quoteSession(session), err)
 	}

@@ -25,31 +25,39 @@ func (d *Dir) markerPath(session string) string {
 // mark creates the session's marker unless it exists, before any other file
 // of the session is created, and makes its name durable (the directory
 // synced) before the session's first generation can be: a crash never leaves
-// a generation without its marker. It never opens an existing file (a link
-// planted at its name is left alone, and counts as the marker). mkdir
-// creates the directory if need be.
-func (d *Dir) mark(session string, mkdir bool) error {
+// a generation without its marker. The marker it creates holds the empty
+// index (see Dir.indexed), unsynced: one a crash empties holds no index,
+// and its readers list the directory. It never opens an existing file (a
+// link planted at its name is left alone, and counts as the marker), and
+// reports whether it created the marker. mkdir creates the directory if
+// need be.
+func (d *Dir) mark(session string, mkdir bool) (bool, error) {
 	path := d.markerPath(session)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if mkdir && errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(d.dir(), 0o700); err != nil {
-			return err
+			return false, err
 		}
 		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	}
 	if errors.Is(err, fs.ErrExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
+	}
+	created := true
+	if !d.noIndex {
+		_, err = f.Write(encodeIndex(session, nil, nil))
+		created = err == nil
 	}
 	if err := f.Close(); err != nil {
-		return err
+		return false, err
 	}
 	if err := syncDir(d.dir(), d.fsync); err != nil {
-		return fmt.Errorf("syncing directory: %w", err)
+		return false, fmt.Errorf("syncing directory: %w", err)
 	}
-	return nil
+	return created, nil
 }
 
 // fresh reports whether session has no generation, quarantined or temporary

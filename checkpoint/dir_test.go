@@ -28,7 +28,8 @@ func genFile(session string, gen uint64) string {
 }
 
 // listDir returns the names in dir, sorted, without the sessions' marker
-// files ("<session>.session", which TestDirMarkers checks).
+// files ("<session>.session", which TestDirMarkers checks) and the
+// sessions journal (TestDirSessionsJournal's).
 func listDir(t *testing.T, dir string) []string {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
@@ -37,7 +38,7 @@ func listDir(t *testing.T, dir string) []string {
 	}
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".session") {
+		if !strings.HasSuffix(e.Name(), ".session") && e.Name() != ".sessions.journal" {
 			names = append(names, e.Name())
 		}
 	}

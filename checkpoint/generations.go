@@ -19,15 +19,43 @@ import (
 //
 // Like [Dir.Sessions], it is read-only (no lock, no quarantine, nothing
 // created) and reads only each generation's envelope, without verifying
-// its checksum. A generation whose envelope cannot be read (damaged, of
-// another format version, unreadable) is left out, as is one pruned while
-// the session is listed; a failure to list the directory is returned.
+// its checksum. It reads the session's index, not the directory (see Dir,
+// Files), so its cost does not depend on the directory's other sessions;
+// without an index it lists the directory. A generation whose envelope
+// cannot be read (damaged, of another format version, unreadable) is left
+// out, as is one pruned while the session is listed; a failure to list
+// the directory is returned.
 func (d *Dir) Generations(ctx context.Context, session string) ([]*Checkpoint, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := ValidateSession(session); err != nil {
 		return nil, err
+	}
+	gens, err := d.generations(session)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Checkpoint
+	for _, gen := range gens {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		c, err := readEnvelope(filepath.Join(d.dir(), genName(session, gen)), session)
+		if err != nil || c.Generation != gen {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// generations returns the generations of session, ascending: as its index
+// tells them (see Dir.indexed), else as a listing of the directory shows
+// them.
+func (d *Dir) generations(session string) ([]uint64, error) {
+	if gens, _, _, ok := d.indexed(session); ok {
+		return gens, nil
 	}
 	names, err := d.readNames()
 	if err != nil {
@@ -42,18 +70,7 @@ func (d *Dir) Generations(ctx context.Context, session string) ([]*Checkpoint, e
 		}
 	}
 	slices.Sort(gens)
-	var out []*Checkpoint
-	for _, gen := range gens {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		c, err := readEnvelope(filepath.Join(d.dir(), genName(session, gen)), session)
-		if err != nil || c.Generation != gen {
-			continue
-		}
-		out = append(out, c)
-	}
-	return out, nil
+	return gens, nil
 }
 
 // LoadGeneration returns generation gen of session, whole, as Load would

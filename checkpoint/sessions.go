@@ -53,45 +53,91 @@ import (
 // are not generations of a valid session name ([ValidateSession]) are
 // ignored, as are temporary and lock files.
 func (d *Dir) Sessions(ctx context.Context) iter.Seq2[*Checkpoint, error] {
-	return d.SessionsAfter(ctx, "")
+	return func(yield func(*Checkpoint, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		d.sessionsAfter(ctx, "", yield)
+	}
 }
 
 // SessionsAfter is [Dir.Sessions] from a name on: the sessions whose names
-// sort after after ("" lists them all). The directory is still listed
-// whole, but no envelope of a session before after is read, so a page of a
-// viewer's list costs a listing and the envelopes of its rows, not those
-// of the sessions before it.
+// sort after after ("" lists them all), without listing the directory
+// after the Dir's first call, so that a page of a viewer's list costs the
+// envelopes of its rows, whatever the number of sessions (issue 31, item
+// 10). The Dir lists the directory on its first call and keeps the sorted
+// names of the sessions; later calls read what the sessions journal
+// gained since (the file ".sessions.journal", a line for each session a
+// Dir created or removed; the directory is listed again should it be
+// replaced or shortened). Each row's generations are read from the
+// session's index (see Dir, Files), else from the listing with newer
+// generations looked for by name. A session that a Dir did not create (an
+// earlier version's, or one whose files were put there by hand) after
+// this Dir's first call is not listed by it: a new Dir, or Sessions,
+// lists it.
 func (d *Dir) SessionsAfter(ctx context.Context, after string) iter.Seq2[*Checkpoint, error] {
 	return func(yield func(*Checkpoint, error) bool) {
 		if err := ctx.Err(); err != nil {
 			yield(nil, err)
 			return
 		}
-		names, err := d.readNames()
-		if err != nil {
-			yield(nil, fmt.Errorf("checkpoint: listing %s: %w", d.dir(), err))
+		if d.noIndex {
+			d.sessionsAfter(ctx, after, yield)
 			return
 		}
-		list := listSessions(names)
-		if after != "" {
-			i, _ := slices.BinarySearchFunc(list, after, func(l *listed, name string) int { return strings.Compare(l.session, name) })
-			for i < len(list) && list[i].session <= after {
-				i++
-			}
-			list = list[i:]
+		c, err := d.sessionNames()
+		if err != nil {
+			yield(nil, err)
+			return
 		}
-		for _, l := range list {
+		names := c.names
+		i, found := slices.BinarySearch(names, after)
+		if found {
+			i++
+		}
+		for _, name := range names[i:] {
 			if err := ctx.Err(); err != nil {
 				yield(nil, err)
 				return
 			}
-			c, err := d.envelope(l)
-			if c == nil {
+			cp, err := d.envelope(d.listedNow(c, name))
+			if cp == nil {
 				continue // gone
 			}
-			if !yield(c, err) {
+			if !yield(cp, err) {
 				return
 			}
+		}
+	}
+}
+
+// sessionsAfter is Sessions from a name on, listing the directory.
+func (d *Dir) sessionsAfter(ctx context.Context, after string, yield func(*Checkpoint, error) bool) {
+	names, err := d.readNames()
+	if err != nil {
+		yield(nil, fmt.Errorf("checkpoint: listing %s: %w", d.dir(), err))
+		return
+	}
+	list := listSessions(names)
+	if after != "" {
+		i, _ := slices.BinarySearchFunc(list, after, func(l *listed, name string) int { return strings.Compare(l.session, name) })
+		for i < len(list) && list[i].session <= after {
+			i++
+		}
+		list = list[i:]
+	}
+	for _, l := range list {
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		c, err := d.envelope(l)
+		if c == nil {
+			continue // gone
+		}
+		if !yield(c, err) {
+			return
 		}
 	}
 }

@@ -1,0 +1,136 @@
+package checkpoint_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/checkpoint/checkpointtest"
+)
+
+// BenchmarkDirSessionRead measures what a viewer's session page reads of a
+// Dir (issue 31, item 10): Generations of one session, "target" (12
+// generations saved, Keep 3), and LoadGeneration of its newest, with a
+// long-lived Dir, in a directory of N sessions (the others a generation
+// file and an empty marker each, written directly). The cost must not grow
+// with N; listings/op counts the directory's listings. Each size runs
+// "index" and "listing" (a Dir that reads no index, as before indexes) on
+// the same directory. N is 100 and 10,000;
+// DIR_BENCH_SESSIONS adds a size (100,000 takes a few seconds to set up).
+func BenchmarkDirSessionRead(b *testing.B) {
+	sizes := []int{100, 10000}
+	if n, err := strconv.Atoi(os.Getenv("DIR_BENCH_SESSIONS")); err == nil && n > 0 {
+		sizes = append(sizes, n)
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			data, err := checkpoint.Marshal(checkpointtest.Checkpoint("x", 1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range n - 1 {
+				s := fmt.Sprintf("s%07d", i)
+				writeFileB(b, filepath.Join(dir, genFile(s, 1)), data)
+				writeFileB(b, filepath.Join(dir, s+".session"), nil)
+			}
+			w := checkpoint.NewDir(dir)
+			for range 12 {
+				if err := w.Save(ctx, checkpointtest.Checkpoint("target", 0)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for _, mode := range []string{"index", "listing"} {
+				b.Run(mode, func(b *testing.B) {
+					d := checkpoint.NewDir(dir)
+					if mode == "listing" {
+						checkpoint.SetNoIndex(d) // as before indexes
+					}
+					var lists atomic.Int64
+					checkpoint.SetOnList(d, func() { lists.Add(1) })
+					b.ReportAllocs()
+					i := 0
+					for b.Loop() {
+						gens, err := d.Generations(ctx, "target")
+						if err != nil || len(gens) != checkpoint.DefaultKeep {
+							b.Fatalf("Generations: %d, %v", len(gens), err)
+						}
+						if _, err := d.LoadGeneration(ctx, "target", gens[len(gens)-1].Generation); err != nil {
+							b.Fatal(err)
+						}
+						i++
+					}
+					b.ReportMetric(float64(lists.Load())/float64(i), "listings/op")
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkDirListPage measures a page of a viewer's list of a Dir (issue
+// 31, item 10): the 100 sessions SessionsAfter lists after a name in the
+// middle (from the first at 100 sessions), with a long-lived Dir (its first call, which lists the
+// directory, made before the timing), in a directory of N sessions (a
+// generation file and an empty marker each, written directly). "journal"
+// is the Dir as it is, "listing" one that reads no index or journal, as
+// before. Sizes as BenchmarkDirSessionRead's.
+func BenchmarkDirListPage(b *testing.B) {
+	sizes := []int{100, 10000}
+	if n, err := strconv.Atoi(os.Getenv("DIR_BENCH_SESSIONS")); err == nil && n > 0 {
+		sizes = append(sizes, n)
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			for i := range n {
+				s := fmt.Sprintf("s%07d", i)
+				data, err := checkpoint.Marshal(checkpointtest.Checkpoint(s, 1))
+				if err != nil {
+					b.Fatal(err)
+				}
+				writeFileB(b, filepath.Join(dir, genFile(s, 1)), data)
+				writeFileB(b, filepath.Join(dir, s+".session"), nil)
+			}
+			after := "" // the first page, at 100
+			if n >= 200 {
+				after = fmt.Sprintf("s%07d", n/2-50)
+			}
+			for _, mode := range []string{"journal", "listing"} {
+				b.Run(mode, func(b *testing.B) {
+					d := checkpoint.NewDir(dir)
+					if mode == "listing" {
+						checkpoint.SetNoIndex(d)
+					}
+					page := func() {
+						rows := 0
+						for c, err := range d.SessionsAfter(ctx, after) {
+							if err != nil || c.Generation != 1 {
+								b.Fatalf("%v, %v", c, err)
+							}
+							if rows++; rows == 100 {
+								break
+							}
+						}
+						if rows != 100 {
+							b.Fatalf("%d rows", rows)
+						}
+					}
+					page() // the Dir's first call
+					var lists atomic.Int64
+					checkpoint.SetOnList(d, func() { lists.Add(1) })
+					b.ReportAllocs()
+					i := 0
+					for b.Loop() {
+						page()
+						i++
+					}
+					b.ReportMetric(float64(lists.Load())/float64(i), "listings/op")
+				})
+			}
+		})
+	}
+}
