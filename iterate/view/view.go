@@ -216,6 +216,13 @@ type Extra struct {
 	// Links are the host's links about the session (a fleet's job in
 	// riverui), shown on its page.
 	Links []Link
+	// Extension is the budget extension recorded for the session's
+	// newest stop at its budget (budget_exhausted, or parked: see
+	// [Extends]) and not yet resumed, as a fleet tells it
+	// (fleet.Session.Extended): the page shows it (its limits, who and
+	// when, each when known) instead of the extension form. Nil when
+	// none; an [ExtensionReader] tells it too.
+	Extension *ExtensionRecord
 }
 
 // Extras sets a function that tells what the host knows of each session
