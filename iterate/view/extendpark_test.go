@@ -113,3 +113,54 @@ func TestExtendAtBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestExtendedByHost guards the host's side of a recorded extension
+// (Extra.Extension, as a fleet tells it with fleet.Session.Extended): the
+// page of the budget_exhausted session says it is extended, without the
+// limits, who or when the host does not tell, and offers no form; the
+// form's POST is refused (409); an extension of an older stop is not this
+// one's. Mutation caught: extensionOf ignoring Extra.Extension (the form
+// offered again, the POST accepted).
+func TestExtendedByHost(t *testing.T) {
+	ctx := context.Background()
+	d := checkpoint.NewDir(t.TempDir())
+	if res, _ := iterate.New(toyWorker{}, iterate.WithCheckpointer(d), iterate.WithSession("spent"),
+		iterate.WithBudget(budget.Limits{Tokens: 250, Calls: 100}), iterate.WithMaxIterations(12)).Run(ctx, toyState{}); res == nil || res.Status != iterate.BudgetExhausted {
+		t.Fatalf("premise: a budget_exhausted session: %v", res)
+	}
+	c, err := d.Load(ctx, "spent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		x        *ExtensionRecord
+		extended bool
+	}{
+		{"none", nil, false},
+		{"unnamed", &ExtensionRecord{}, true},
+		{"this stop", &ExtensionRecord{Generation: c.Generation, To: budget.Limits{Tokens: 900, Calls: 100}, By: "bob"}, true},
+		{"an older stop", &ExtensionRecord{Generation: c.Generation - 1, By: "bob"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHandler(t, d, Extends(DirExtensions{Path: t.TempDir()}), Extras(func(context.Context) (map[string]Extra, error) {
+				return map[string]Extra{"spent": {Extension: tc.x}}, nil
+			}))
+			_, body := get(t, h, "/session/spent")
+			want := "Extended: the session waits"
+			if tc.x != nil && tc.x.By != "" {
+				want = "Extended to tokens 900, calls 100 by bob: the session waits"
+			}
+			if got := strings.Contains(body, want); got != tc.extended {
+				t.Errorf("%q on the page: %v, want %v", want, got, tc.extended)
+			}
+			if form := strings.Contains(body, `<form id="extend"`); form == tc.extended {
+				t.Errorf("the extension form: %v, want %v", form, !tc.extended)
+			}
+			code, _ := postExtend(h, "spent", c.Generation, h.extendToken("spent", c.Generation), map[string]string{"tokens": "900", "cost": "0", "calls": "100"})
+			if want := map[bool]int{true: http.StatusConflict, false: http.StatusSeeOther}[tc.extended]; code != want {
+				t.Errorf("POST: %d, want %d", code, want)
+			}
+		})
+	}
+}
