@@ -487,10 +487,10 @@ type sessionPage struct {
 	// ExtensionErr why it does not read.
 	Extension                 *ExtensionRecord
 	ExtensionTo, ExtensionErr string
-	Wall                    string
-	BestIteration           int
-	HasBest                 bool
-	BestBy                  string // the keep-best scorer, as the settings name it
+	Wall                      string
+	BestIteration             int
+	HasBest                   bool
+	BestBy                    string // the keep-best scorer, as the settings name it
 	// LiveGeneration is the generation /live tells now: the page reloads
 	// when it changes.
 	LiveGeneration uint64
