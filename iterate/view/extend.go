@@ -149,15 +149,9 @@ func (h *Handler) extend(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	extras, _ := h.extrasOf(ctx)
-	if x, err := h.extensionOf(ctx, name, gen, extras[name]); err != nil {
-		h.fail(w, err)
-		return
-	} else if x != nil {
-		http.Error(w, fmt.Sprintf("%v: reload the page to see it", ErrExtended), http.StatusConflict)
-		return
-	}
-	if c.Status == string(iterate.Escalated) && extras[name].Answered {
+	// A second request for the stop is the Extender's to refuse (once per
+	// generation), naming the one accepted when it can.
+	if extras, _ := h.extrasOf(ctx); c.Status == string(iterate.Escalated) && extras[name].Answered {
 		http.Error(w, fmt.Sprintf("%v: its question is answered already: reload the page", ErrExtended), http.StatusConflict)
 		return
 	}
