@@ -393,6 +393,9 @@ func extras(f *fleet.Fleet, jobs bool) func(ctx context.Context) (map[string]vie
 			// Status lists a session not started yet (queued), which the
 			// store has no checkpoint of.
 			e := view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status)}
+			if s.Extended { // the fleet tells that, not to what, by whom or when
+				e.Extension = &view.ExtensionRecord{}
+			}
 			if a := s.Answer; a != nil { // the newest accepted answer
 				e.Answers = []view.AnswerRecord{{Generation: a.Generation, Question: a.Question, Answer: a.Text, By: a.By, At: a.At}}
 			}
