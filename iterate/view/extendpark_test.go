@@ -93,6 +93,18 @@ func TestExtendAtBudget(t *testing.T) {
 			if code, _ := postExtend(h, "spent", c.Generation, tok, map[string]string{"tokens": "900", "cost": "0", "calls": "100"}); code != http.StatusConflict {
 				t.Errorf("a second request: %d, want 409", code)
 			}
+			if tc.park {
+				// The extension answered the question: an answer posted
+				// from a page shown before is refused (mutation caught:
+				// answerOnce not looking up the extension — 303, an
+				// answer recorded beside it).
+				if code, _ := postAnswer(h, "spent", c.Generation, "stop"); code != http.StatusConflict {
+					t.Errorf("an answer after the extension: %d, want 409", code)
+				}
+				if _, err := ReadDirAnswer(answers, "spent", c.Generation); err == nil {
+					t.Error("an answer recorded beside the extension")
+				}
+			}
 
 			// Resumed with it, the session stops at its raised budget
 			// again: a new stop, a new form.

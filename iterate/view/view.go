@@ -445,8 +445,13 @@ func (h *Handler) answerOnce(r *http.Request, session string, gen uint64, answer
 	if c.Generation != gen || c.Status != string(iterate.Escalated) {
 		return fmt.Errorf("%w: the session moved on (generation %d, %s) since the page showed its question: reload it", ErrAnswered, c.Generation, c.Status)
 	}
-	if extras, err := h.extrasOf(ctx); err == nil && extras[session].Answered {
+	extras, xerr := h.extrasOf(ctx)
+	if xerr == nil && extras[session].Answered {
 		return fmt.Errorf("%w: reload the page to see the answer", ErrAnswered)
+	}
+	// A parked session's extension is the answer to its question.
+	if x, _ := h.extensionOf(ctx, session, gen, extras[session]); x != nil {
+		return fmt.Errorf("%w: its budget was extended: reload the page", ErrAnswered)
 	}
 	by := h.requestBy(r)
 	if once, ok := h.answerer.(AnswerOnce); ok {
