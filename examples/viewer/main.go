@@ -38,9 +38,11 @@
 // nothing it could record reaches the process running a loop.
 //
 // --extend, with --fleet-schema, adds to the page of a budget_exhausted
-// session a form raising its limits (fleet.Fleet.Extend, committed before
-// the page says so); a worker then resumes the session under them, every
-// counter kept. Each stop is extended once.
+// session, or of one parked at its budget's limit (iterate.WithParkAtLimit),
+// a form raising its limits (fleet.Fleet.Extend, committed before the page
+// says so); a worker then resumes the session under them, every counter
+// kept. Each stop is extended once: the page of a stop extended says so
+// and offers no form until the session stops again.
 //
 // --riverui, with --fleet-schema, mounts riverui (riverqueue.com/riverui)
 // under /riverui/ for the fleet's jobs: their queues, attempts, errors and
@@ -393,6 +395,9 @@ func extras(f *fleet.Fleet, jobs bool) func(ctx context.Context) (map[string]vie
 			// Status lists a session not started yet (queued), which the
 			// store has no checkpoint of.
 			e := view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status)}
+			if s.Extended { // the fleet tells that, not to what, by whom or when
+				e.Extension = &view.ExtensionRecord{}
+			}
 			if a := s.Answer; a != nil { // the newest accepted answer
 				e.Answers = []view.AnswerRecord{{Generation: a.Generation, Question: a.Question, Answer: a.Text, By: a.By, At: a.At}}
 			}
@@ -405,9 +410,9 @@ func extras(f *fleet.Fleet, jobs bool) func(ctx context.Context) (map[string]vie
 	}
 }
 
-// fleetExtends raises the budget of a fleet's budget_exhausted sessions,
-// once per stop, through fleet.Extend, which a worker then resumes under
-// the raised limits: an extension of a stop extended already with other
+// fleetExtends raises the budget of a fleet's sessions stopped or parked
+// at their budget, once per stop, through fleet.Extend, which a worker
+// then resumes under the raised limits: an extension of a stop extended already with other
 // limits is refused with an error matching view.ErrExtended (the same one
 // again is a no-op).
 type fleetExtends struct{ *fleet.Fleet }

@@ -62,7 +62,8 @@ func (e *ExtendError) Is(target error) bool { return target == ErrExtended }
 // or parked at its budget's limit ([iterate.WithParkAtLimit]: escalated,
 // its Escalation.Parked set), to the limits to, in place, from any
 // process; by names who asks (recorded with the session's
-// iterate.Extension). It returns once the request is committed; a worker
+// iterate.Extension; the calling process's [Fleet.Holder] when "", as
+// for [Fleet.Reply]). It returns once the request is committed; a worker
 // then resumes the session with [iterate.ExtendBudget] and it goes on
 // with every counter kept, until it stops or parks again ([Kind.Wait]
 // waits for that, not the stop extended).
@@ -86,6 +87,9 @@ func (e *ExtendError) Is(target error) bool { return target == ErrExtended }
 func (f *Fleet) Extend(ctx context.Context, session string, to budget.Limits, by string) error {
 	if err := to.Validate(); err != nil {
 		return fmt.Errorf("fleet: extending session %q: %w", session, err)
+	}
+	if by == "" {
+		by = f.Holder() // as Reply's
 	}
 	return pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
 		jobID, cancelled, err := f.lockSession(ctx, tx, session, "extending")

@@ -142,6 +142,15 @@ func TestExtendParkedSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitParked(t, ctx, kind, "parked", 6, 600, 2)
+	// Extend without a by answers the parked question as the extending
+	// process's Holder, as Reply does (mutation caught: by left "" —
+	// the answer recorded by nobody).
+	if err := ops.Extend(ctx, "parked", budget.Limits{Tokens: 700}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if answers, err := ops.Answers(ctx, "parked"); err != nil || len(answers) == 0 || answers[len(answers)-1].By != ops.Holder() || ops.Holder() == "" {
+		t.Errorf("Answers: %+v, %v; want the newest by %q", answers, err, ops.Holder())
+	}
 
 	if _, err := synth.Submit(ctx, "asked", synthArgs{Name: "asked", Iterations: 4, EscalateAt: 1}); err != nil {
 		t.Fatal(err)

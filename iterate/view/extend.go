@@ -35,9 +35,20 @@ type Extender interface {
 	ExtendBudget(ctx context.Context, session string, gen uint64, to budget.Limits, by string) error
 }
 
-// Extends adds to the page of a session stopped with budget_exhausted a
-// form raising its limits (tokens, cost, calls, time), recorded through
-// e. It is off without this option. The form carries a token bound to the
+// ExtensionReader is what an [Extender] may also implement to tell the
+// extension recorded for the stop of session saved as generation gen
+// (nil and no error when none): the session's page then shows it, and
+// no form, until the session stops again. [DirExtensions] implements it.
+type ExtensionReader interface {
+	Extension(ctx context.Context, session string, gen uint64) (*ExtensionRecord, error)
+}
+
+// Extends adds to the page of a session stopped with budget_exhausted, or
+// parked at its budget's limit (iterate.WithParkAtLimit: escalated, its
+// Escalation.Parked set, its question not answered), a form raising its
+// limits (tokens, cost, calls, time), recorded through e; once an
+// extension is recorded (Extra.Extension, or e's [ExtensionReader]) the
+// page shows it instead. It is off without this option. The form carries a token bound to the
 // session, to the generation and to a secret of this handler, and POSTs
 // are checked as an answer's are; a request that lowers a limit, sets
 // one where there was none, or raises none is refused (400), one for a
@@ -129,13 +140,19 @@ func (h *Handler) extend(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, err)
 		return
 	}
-	if c.Generation != gen || c.Status != string(iterate.BudgetExhausted) {
+	rep, err := iterate.Inspect(c)
+	if c.Generation != gen || !atBudget(c, rep) {
 		http.Error(w, fmt.Sprintf("%v: the session moved on (generation %d, %s) since the page showed it: reload it", ErrExtended, c.Generation, c.Status), http.StatusConflict)
 		return
 	}
-	rep, err := iterate.Inspect(c)
 	if err != nil {
 		h.fail(w, err)
+		return
+	}
+	// A second request for the stop is the Extender's to refuse (once per
+	// generation), naming the one accepted when it can.
+	if extras, _ := h.extrasOf(ctx); c.Status == string(iterate.Escalated) && extras[name].Answered {
+		http.Error(w, fmt.Sprintf("%v: its question is answered already: reload the page", ErrExtended), http.StatusConflict)
 		return
 	}
 	to, err := raised(rep.Limits, r.PostForm)
@@ -144,6 +161,58 @@ func (h *Handler) extend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.recorded(w, name, "extending", h.extender.ExtendBudget(ctx, name, gen, to, h.requestBy(r)))
+}
+
+// atBudget reports whether the checkpoint c, whose engine record is rep
+// (nil when it does not read), stopped at its budget: budget_exhausted,
+// or parked (escalated with Escalation.Parked).
+func atBudget(c *checkpoint.Checkpoint, rep *iterate.Report) bool {
+	switch iterate.Status(c.Status) {
+	case iterate.BudgetExhausted:
+		return true
+	case iterate.Escalated:
+		return rep != nil && rep.Escalation != nil && rep.Escalation.Parked != nil
+	}
+	return false
+}
+
+// extensionOf returns the extension recorded for the stop of session
+// saved as generation gen: the host's (x.Extension, for that generation
+// or an unnamed one), else the Extender's when it is an
+// [ExtensionReader]; nil when none.
+func (h *Handler) extensionOf(ctx context.Context, session string, gen uint64, x Extra) (*ExtensionRecord, error) {
+	if e := x.Extension; e != nil && (e.Generation == gen || e.Generation == 0) {
+		return e, nil
+	}
+	if r, ok := h.extender.(ExtensionReader); ok {
+		return r.Extension(ctx, session, gen)
+	}
+	return nil, nil
+}
+
+// limitsText writes the hard limits of l, e.g. "tokens 500, calls 100"
+// ("no limits" when none is set).
+func limitsText(l budget.Limits) string {
+	var parts []string
+	if l.Iterations != 0 {
+		parts = append(parts, fmt.Sprint("iterations ", l.Iterations))
+	}
+	if l.Tokens != 0 {
+		parts = append(parts, fmt.Sprint("tokens ", l.Tokens))
+	}
+	if l.Cost != 0 {
+		parts = append(parts, "cost "+number(l.Cost))
+	}
+	if l.Calls != 0 {
+		parts = append(parts, fmt.Sprint("calls ", l.Calls))
+	}
+	if l.Wall != 0 {
+		parts = append(parts, "time "+l.Wall.String())
+	}
+	if len(parts) == 0 {
+		return "no limits"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // requestBy is who makes request r, as [AnswerBy] tells it ("" without
@@ -170,7 +239,8 @@ func (h *Handler) recorded(w http.ResponseWriter, session, doing string, err err
 // ExtensionRecord is a budget extension requested from a viewer, as
 // [DirExtensions] records it.
 type ExtensionRecord struct {
-	// Generation is that of the budget_exhausted checkpoint extended; To
+	// Generation is that of the checkpoint extended (budget_exhausted or
+	// parked); To
 	// the limits to resume under (iterate.ExtendBudget's); By who asked
 	// ("" when unknown), At when.
 	Generation uint64
@@ -210,6 +280,16 @@ func (d DirExtensions) ExtendBudget(ctx context.Context, session string, gen uin
 		return fmt.Errorf("%w: generation %d of %s", ErrExtended, gen, session)
 	}
 	return err
+}
+
+// Extension returns the extension recorded for session at generation
+// gen, nil when none ([ExtensionReader]).
+func (d DirExtensions) Extension(_ context.Context, session string, gen uint64) (*ExtensionRecord, error) {
+	rec, err := ReadDirExtension(d.Path, session, gen)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return rec, err
 }
 
 // ReadDirExtension reads the extension a [DirExtensions] of the directory

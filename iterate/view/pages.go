@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/refine-go/refine/budget"
 	"github.com/refine-go/refine/checkpoint"
 	"github.com/refine-go/refine/converge"
 	"github.com/refine-go/refine/iterate"
@@ -478,10 +479,18 @@ type sessionPage struct {
 	ForkToken, ForkLink     string
 	Extend                  bool
 	ExtendToken, ExtendLink string
-	Wall                    string
-	BestIteration           int
-	HasBest                 bool
-	BestBy                  string // the keep-best scorer, as the settings name it
+	// Parked is set when the session is parked at its budget's limit
+	// (escalated, Escalation.Parked set).
+	Parked bool
+	// Extension is the extension recorded for the session's stop at its
+	// budget, ExtensionTo its limits as text ("" when not told), or
+	// ExtensionErr why it does not read.
+	Extension                 *ExtensionRecord
+	ExtensionTo, ExtensionErr string
+	Wall                      string
+	BestIteration             int
+	HasBest                   bool
+	BestBy                    string // the keep-best scorer, as the settings name it
 	// LiveGeneration is the generation /live tells now: the page reloads
 	// when it changes.
 	LiveGeneration uint64
@@ -726,14 +735,29 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		p.Verdict, p.Reason, p.StoppedBy = c.Status, c.Reason, true
 	}
 	p.QA = questions(gens, p.Extra.Answers, c)
-	if h.answerer != nil && c.Status == string(iterate.Escalated) && p.Question != "" && !p.Extra.Answered {
-		p.Answer, p.Token, p.AnswerLink = true, h.token(name, c.Generation), link(name)+"/answer"
-	}
-	if h.extender != nil && c.Status == string(iterate.BudgetExhausted) && inspectErr == "" {
-		p.Extend, p.ExtendToken, p.ExtendLink = true, h.extendToken(name, c.Generation), link(name)+"/extend"
-		if rep.Limits.Wall > 0 {
-			p.Wall = rep.Limits.Wall.String()
+	// A session stopped at its budget (budget_exhausted, or parked: its
+	// question asks for more) shows the extension recorded for that stop,
+	// or offers one unless its question is answered already.
+	if inspectErr == "" && atBudget(c, rep) {
+		p.Parked = c.Status == string(iterate.Escalated)
+		x, xerr := h.extensionOf(ctx, name, c.Generation, p.Extra)
+		switch {
+		case xerr != nil:
+			p.ExtensionErr = xerr.Error()
+		case x != nil:
+			p.Extension, p.ExtensionTo = x, limitsText(x.To)
+			if x.To == (budget.Limits{}) {
+				p.ExtensionTo = "" // the host does not tell them
+			}
+		case h.extender != nil && !(p.Parked && p.Extra.Answered):
+			p.Extend, p.ExtendToken, p.ExtendLink = true, h.extendToken(name, c.Generation), link(name)+"/extend"
+			if rep.Limits.Wall > 0 {
+				p.Wall = rep.Limits.Wall.String()
+			}
 		}
+	}
+	if h.answerer != nil && c.Status == string(iterate.Escalated) && p.Question != "" && !p.Extra.Answered && p.Extension == nil {
+		p.Answer, p.Token, p.AnswerLink = true, h.token(name, c.Generation), link(name)+"/answer"
 	}
 	if h.forker != nil && !notStarted {
 		p.Fork, p.ForkToken, p.ForkLink = true, h.forkToken(name), link(name)+"/fork"

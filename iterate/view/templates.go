@@ -97,9 +97,11 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <table id="summary">
 <tr><th>Status</th><td><span class="status s-{{.P.C.Status}}">{{.P.C.Status}}</span> {{.P.C.Reason}} <span id="live" class="muted">
 {{- if eq .P.C.Status "running"}}{{if eq .P.Holding "held"}}(live{{with .P.Extra.Holder}}: held by {{.}}{{end}}){{else if eq .P.Holding "unheld"}}<span class="err">({{if .P.Extras}}no worker holds it now: waiting for one{{else}}no process holds it: the loop stopped without saving its end (killed or crashed); resuming it goes on{{end}})</span>{{else}}(running: the page follows it){{end}}
-{{- else if eq .P.C.Status "escalated"}}{{if not .P.Extra.Answered}}(waiting for an answer){{end}}
+{{- else if eq .P.C.Status "escalated"}}{{if .P.Extension}}(extended: waiting to be resumed){{else if not .P.Extra.Answered}}(waiting for an answer){{end}}
 {{- else if eq .P.C.Status "interrupted"}}(interrupted: resuming it goes on)
 {{- end}}</span></td></tr>
+{{- with .P.Extension}}<tr id="extended"><th>Extension</th><td>Extended{{with $.P.ExtensionTo}} to {{.}}{{end}}{{with .By}} by {{.}}{{end}}{{if not .At.IsZero}} at {{.At.UTC.Format "2006-01-02 15:04:05 UTC"}}{{end}}: the session waits to be resumed under the raised limits.</td></tr>{{end}}
+{{- with .P.ExtensionErr}}<tr><th>Extension</th><td class="err">{{.}}</td></tr>{{end}}
 {{- if .P.ExtrasErr}}<tr><th>Host</th><td class="err">{{.P.ExtrasErr}}</td></tr>{{end}}
 {{- with .P.Extra}}{{if .Kind}}<tr><th>Kind</th><td>{{.Kind}}</td></tr>{{end}}{{if .Holder}}<tr><th>Holder</th><td>{{.Holder}}</td></tr>{{end}}{{end}}
 {{- range .P.Links}}<tr class="link"><th>{{.Label}}</th><td><a href="{{.URL}}">{{.Text}}</a></td></tr>{{end}}
@@ -124,6 +126,7 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- if .P.Answer}}
 <form id="answer" method="post" action="{{.P.AnswerLink}}">
 <input type="hidden" name="token" value="{{.P.Token}}"><input type="hidden" name="generation" value="{{.P.C.Generation}}">
+{{- if .P.Parked}}<p id="plain-answer" class="muted">The session is parked at its budget: a plain answer stops it there (budget_exhausted){{if .P.Extend}}; to go on, raise its budget below{{end}}.</p>{{end}}
 <p><label for="answer-text">Your answer</label><br><textarea id="answer-text" name="answer" rows="4" cols="80" required></textarea></p>
 <p><button type="submit">Answer</button></p>
 </form>

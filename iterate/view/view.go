@@ -216,6 +216,13 @@ type Extra struct {
 	// Links are the host's links about the session (a fleet's job in
 	// riverui), shown on its page.
 	Links []Link
+	// Extension is the budget extension recorded for the session's
+	// newest stop at its budget (budget_exhausted, or parked: see
+	// [Extends]) and not yet resumed, as a fleet tells it
+	// (fleet.Session.Extended): the page shows it (its limits, who and
+	// when, each when known) instead of the extension form. Nil when
+	// none; an [ExtensionReader] tells it too.
+	Extension *ExtensionRecord
 }
 
 // Extras sets a function that tells what the host knows of each session
@@ -438,8 +445,13 @@ func (h *Handler) answerOnce(r *http.Request, session string, gen uint64, answer
 	if c.Generation != gen || c.Status != string(iterate.Escalated) {
 		return fmt.Errorf("%w: the session moved on (generation %d, %s) since the page showed its question: reload it", ErrAnswered, c.Generation, c.Status)
 	}
-	if extras, err := h.extrasOf(ctx); err == nil && extras[session].Answered {
+	extras, xerr := h.extrasOf(ctx)
+	if xerr == nil && extras[session].Answered {
 		return fmt.Errorf("%w: reload the page to see the answer", ErrAnswered)
+	}
+	// A parked session's extension is the answer to its question.
+	if x, _ := h.extensionOf(ctx, session, gen, extras[session]); x != nil {
+		return fmt.Errorf("%w: its budget was extended: reload the page", ErrAnswered)
 	}
 	by := h.requestBy(r)
 	if once, ok := h.answerer.(AnswerOnce); ok {
