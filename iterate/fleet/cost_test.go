@@ -201,10 +201,10 @@ func tracedPool(t testing.TB, c *counter, maxConns int32) *pgxpool.Pool {
 // bounded. BENCHMARKS.md ("Fleet: statements per session") quotes the
 // figures TestSessionCost logs.
 const (
-	costSessions       = 40
-	costIterations     = 4
-	maxOwnStatements   = 42
-	maxOwnRoundTrips   = 14
+	costSessions     = 40
+	costIterations   = 4
+	maxOwnStatements = 42
+	maxOwnRoundTrips = 14
 	// The shared round trips include the workers' polls, which grow with
 	// the run's time, longer on a loaded machine: loosely bounded.
 	maxSharedRoundTrip = 8.0
