@@ -324,14 +324,7 @@ func (s *Store) acquired(ctx context.Context, f func(*pgxpool.Conn) error) error
 // release stops l's renewals and frees its lease row, keeping its token.
 func (s *Store) release(l *lease) error {
 	l.once.Do(func() {
-		close(l.stop)
-		<-l.done
-		l.lose()
-		s.mu.Lock()
-		if s.locks[l.session] == l {
-			delete(s.locks, l.session)
-		}
-		s.mu.Unlock()
+		s.forget(l)
 		ctx, cancel := context.WithTimeout(context.Background(), max(s.lease, 5*time.Second))
 		defer cancel()
 		_, err := s.pool.Exec(ctx, `UPDATE `+s.table("leases")+` SET holder = '', expires_at = clock_timestamp()
@@ -347,16 +340,21 @@ func (s *Store) release(l *lease) error {
 // released forgets l, given back by a SaveRelease: its renewals stop and
 // its release function does nothing more.
 func (s *Store) released(l *lease) {
-	l.once.Do(func() {
-		close(l.stop)
-		<-l.done
-		l.lose()
-		s.mu.Lock()
-		if s.locks[l.session] == l {
-			delete(s.locks, l.session)
-		}
-		s.mu.Unlock()
-	})
+	l.once.Do(func() { s.forget(l) })
+}
+
+// forget stops l's renewals, counts it lost and drops it from the leases
+// this Store holds: the first half of a release (the second frees its
+// row).
+func (s *Store) forget(l *lease) {
+	close(l.stop)
+	<-l.done
+	l.lose()
+	s.mu.Lock()
+	if s.locks[l.session] == l {
+		delete(s.locks, l.session)
+	}
+	s.mu.Unlock()
 }
 
 // Close releases every lease this Store still holds, as their release
