@@ -33,13 +33,19 @@ var (
 	ErrExtended = errors.New("fleet: budget already extended")
 )
 
-// Extension is an extension of a session's budget that the fleet accepted:
-// the limits it raised to, who asked, when, and the generation of the
-// budget_exhausted checkpoint it continues.
+// Extension is an extension of a session's budget that the fleet accepted
+// ([Fleet.Extend]), as [Session.Extension] and an *[ExtendError] tell it.
 type Extension struct {
-	To         budget.Limits
-	By         string
-	At         time.Time
+	// To are the limits the budget is raised to (the session's warning
+	// level and warn-only resources with them), as iterate.ExtendBudget
+	// takes them.
+	To budget.Limits
+	// By names who asked, At is when the fleet accepted the request (not
+	// when a worker resumed the session: iterate.Extension's At).
+	By string
+	At time.Time
+	// Generation is that of the checkpoint extended: the session's stop
+	// budget_exhausted, or its park at its budget's limit (escalated).
 	Generation uint64
 }
 

@@ -182,8 +182,19 @@ type Session struct {
 	// session then waits for a worker).
 	Question string
 	Answered bool
-	// Extended is set when Status is iterate.BudgetExhausted and the stop
-	// was extended ([Fleet.Extend]): the session then waits for a worker.
+	// Extension is the extension of the budget accepted for the session's
+	// newest stop at its budget ([Fleet.Extend]: Status
+	// [iterate.BudgetExhausted], or [iterate.Escalated] parked at its
+	// budget's limit, whose question the extension answered): the limits
+	// raised to, who asked, when the fleet accepted it and the generation
+	// of the stop it continues, as Fleet.Extend accepted them (an
+	// *[ExtendError]'s Accepted). The session then waits for a worker to
+	// resume it under them. Nil when the newest stop was not extended,
+	// when the session was cancelled (no worker resumes it), and once the
+	// session moved on (the extension is then the session's own:
+	// [iterate.Result]'s Extensions).
+	Extension *Extension
+	// Extended reports whether Extension is set.
 	Extended bool
 	// Answer is the newest answer accepted for the session's questions
 	// (for the open one when Answered; for an earlier one otherwise), with
@@ -314,13 +325,14 @@ const sessionsQuery = `
 		clock_timestamp(),
 		a.answer, coalesce(a.answered_by, ''), coalesce(a.question, ''), coalesce(a.iteration, 0), a.answered_at,
 		coalesce(a.generation, 0),
-		EXISTS (SELECT 1 FROM %[1]s.fleet_extensions e WHERE e.session = s.session AND e.generation = c.generation),
+		e.limits, e.extended_by, e.extended_at, e.generation,
 		coalesce(s.job_id, 0)
 	FROM %[1]s.fleet_sessions s
 	LEFT JOIN LATERAL (SELECT * FROM %[1]s.checkpoints x WHERE x.session = s.session
 		ORDER BY x.generation DESC LIMIT 1) c ON true
 	LEFT JOIN LATERAL (SELECT * FROM %[1]s.fleet_answers x WHERE x.session = s.session
 		ORDER BY x.generation DESC LIMIT 1) a ON true
+	LEFT JOIN %[1]s.fleet_extensions e ON e.session = s.session AND e.generation = c.generation
 	LEFT JOIN %[1]s.leases l ON l.session = s.session
 	LEFT JOIN %[1]s.river_job j ON j.id = s.job_id`
 
@@ -337,9 +349,14 @@ func scanSession(row pgx.CollectableRow) (Session, error) {
 	var answerIteration int64
 	var answeredAt *time.Time
 	var answerGen int64
+	var extLimits []byte
+	var extBy *string
+	var extAt *time.Time
+	var extGen *int64
 	if err := row.Scan(&s.Name, &s.Kind, &s.Submitted, &cancelled, &s.Answered, &status, &s.Reason, &iteration,
 		&s.Question, &saved, &s.Holder, &s.Job, &attempt, &s.LastError, &now,
-		&answer, &a.By, &a.Question, &answerIteration, &answeredAt, &answerGen, &s.Extended, &s.JobID); err != nil {
+		&answer, &a.By, &a.Question, &answerIteration, &answeredAt, &answerGen,
+		&extLimits, &extBy, &extAt, &extGen, &s.JobID); err != nil {
 		return s, err
 	}
 	if answer != nil {
@@ -366,8 +383,17 @@ func scanSession(row pgx.CollectableRow) (Session, error) {
 	if s.Status != iterate.Escalated {
 		s.Question = ""
 	}
-	if s.Status != iterate.BudgetExhausted {
-		s.Extended = false
+	// The extension of the newest checkpoint's stop (the join's row is
+	// that generation's), unless no worker will resume the session under
+	// it: cancelled (a stop at the budget is final, so its status stays),
+	// or no longer at that stop (failed).
+	if extLimits != nil && extBy != nil && extAt != nil && extGen != nil && !cancelled &&
+		(s.Status == iterate.BudgetExhausted || s.Status == iterate.Escalated) {
+		x := &Extension{By: *extBy, At: extAt.UTC(), Generation: uint64(*extGen)}
+		if err := json.Unmarshal(extLimits, &x.To); err != nil {
+			return s, fmt.Errorf("reading the extension of session %q: %w", s.Name, err)
+		}
+		s.Extension, s.Extended = x, true
 	}
 	return s, nil
 }
