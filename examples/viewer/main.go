@@ -382,8 +382,9 @@ func jobLink(s fleet.Session) view.Link {
 	return view.Link{Label: "Job", Text: text + ")", URL: fmt.Sprintf("%s/jobs/%d", riverPrefix[1:], s.JobID)}
 }
 
-// extras tells what f knows of its sessions: holder, kind, answered, and
-// with jobs the link to each session's job in riverui.
+// extras tells what f knows of its sessions: holder, kind, answered, the
+// extension of a stop at the budget (its limits, who, when), and with jobs
+// the link to each session's job in riverui.
 func extras(f *fleet.Fleet, jobs bool) func(ctx context.Context) (map[string]view.Extra, error) {
 	return func(ctx context.Context) (map[string]view.Extra, error) {
 		list, err := f.Sessions(ctx)
@@ -395,8 +396,8 @@ func extras(f *fleet.Fleet, jobs bool) func(ctx context.Context) (map[string]vie
 			// Status lists a session not started yet (queued), which the
 			// store has no checkpoint of.
 			e := view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status)}
-			if s.Extended { // the fleet tells that, not to what, by whom or when
-				e.Extension = &view.ExtensionRecord{}
+			if x := s.Extension; x != nil { // the stop's extension, not resumed yet
+				e.Extension = &view.ExtensionRecord{Generation: x.Generation, To: x.To, By: x.By, At: x.At}
 			}
 			if a := s.Answer; a != nil { // the newest accepted answer
 				e.Answers = []view.AnswerRecord{{Generation: a.Generation, Question: a.Question, Answer: a.Text, By: a.By, At: a.At}}

@@ -127,7 +127,7 @@ func TestExtendAtBudget(t *testing.T) {
 }
 
 // TestExtendedByHost guards the host's side of a recorded extension
-// (Extra.Extension, as a fleet tells it with fleet.Session.Extended): the
+// (Extra.Extension, as a fleet tells it with fleet.Session.Extension): the
 // page of the budget_exhausted session says it is extended, without the
 // limits, who or when the host does not tell, and offers no form (a POST
 // is the Extender's to refuse, as the host's fleet.Extend does); an

@@ -43,7 +43,13 @@ type row struct {
 	// record; UsageErr says why there is none (no engine record, or it
 	// does not load).
 	Tokens, Cost, UsageErr string
-	stored                 bool // the row is of a checkpoint, not only of the host's extras
+	// Extended is the extension recorded for the session's stop at its
+	// budget (as its page tells it: the host's, or the Extender's
+	// ExtensionReader's), ExtendedTo its limits as text ("" when not
+	// told).
+	Extended   *ExtensionRecord
+	ExtendedTo string
+	stored     bool // the row is of a checkpoint, not only of the host's extras
 	saved                  time.Time
 	tokens                 int64
 	cost                   float64
@@ -207,8 +213,9 @@ func (h *Handler) listLive(w http.ResponseWriter, r *http.Request) {
 func fingerprint(p *listPage) string {
 	f := sha256.New()
 	for _, rw := range p.Rows {
-		fmt.Fprintf(f, "%q %q %d %d %q %q %q %q %q %v %v %v %q %q\n", rw.Name, rw.Status, rw.Generation, rw.Iteration,
-			rw.Saved, rw.Reason, rw.Question, rw.Holding, rw.Holder, rw.Answered, rw.Skipped, rw.Kind, rw.Err, rw.Extra.Status)
+		fmt.Fprintf(f, "%q %q %d %d %q %q %q %q %q %v %v %v %q %q %v\n", rw.Name, rw.Status, rw.Generation, rw.Iteration,
+			rw.Saved, rw.Reason, rw.Question, rw.Holding, rw.Holder, rw.Answered, rw.Skipped, rw.Kind, rw.Err, rw.Extra.Status,
+			rw.Extended != nil)
 	}
 	fmt.Fprintf(f, "%d %q %q %q", p.Total, p.Next, p.First, p.Errors)
 	return hex.EncodeToString(f.Sum(nil)[:12])
@@ -296,6 +303,18 @@ func (h *Handler) listRows(r *http.Request) listPage {
 		}
 		if c.Status == string(iterate.Running) && err == nil {
 			rw.Holding = h.holding(c.Session, rw.Extra, h.extras != nil && extrasErr == nil)
+		}
+		if (c.Status == string(iterate.BudgetExhausted) || c.Status == string(iterate.Escalated)) && err == nil {
+			// A stop at the budget extended waits to be resumed: the row
+			// says so, as the session's page does. (Only a stop at the
+			// budget is extended: an escalation that is not a park has no
+			// extension recorded.)
+			if x, _ := h.extensionOf(ctx, c.Session, c.Generation, rw.Extra); x != nil {
+				rw.Extended = x
+				if x.To != (budget.Limits{}) {
+					rw.ExtendedTo = limitsText(x.To)
+				}
+			}
 		}
 		p.Rows = append(p.Rows, rw)
 	}
@@ -749,6 +768,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 			if x.To == (budget.Limits{}) {
 				p.ExtensionTo = "" // the host does not tell them
 			}
+			// The stop is not the session's end: the page follows it
+			// until it is resumed, as a running session's does.
+			p.Final = false
 		case h.extender != nil && !(p.Parked && p.Extra.Answered):
 			p.Extend, p.ExtendToken, p.ExtendLink = true, h.extendToken(name, c.Generation), link(name)+"/extend"
 			if rep.Limits.Wall > 0 {

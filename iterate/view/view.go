@@ -219,9 +219,11 @@ type Extra struct {
 	// Extension is the budget extension recorded for the session's
 	// newest stop at its budget (budget_exhausted, or parked: see
 	// [Extends]) and not yet resumed, as a fleet tells it
-	// (fleet.Session.Extended): the page shows it (its limits, who and
-	// when, each when known) instead of the extension form. Nil when
-	// none; an [ExtensionReader] tells it too.
+	// (fleet.Session.Extension): the session's page shows it (its limits,
+	// who and when, each when known) instead of the extension form, and
+	// follows the session until it is resumed; the list's row says it is
+	// extended. Only a record of the stop's generation, or of none (0),
+	// is that stop's. Nil when none; an [ExtensionReader] tells it too.
 	Extension *ExtensionRecord
 }
 

@@ -1,0 +1,90 @@
+package view
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/refine-go/refine/budget"
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/iterate"
+)
+
+// TestExtendedFollowed guards issue 31 (an operator's pages tell what the
+// library recorded, and follow what will change): once an extension of a
+// session's stop at its budget is recorded (DirExtensions, as a fleet's
+// Extra.Extension would tell it too), the list's row of the session says
+// it is extended, to the recorded limits and by its author, waiting to be
+// resumed, and the list's /live fingerprint changes with it (so an open
+// list reloads); the session's page says so in its status and follows the
+// session (its script polls /live) although budget_exhausted is a final
+// status, so that the page shows the resume when it comes. Before the
+// extension, neither page says so and the session's page does not poll.
+//
+// Mutations caught (each checked to fail): listRows not looking up the
+// extension (no "extended" in the row); the fingerprint without it (the
+// same fingerprint before and after); the session page's p.Final left
+// set (no script: the page never shows the resume); the status's
+// "(extended: waiting to be resumed)" kept to escalated sessions.
+func TestExtendedFollowed(t *testing.T) {
+	ctx := context.Background()
+	d := checkpoint.NewDir(t.TempDir())
+	if res, _ := iterate.New(toyWorker{}, iterate.WithCheckpointer(d), iterate.WithSession("spent"),
+		iterate.WithBudget(budget.Limits{Tokens: 250, Calls: 100}), iterate.WithMaxIterations(12)).Run(ctx, toyState{}); res == nil || res.Status != iterate.BudgetExhausted {
+		t.Fatalf("premise: a budget_exhausted session: %v", res)
+	}
+	c, err := d.Load(ctx, "spent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 28, 9, 30, 0, 0, time.UTC)
+	reqs := DirExtensions{Path: t.TempDir(), Now: func() time.Time { return at }}
+	h := newHandler(t, d, Extends(reqs))
+	fingerprint := func() string {
+		t.Helper()
+		_, body := get(t, h, "/live")
+		var l ListLive
+		if err := json.Unmarshal([]byte(body), &l); err != nil || l.Fingerprint == "" {
+			t.Fatalf("/live: %q, %v", body, err)
+		}
+		return l.Fingerprint
+	}
+	row := regexp.MustCompile(`(?s)<tr data-session="spent">.*?</tr>`)
+	script := `<script nonce=`
+
+	before := fingerprint()
+	_, list := get(t, h, "/")
+	_, page := get(t, h, "/session/spent")
+	if strings.Contains(row.FindString(list), "extended") || strings.Contains(page, "(extended") || strings.Contains(page, script) {
+		t.Fatalf("a stop not extended told as extended, or its page polling:\n%s\n%s", row.FindString(list), page)
+	}
+
+	if err := reqs.ExtendBudget(ctx, "spent", c.Generation, budget.Limits{Tokens: 50000, Calls: 100}, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := ReadDirExtension(reqs.Path, "spent", c.Generation) // what the page must tell
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := fingerprint(); after == before {
+		t.Error("the list's fingerprint did not change with the extension: an open list would not show it")
+	}
+	_, list = get(t, h, "/")
+	want := `<span class="muted extended">extended to ` + limitsText(rec.To) + ` by ` + rec.By + `, waiting to be resumed</span>`
+	if got := row.FindString(list); !strings.Contains(got, want) {
+		t.Errorf("the list's row of the extended session:\n%s\nwant %s", got, want)
+	}
+	_, page = get(t, h, "/session/spent")
+	if !strings.Contains(page, `(extended: waiting to be resumed)</span>`) {
+		t.Error("the session's status does not say it waits to be resumed")
+	}
+	if !strings.Contains(page, `Extended to `+limitsText(rec.To)+` by `+rec.By+` at `+rec.At.UTC().Format("2006-01-02 15:04:05 UTC")+`: the session waits`) {
+		t.Errorf("the page does not tell the recorded extension %+v", rec)
+	}
+	if !strings.Contains(page, script) {
+		t.Error("the page of an extended stop does not follow the session: its resume would not show")
+	}
+}
