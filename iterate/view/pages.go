@@ -50,9 +50,9 @@ type row struct {
 	Extended   *ExtensionRecord
 	ExtendedTo string
 	stored     bool // the row is of a checkpoint, not only of the host's extras
-	saved                  time.Time
-	tokens                 int64
-	cost                   float64
+	saved      time.Time
+	tokens     int64
+	cost       float64
 }
 
 // listPage is the listing's data.
