@@ -50,6 +50,9 @@ type Report struct {
 	Decision converge.Decision
 	// Escalation is the loop's escalation to a human, when it escalated.
 	Escalation *Escalation
+	// Extensions are the raises of the session's budget in place
+	// ([ExtendBudget]), oldest first, as Result.Extensions lists them.
+	Extensions []Extension
 	// Settings are the loop's effective settings as name and value, in the
 	// engine's order, e.g. {"coverage threshold", "0.7"}: those the
 	// checkpoint's Fingerprint hashes, and that a resume under other
@@ -92,6 +95,7 @@ func Inspect(c *checkpoint.Checkpoint) (*Report, error) {
 		Totals:          d.Totals,
 		Decision:        d.Decision,
 		Escalation:      d.Escalation,
+		Extensions:      d.Extensions,
 	}
 	if d.History != nil {
 		r.History = *d.History

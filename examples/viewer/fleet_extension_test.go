@@ -28,8 +28,10 @@ import (
 // as a directory's does: "Extended to <limits> by <who> at <time>", each
 // figure the library's; the list's row says it is extended, to what and
 // by whom. Resumed by a worker, the session's page shows no extension
-// any more, and its budget table the library's figures: the tokens spent
-// (Result.Usage) and the raised limit (Result.Extensions' To).
+// any more, its budget table the library's figures (the tokens spent,
+// Result.Usage, and the raised limit, Result.Extensions' To), and its
+// table of budget extensions the session's record of it (after which
+// iteration, from and to what, by whom, when).
 //
 // Mutations caught (each checked to fail): the viewer's extras telling
 // fleet.Session.Extended as an empty view.ExtensionRecord, as before
@@ -116,6 +118,14 @@ func TestFleetExtensionShown(t *testing.T) {
 			tokens := regexp.MustCompile(`<tr><td>tokens</td><td class="n">(\d+)</td><td class="n">(\d+)</td>`).FindStringSubmatch(body)
 			if tokens == nil || tokens[1] != strconv.FormatInt(r.Usage.Tokens, 10) || tokens[2] != strconv.FormatInt(r.Extensions[0].To.Tokens, 10) {
 				t.Errorf("the budget's tokens on the page: %q; want %d used of the raised %d", tokens, r.Usage.Tokens, r.Extensions[0].To.Tokens)
+			}
+			// The session's own record of the extension, as Result.Extensions
+			// has it.
+			x := r.Extensions[0]
+			want = "<tr><td class=\"n\">" + strconv.Itoa(x.Iteration) + "</td><td>tokens 300</td><td>tokens 500</td><td>" + acc.By +
+				"</td><td>" + x.At.UTC().Format("2006-01-02 15:04:05 UTC") + "</td></tr>"
+			if x.From.Tokens != 300 || x.By != acc.By || !strings.Contains(html.UnescapeString(body), want) {
+				t.Errorf("the page of the session resumed does not list its extension %+v (want %s):\n%s", x, want, body)
 			}
 			if park && r.Status != iterate.Escalated || !park && r.Status != iterate.BudgetExhausted {
 				t.Errorf("after the extension: %s", r.Status)

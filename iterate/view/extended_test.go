@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +87,39 @@ func TestExtendedFollowed(t *testing.T) {
 	}
 	if !strings.Contains(page, script) {
 		t.Error("the page of an extended stop does not follow the session: its resume would not show")
+	}
+}
+
+// TestExtensionsShown guards issue 31 (the page never shows less than
+// the library recorded): the page of a session resumed under a raised
+// budget lists each extension as the session recorded it
+// (iterate.Result's Extensions, read by iterate.Inspect): after which
+// iteration, the limits before and after, by whom and when; a session
+// never extended has no such table. Mutations caught (each checked to
+// fail): iterate.Inspect not reading the extensions (Report.Extensions
+// nil: no table); the table's rows not filled from them.
+func TestExtensionsShown(t *testing.T) {
+	ctx := context.Background()
+	d := checkpoint.NewDir(t.TempDir())
+	opts := []iterate.Option{iterate.WithCheckpointer(d), iterate.WithSession("spent"),
+		iterate.WithBudget(budget.Limits{Tokens: 250, Calls: 100}), iterate.WithMaxIterations(12)}
+	if res, _ := iterate.New(toyWorker{}, opts...).Run(ctx, toyState{}); res == nil || res.Status != iterate.BudgetExhausted {
+		t.Fatalf("premise: a budget_exhausted session: %v", res)
+	}
+	h := newHandler(t, d)
+	if _, page := get(t, h, "/session/spent"); strings.Contains(page, `id="extensions"`) {
+		t.Error("a table of extensions for a session never extended")
+	}
+	res, err := iterate.New(toyWorker{}, opts...).Resume(ctx, iterate.ExtendBudget(budget.Limits{Tokens: 400, Calls: 100}, "alice"))
+	if err != nil || len(res.Extensions) != 1 {
+		t.Fatalf("premise: resumed under a raised budget: %v, %v", res, err)
+	}
+	x := res.Extensions[0] // the library's record
+	_, page := get(t, h, "/session/spent")
+	want := `<tr><td class="n">` + strconv.Itoa(x.Iteration) + `</td><td>` + limitsText(x.From) + `</td><td>` + limitsText(x.To) +
+		`</td><td>` + x.By + `</td><td>` + x.At.UTC().Format("2006-01-02 15:04:05 UTC") + `</td></tr>`
+	table := regexp.MustCompile(`(?s)<table id="extensions">.*?</table>`).FindString(page)
+	if !strings.Contains(table, want) || strings.Count(table, "<tr>") != 2 {
+		t.Errorf("the page's extensions:\n%s\nwant one row %s", table, want)
 	}
 }

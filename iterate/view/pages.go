@@ -506,10 +506,13 @@ type sessionPage struct {
 	// ExtensionErr why it does not read.
 	Extension                 *ExtensionRecord
 	ExtensionTo, ExtensionErr string
-	Wall                      string
-	BestIteration             int
-	HasBest                   bool
-	BestBy                    string // the keep-best scorer, as the settings name it
+	// Extensions are the raises of the session's budget it was resumed
+	// under (iterate.Report's Extensions), oldest first.
+	Extensions    []extensionRow
+	Wall          string
+	BestIteration int
+	HasBest       bool
+	BestBy        string // the keep-best scorer, as the settings name it
 	// LiveGeneration is the generation /live tells now: the page reloads
 	// when it changes.
 	LiveGeneration uint64
@@ -754,6 +757,10 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		p.Verdict, p.Reason, p.StoppedBy = c.Status, c.Reason, true
 	}
 	p.QA = questions(gens, p.Extra.Answers, c)
+	for _, x := range rep.Extensions {
+		p.Extensions = append(p.Extensions, extensionRow{Iteration: x.Iteration, From: limitsText(x.From), To: limitsText(x.To),
+			By: x.By, At: stamp(x.At)})
+	}
 	// A session stopped at its budget (budget_exhausted, or parked: its
 	// question asks for more) shows the extension recorded for that stop,
 	// or offers one unless its question is answered already.
@@ -794,6 +801,14 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		nonce = hex.EncodeToString(b[:])
 	}
 	h.render(w, sessionTmpl, p, nonce)
+}
+
+// extensionRow is one raise of a session's budget in place, as the
+// session recorded it (iterate.Extension): after which iteration, the
+// limits before and after, by whom and when.
+type extensionRow struct {
+	Iteration        int
+	From, To, By, At string
 }
 
 // qa is one escalation of a session and its accepted answer.

@@ -141,6 +141,12 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 {{- else}}<td colspan="3" class="muted">{{if .Open}}open: not answered yet{{else}}answered; the answer is not recorded by the host{{end}}</td>{{end}}</tr>{{end}}
 </tbody></table>
 {{- end}}
+{{- if .P.Extensions}}
+<h2>Budget extensions</h2>
+<table id="extensions"><thead><tr><th>After iteration</th><th>From</th><th>To</th><th>By</th><th>When</th></tr></thead><tbody>
+{{- range .P.Extensions}}<tr><td class="n">{{.Iteration}}</td><td>{{.From}}</td><td>{{.To}}</td><td>{{if .By}}{{.By}}{{else}}<span class="muted">not recorded</span>{{end}}</td><td>{{.At}}</td></tr>{{end}}
+</tbody></table>
+{{- end}}
 <h2>Budget</h2>
 <table id="budget"><thead><tr><th>Resource</th><th>Used</th><th>Limit</th><th>Share</th></tr></thead><tbody>
 {{- range .P.Budget}}<tr><td>{{.Resource}}</td><td class="n">{{.Used}}</td><td class="n">{{.Limit}}</td><td class="n{{if .Over}} err{{end}}">{{.Share}}</td></tr>{{end}}
