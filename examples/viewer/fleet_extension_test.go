@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html"
 	"io"
 	"net/http"
@@ -31,14 +32,17 @@ import (
 // any more, its budget table the library's figures (the tokens spent,
 // Result.Usage, and the raised limit, Result.Extensions' To), and its
 // table of budget extensions the session's record of it (after which
-// iteration, from and to what, by whom, when).
+// iteration, from and to what, by whom, when); the parked question the
+// extension answered keeps its iteration.
 //
 // Mutations caught (each checked to fail): the viewer's extras telling
 // fleet.Session.Extended as an empty view.ExtensionRecord, as before
 // (no limits, author nor time on the page); fleet.Session.Extension not
 // read for a parked session (none for it, and its page without
 // "Extended to");
-// the list's row not telling the extension.
+// the list's row not telling the extension; the viewer's extras not
+// passing fleet.Answer's Iteration (the parked question's iteration blank
+// once its generation is pruned).
 func TestFleetExtensionShown(t *testing.T) {
 	for _, park := range []bool{false, true} {
 		name := "budget_exhausted"
@@ -126,6 +130,18 @@ func TestFleetExtensionShown(t *testing.T) {
 				"</td><td>" + x.At.UTC().Format("2006-01-02 15:04:05 UTC") + "</td></tr>"
 			if x.From.Tokens != 300 || x.By != acc.By || !strings.Contains(html.UnescapeString(body), want) {
 				t.Errorf("the page of the session resumed does not list its extension %+v (want %s):\n%s", x, want, body)
+			}
+			if park {
+				// The question the extension answered keeps its iteration
+				// (fleet.Answer's) once its generation is no longer kept.
+				s, err := ops.Session(ctx, "thrifty")
+				if err != nil || s.Answer == nil || s.Answer.Generation != acc.Generation {
+					t.Fatalf("Session: %+v, %v; want the extension's answer", s, err)
+				}
+				want := fmt.Sprintf(`<tr data-generation="%d"><td class="n">%d</td><td class="n">%d</td>`, acc.Generation, acc.Generation, s.Answer.Iteration)
+				if !strings.Contains(body, want) {
+					t.Errorf("the question answered by the extension, want %s:\n%s", want, body)
+				}
 			}
 			if park && r.Status != iterate.Escalated || !park && r.Status != iterate.BudgetExhausted {
 				t.Errorf("after the extension: %s", r.Status)

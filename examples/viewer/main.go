@@ -400,7 +400,8 @@ func extras(f *fleet.Fleet, jobs bool) func(ctx context.Context) (map[string]vie
 				e.Extension = &view.ExtensionRecord{Generation: x.Generation, To: x.To, By: x.By, At: x.At}
 			}
 			if a := s.Answer; a != nil { // the newest accepted answer
-				e.Answers = []view.AnswerRecord{{Generation: a.Generation, Question: a.Question, Answer: a.Text, By: a.By, At: a.At}}
+				e.Answers = []view.AnswerRecord{{Generation: a.Generation, Question: a.Question, Iteration: a.Iteration,
+					Answer: a.Text, By: a.By, At: a.At}}
 			}
 			if jobs && s.JobID != 0 {
 				e.Links = []view.Link{jobLink(s)}

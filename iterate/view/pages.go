@@ -850,7 +850,11 @@ func questions(gens []*checkpoint.Checkpoint, answers []AnswerRecord, c *checkpo
 	}
 	for i := range answers {
 		a := answers[i]
-		add(qa{Generation: a.Generation, Iteration: -1, Question: a.Question, Answer: &a})
+		it := -1 // not told
+		if a.Iteration > 0 {
+			it = a.Iteration
+		}
+		add(qa{Generation: a.Generation, Iteration: it, Question: a.Question, Answer: &a})
 	}
 	for i := range out {
 		out[i].Open = out[i].Answer == nil && out[i].Generation == c.Generation && c.Status == string(iterate.Escalated)

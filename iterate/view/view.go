@@ -140,6 +140,10 @@ type AnswerRecord struct {
 	// its question.
 	Generation uint64
 	Question   string
+	// Iteration is the iteration the question was asked at, when the host
+	// tells it (a fleet does: fleet.Answer's): the page shows it once the
+	// escalated generation is no longer kept. 0 when not told.
+	Iteration int
 	// Answer is the answer accepted; By who gave it ("" when unknown), At
 	// when.
 	Answer string
