@@ -123,3 +123,45 @@ func TestExtensionsShown(t *testing.T) {
 		t.Errorf("the page's extensions:\n%s\nwant one row %s", table, want)
 	}
 }
+
+// TestBudgetIterationLimit guards issue 31 (no figure the library
+// disagrees with): a session whose budget limits its iterations
+// (budget.Limits.Iterations, apart from the loop's maximum) and stopped
+// budget_exhausted at it shows that limit in its budget table, spent, as
+// iterate.Inspect reads it (Usage.Iterations of Limits.Iterations); once
+// an extension raised it, the raised limit. Mutation caught (checked to
+// fail): budgetRows without the budget's iteration row (the table shows
+// only the loop's maximum, 3 of 12, for a session stopped at its budget).
+func TestBudgetIterationLimit(t *testing.T) {
+	ctx := context.Background()
+	d := checkpoint.NewDir(t.TempDir())
+	opts := []iterate.Option{iterate.WithCheckpointer(d), iterate.WithSession("spent"),
+		iterate.WithBudget(budget.Limits{Iterations: 3}), iterate.WithMaxIterations(12)}
+	if res, _ := iterate.New(toyWorker{}, opts...).Run(ctx, toyState{}); res == nil || res.Status != iterate.BudgetExhausted {
+		t.Fatalf("premise: a session stopped at its budget's iteration limit: %v", res)
+	}
+	h := newHandler(t, d)
+	row := regexp.MustCompile(`<tr><td>iterations \(budget\)</td><td class="n">(\d+)</td><td class="n">(\d+)</td><td class="n[^"]*">([^<]*)</td></tr>`)
+	check := func(when string) {
+		t.Helper()
+		c, err := d.Load(ctx, "spent")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := iterate.Inspect(c) // the library's figures
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, page := get(t, h, "/session/spent")
+		m := row.FindStringSubmatch(page)
+		want := []string{strconv.Itoa(rep.Usage.Iterations), strconv.Itoa(rep.Limits.Iterations), "100%"}
+		if m == nil || m[1] != want[0] || m[2] != want[1] || m[3] != want[2] {
+			t.Errorf("%s: the budget's iteration row %q; want %q", when, m, want)
+		}
+	}
+	check("stopped at 3")
+	if _, err := iterate.New(toyWorker{}, opts...).Resume(ctx, iterate.ExtendBudget(budget.Limits{Iterations: 5}, "alice")); err != nil {
+		t.Fatal(err)
+	}
+	check("extended to 5")
+}

@@ -984,6 +984,12 @@ func budgetRows(c *checkpoint.Checkpoint, r *iterate.Report) []budgetRow {
 	}
 	add("calls", float64(u.Calls), float64(l.Calls), strconv.FormatInt(u.Calls, 10), strconv.FormatInt(l.Calls, 10))
 	add("time in iterations", r.Elapsed.Seconds(), l.Wall.Seconds(), r.Elapsed.Round(time.Millisecond).String(), l.Wall.String())
+	if l.Iterations > 0 {
+		// The budget's own limit of iterations (budget.Limits.Iterations,
+		// which an extension raises), apart from the loop's maximum:
+		// a session stopped at it shows it spent.
+		add("iterations (budget)", float64(u.Iterations), float64(l.Iterations), strconv.Itoa(u.Iterations), strconv.Itoa(l.Iterations))
+	}
 	// The iteration limit grows when an escalation is answered, so the
 	// settings' limit is no share of the iterations run: it is shown as
 	// the limit the loop started under.
