@@ -95,9 +95,13 @@ func TestExtendedFollowed(t *testing.T) {
 // budget lists each extension as the session recorded it
 // (iterate.Result's Extensions, read by iterate.Inspect): after which
 // iteration, the limits before and after, by whom and when; a session
-// never extended has no such table. Mutations caught (each checked to
-// fail): iterate.Inspect not reading the extensions (Report.Extensions
-// nil: no table); the table's rows not filled from them.
+// never extended has no such table. The timeline's share of the token
+// limit of each iteration is of the limit it ran under. Mutations caught
+// (each checked to fail): iterate.Inspect not reading the extensions
+// (Report.Extensions nil: no table); the table's rows not filled from
+// them; the shares taken of the current limit (limitsAt returning
+// rep.Limits: iterations before the extension shown against the raised
+// limit).
 func TestExtensionsShown(t *testing.T) {
 	ctx := context.Background()
 	d := checkpoint.NewDir(t.TempDir())
@@ -121,6 +125,27 @@ func TestExtensionsShown(t *testing.T) {
 	table := regexp.MustCompile(`(?s)<table id="extensions">.*?</table>`).FindString(page)
 	if !strings.Contains(table, want) || strings.Count(table, "<tr>") != 2 {
 		t.Errorf("the page's extensions:\n%s\nwant one row %s", table, want)
+	}
+	// Each iteration's share of the token limit is of the limit it ran
+	// under: x.From's up to the extension's iteration, x.To's after.
+	share := regexp.MustCompile(`(?s)<tr data-iteration="(\d+)"[^>]*>.*?<td class="n">(\d+) <span class="bar"[^>]*></span> <span class="muted">([^<]*) of the limit</span>`)
+	rows := share.FindAllStringSubmatch(page, -1)
+	before, after := 0, 0
+	for _, m := range rows {
+		it, _ := strconv.Atoi(m[1])
+		tokens, _ := strconv.ParseFloat(m[2], 64)
+		lim := x.To.Tokens
+		if it <= x.Iteration {
+			lim, before = x.From.Tokens, before+1
+		} else {
+			after++
+		}
+		if want := pct(tokens / float64(lim) * 100); m[3] != want {
+			t.Errorf("iteration %d: %s tokens, %s of the limit; want %s (of %d)", it, m[2], m[3], want, lim)
+		}
+	}
+	if before == 0 || after == 0 {
+		t.Errorf("premise: iterations with tokens before (%d) and after (%d) the extension", before, after)
 	}
 }
 

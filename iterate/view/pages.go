@@ -700,9 +700,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	if pending != nil {
 		rows = append(slices.Clip(recs), *pending)
 	}
-	lim := rep.Limits
 	for i := range rows {
 		rec := &rows[i]
+		lim := limitsAt(rep, rec.Iteration)
 		ir := iterRow{Iteration: rec.Iteration, Action: rec.Action, Failed: rec.Failed, Gaps: rec.Gaps,
 			Kinds: kinds(rec.Kinds), P1: rec.Priorities[0], P2: rec.Priorities[1], P3: rec.Priorities[2],
 			Tokens: rec.Tokens, Calls: rec.Calls, Tasks: rec.Tasks, FailedTask: rec.FailedTasks,
@@ -801,6 +801,19 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		nonce = hex.EncodeToString(b[:])
 	}
 	h.render(w, sessionTmpl, p, nonce)
+}
+
+// limitsAt returns the budget limits the session of rep ran iteration it
+// under: those before the first extension made after it (an extension
+// after iteration k raises the limits of the iterations after k), else
+// the current ones.
+func limitsAt(rep *iterate.Report, it int) budget.Limits {
+	for _, x := range rep.Extensions {
+		if x.Iteration >= it {
+			return x.From
+		}
+	}
+	return rep.Limits
 }
 
 // extensionRow is one raise of a session's budget in place, as the
