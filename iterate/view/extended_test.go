@@ -22,13 +22,15 @@ import (
 // resumed, and the list's /live fingerprint changes with it (so an open
 // list reloads); the session's page says so in its status and follows the
 // session (its script polls /live) although budget_exhausted is a final
-// status, so that the page shows the resume when it comes. Before the
-// extension, neither page says so and the session's page does not poll.
+// status, so that the page shows the resume when it comes, and its /live
+// does not say it is final. Before the extension, neither page says so,
+// the session's page does not poll and /live says final.
 //
 // Mutations caught (each checked to fail): listRows not looking up the
 // extension (no "extended" in the row); the fingerprint without it (the
 // same fingerprint before and after); the session page's p.Final left
-// set (no script: the page never shows the resume); the status's
+// set (no script: the page never shows the resume); /live's Final left
+// as the status says; the status's
 // "(extended: waiting to be resumed)" kept to escalated sessions.
 func TestExtendedFollowed(t *testing.T) {
 	ctx := context.Background()
@@ -56,6 +58,18 @@ func TestExtendedFollowed(t *testing.T) {
 	row := regexp.MustCompile(`(?s)<tr data-session="spent">.*?</tr>`)
 	script := `<script nonce=`
 
+	final := func() bool {
+		t.Helper()
+		_, body := get(t, h, "/session/spent/live")
+		var l Live
+		if err := json.Unmarshal([]byte(body), &l); err != nil {
+			t.Fatalf("/session/spent/live: %q, %v", body, err)
+		}
+		return l.Final
+	}
+	if !final() {
+		t.Error("/live of a budget_exhausted session not extended: not final")
+	}
 	before := fingerprint()
 	_, list := get(t, h, "/")
 	_, page := get(t, h, "/session/spent")
@@ -69,6 +83,9 @@ func TestExtendedFollowed(t *testing.T) {
 	rec, err := ReadDirExtension(reqs.Path, "spent", c.Generation) // what the page must tell
 	if err != nil {
 		t.Fatal(err)
+	}
+	if final() {
+		t.Error("/live of an extended stop: final, though it waits to be resumed")
 	}
 	if after := fingerprint(); after == before {
 		t.Error("the list's fingerprint did not change with the extension: an open list would not show it")

@@ -483,7 +483,9 @@ type Live struct {
 	Status     string    `json:"status"`
 	Iteration  int       `json:"iteration"`
 	Saved      time.Time `json:"saved"`
-	// Final is set when the session has ended for good.
+	// Final is set when the session has ended for good: not while a stop
+	// at its budget waits to be resumed under an extension recorded for
+	// it (see [Extends]).
 	Final bool `json:"final"`
 	// Holding tells, of a running session, whether a process holds it
 	// now: "held", "unheld" (its status is stale: the loop was killed, or
@@ -508,6 +510,12 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 	if c.Status == string(iterate.Running) {
 		extras, err := h.extrasOf(r.Context())
 		l.Holding = h.holding(name, extras[name], h.extras != nil && err == nil)
+	}
+	if l.Final && c.Status == string(iterate.BudgetExhausted) {
+		extras, _ := h.extrasOf(r.Context())
+		if x, _ := h.extensionOf(r.Context(), name, c.Generation, extras[name]); x != nil {
+			l.Final = false // extended: it will be resumed
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
