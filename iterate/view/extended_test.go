@@ -207,3 +207,41 @@ func TestBudgetIterationLimit(t *testing.T) {
 	}
 	check("extended to 5")
 }
+
+// TestExtendedResumedBy guards issue 31 (no figure the host disagrees
+// with): an extended stop whose session a worker holds (the host's
+// Extra.Holder: a fleet worker took its lease to resume it, before its
+// first save) is told as being resumed by that worker, on the page and in
+// the list, not as waiting. Mutation caught (checked to fail): the
+// templates saying "waiting to be resumed" whoever holds the session.
+func TestExtendedResumedBy(t *testing.T) {
+	ctx := context.Background()
+	d := checkpoint.NewDir(t.TempDir())
+	if res, _ := iterate.New(toyWorker{}, iterate.WithCheckpointer(d), iterate.WithSession("spent"),
+		iterate.WithBudget(budget.Limits{Tokens: 250, Calls: 100}), iterate.WithMaxIterations(12)).Run(ctx, toyState{}); res == nil || res.Status != iterate.BudgetExhausted {
+		t.Fatalf("premise: a budget_exhausted session: %v", res)
+	}
+	c, err := d.Load(ctx, "spent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := &ExtensionRecord{Generation: c.Generation, To: budget.Limits{Tokens: 900, Calls: 100}, By: "bob"}
+	for _, holder := range []string{"", "worker-1"} {
+		h := newHandler(t, d, Extras(func(context.Context) (map[string]Extra, error) {
+			return map[string]Extra{"spent": {Extension: x, Holder: holder}}, nil
+		}))
+		_, page := get(t, h, "/session/spent")
+		_, list := get(t, h, "/")
+		wants := []string{"(extended: waiting to be resumed)", "by bob: the session waits to be resumed under the raised limits.",
+			"by bob, waiting to be resumed</span>"}
+		if holder != "" {
+			wants = []string{"(extended: resumed by worker-1)", "by bob: worker-1 resumes the session under the raised limits.",
+				"by bob, resumed by worker-1</span>"}
+		}
+		for _, want := range wants {
+			if !strings.Contains(page+list, want) {
+				t.Errorf("holder %q: %q not on the page nor the list", holder, want)
+			}
+		}
+	}
+}

@@ -57,7 +57,7 @@ var listTmpl = template.Must(template.New("list").Parse(`<!doctype html>
 <tbody>
 {{- range $r := .P.Rows}}
 <tr data-session="{{.Name}}"><td><a href="{{.Link}}">{{.Name}}</a>{{if .Err}}<div class="err">{{.Err}}</div>{{end}}</td>
-<td><span class="status s-{{.Status}}">{{.Status}}</span>{{if eq .Holding "unheld"}} <span class="err unheld">{{if $.P.Extras}}no worker holds it{{else}}no process holds it (killed or crashed){{end}}</span>{{end}}{{if .Skipped}} <span class="err damaged">damaged: generation {{range $i, $g := .Skipped}}{{if $i}}, {{end}}{{$g}}{{end}} does not read; shown: {{.Generation}}</span>{{end}}{{with .Extended}} <span class="muted extended">extended{{with $r.ExtendedTo}} to {{.}}{{end}}{{with .By}} by {{.}}{{end}}, waiting to be resumed</span>{{else}}{{if .Answered}} <span class="muted">answered, {{if .Holder}}resumed by {{.Holder}}{{else}}waiting for a worker{{end}}</span>{{end}}{{end}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
+<td><span class="status s-{{.Status}}">{{.Status}}</span>{{if eq .Holding "unheld"}} <span class="err unheld">{{if $.P.Extras}}no worker holds it{{else}}no process holds it (killed or crashed){{end}}</span>{{end}}{{if .Skipped}} <span class="err damaged">damaged: generation {{range $i, $g := .Skipped}}{{if $i}}, {{end}}{{$g}}{{end}} does not read; shown: {{.Generation}}</span>{{end}}{{with .Extended}} <span class="muted extended">extended{{with $r.ExtendedTo}} to {{.}}{{end}}{{with .By}} by {{.}}{{end}}, {{with $r.Holder}}resumed by {{.}}{{else}}waiting to be resumed{{end}}</span>{{else}}{{if .Answered}} <span class="muted">answered, {{if .Holder}}resumed by {{.Holder}}{{else}}waiting for a worker{{end}}</span>{{end}}{{end}}{{if .Reason}}<div class="muted">{{.Reason}}</div>{{end}}</td>
 <td class="n">{{.Iteration}}</td><td class="n tokens"{{with .UsageErr}} title="{{.}}"{{end}}>{{if .UsageErr}}—{{else}}{{.Tokens}}{{end}}</td><td class="n cost">{{if .UsageErr}}—{{else}}{{.Cost}}{{end}}</td><td title="{{.Saved}}">{{.Age}}</td>{{if $.P.Extras}}<td>{{.Kind}}</td><td>{{.Holder}}</td>{{end}}
 <td>{{if .Question}}<div class="q">{{.Question}}</div>{{end}}</td>
 <td>{{if .Origin}}forked from <a href="{{.OriginLink}}">{{.Origin.Session}}</a> at generation {{.Origin.Generation}}{{end}}
@@ -97,11 +97,11 @@ var sessionTmpl = template.Must(template.New("session").Parse(`<!doctype html>
 <table id="summary">
 <tr><th>Status</th><td><span class="status s-{{.P.C.Status}}">{{.P.C.Status}}</span> {{.P.C.Reason}} <span id="live" class="muted">
 {{- if eq .P.C.Status "running"}}{{if eq .P.Holding "held"}}(live{{with .P.Extra.Holder}}: held by {{.}}{{end}}){{else if eq .P.Holding "unheld"}}<span class="err">({{if .P.Extras}}no worker holds it now: waiting for one{{else}}no process holds it: the loop stopped without saving its end (killed or crashed); resuming it goes on{{end}})</span>{{else}}(running: the page follows it){{end}}
-{{- else if eq .P.C.Status "escalated"}}{{if .P.Extension}}(extended: waiting to be resumed){{else if not .P.Extra.Answered}}(waiting for an answer){{end}}
+{{- else if eq .P.C.Status "escalated"}}{{if .P.Extension}}(extended: {{with .P.Extra.Holder}}resumed by {{.}}{{else}}waiting to be resumed{{end}}){{else if not .P.Extra.Answered}}(waiting for an answer){{end}}
 {{- else if eq .P.C.Status "interrupted"}}(interrupted: resuming it goes on)
-{{- else if .P.Extension}}(extended: waiting to be resumed)
+{{- else if .P.Extension}}(extended: {{with .P.Extra.Holder}}resumed by {{.}}{{else}}waiting to be resumed{{end}})
 {{- end}}</span></td></tr>
-{{- with .P.Extension}}<tr id="extended"><th>Extension</th><td>Extended{{with $.P.ExtensionTo}} to {{.}}{{end}}{{with .By}} by {{.}}{{end}}{{if not .At.IsZero}} at {{.At.UTC.Format "2006-01-02 15:04:05 UTC"}}{{end}}: the session waits to be resumed under the raised limits.</td></tr>{{end}}
+{{- with .P.Extension}}<tr id="extended"><th>Extension</th><td>Extended{{with $.P.ExtensionTo}} to {{.}}{{end}}{{with .By}} by {{.}}{{end}}{{if not .At.IsZero}} at {{.At.UTC.Format "2006-01-02 15:04:05 UTC"}}{{end}}: {{with $.P.Extra.Holder}}{{.}} resumes the session{{else}}the session waits to be resumed{{end}} under the raised limits.</td></tr>{{end}}
 {{- with .P.ExtensionErr}}<tr><th>Extension</th><td class="err">{{.}}</td></tr>{{end}}
 {{- if .P.ExtrasErr}}<tr><th>Host</th><td class="err">{{.P.ExtrasErr}}</td></tr>{{end}}
 {{- with .P.Extra}}{{if .Kind}}<tr><th>Kind</th><td>{{.Kind}}</td></tr>{{end}}{{if .Holder}}<tr><th>Holder</th><td>{{.Holder}}</td></tr>{{end}}{{end}}
