@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -252,8 +253,8 @@ func TestChromiumFleetCancel(t *testing.T) {
 // (resume a stopped session with a raised budget) in a browser: on the
 // page of a fleet's budget_exhausted session (--extend) an operator raises
 // the tokens from 300 to 500 and clicks the form's button; the page comes
-// back, the fleet has the stop extended (fleet.Fleet.Session's Extended),
-// and a worker resumes the session under the typed limit: 2 more steps,
+// back telling the extension as the fleet has it (fleet.Fleet.Session's
+// Extension: its limits, who, when), and a worker resumes the session under the typed limit: 2 more steps,
 // 500 tokens, the extension recorded. Mutations caught: the button not
 // posting, or the POST not reaching fleet.Fleet.Extend (not extended), the
 // typed limit not taken (another budget).
@@ -273,13 +274,23 @@ func TestChromiumFleetExtend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var x *fleet.Extension
 	until(t, "the fleet has no extension of the stop", func() error {
 		s, err := f.Session(ctx, "thrifty")
-		if err == nil && !s.Extended {
+		if err == nil && s.Extension == nil {
 			err = errors.New("the session's stop is not extended")
 		}
+		x = s.Extension
 		return err
 	})
+	// The page the browser came back to tells the fleet's extension, each
+	// figure the fleet's (mutation caught: the viewer's extras telling
+	// an empty extension — "Extended:" alone).
+	var told string
+	page.eval(`document.querySelector('tr#extended td') ? document.querySelector('tr#extended td').textContent : ''`, &told)
+	if want := "Extended to tokens 500 by " + x.By + " at " + x.At.UTC().Format("2006-01-02 15:04:05 UTC"); !strings.HasPrefix(told, want) {
+		t.Errorf("the page tells %q; want %q…", told, want)
+	}
 	kind, _ := start()
 	res, err := kind.Wait(ctx, "thrifty")
 	if err != nil || res.Status != iterate.BudgetExhausted || res.State.Steps != 5 || res.Usage.Tokens != 500 ||
