@@ -255,6 +255,24 @@ func hostsOf(addr string, extra []string) []string {
 	return append(hosts, extra...)
 }
 
+// fleetOptions are the viewer's options for the fleet f (--fleet-schema):
+// what it knows of its sessions (all of them for the list, one for a
+// session's page), its title, and the actions o enables.
+func fleetOptions(f *fleet.Fleet, o options) []view.Option {
+	opts := []view.Option{view.Extras(extras(f, o.riverui)), view.ExtraOf(extraOf(f, o.riverui)),
+		view.Title("fleet " + o.fleetSchema)}
+	if o.answers {
+		opts = append(opts, view.Answers(fleetAnswers{f}))
+	}
+	if o.cancel {
+		opts = append(opts, view.Cancels(f))
+	}
+	if o.extend {
+		opts = append(opts, view.Extends(fleetExtends{f}))
+	}
+	return opts
+}
+
 // riverPrefix is the path riverui is mounted under (--riverui).
 const riverPrefix = "/riverui"
 
@@ -290,20 +308,11 @@ func serve(ctx context.Context, o options, stdout, stderr io.Writer, ready func(
 				return err
 			}
 			store = f.Store()
-			opts = append(opts, view.Extras(extras(f, o.riverui)), view.Title("fleet "+o.fleetSchema))
+			opts = append(opts, fleetOptions(f, o)...)
 			if o.riverui {
 				if jobs, err = riverUI(ctx, pool, o.fleetSchema, stderr); err != nil {
 					return err
 				}
-			}
-			if o.answers {
-				opts = append(opts, view.Answers(fleetAnswers{f}))
-			}
-			if o.cancel {
-				opts = append(opts, view.Cancels(f))
-			}
-			if o.extend {
-				opts = append(opts, view.Extends(fleetExtends{f}))
 			}
 		} else {
 			var popts []pgcheckpoint.Option
@@ -382,9 +391,7 @@ func jobLink(s fleet.Session) view.Link {
 	return view.Link{Label: "Job", Text: text + ")", URL: fmt.Sprintf("%s/jobs/%d", riverPrefix[1:], s.JobID)}
 }
 
-// extras tells what f knows of its sessions: holder, kind, answered, the
-// extension of a stop at the budget (its limits, who, when), and with jobs
-// the link to each session's job in riverui.
+// extras tells what f knows of its sessions (see extra), for the list.
 func extras(f *fleet.Fleet, jobs bool) func(ctx context.Context) (map[string]view.Extra, error) {
 	return func(ctx context.Context) (map[string]view.Extra, error) {
 		list, err := f.Sessions(ctx)
@@ -393,23 +400,47 @@ func extras(f *fleet.Fleet, jobs bool) func(ctx context.Context) (map[string]vie
 		}
 		m := make(map[string]view.Extra, len(list))
 		for _, s := range list {
-			// Status lists a session not started yet (queued), which the
-			// store has no checkpoint of.
-			e := view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status)}
-			if x := s.Extension; x != nil { // the stop's extension, not resumed yet
-				e.Extension = &view.ExtensionRecord{Generation: x.Generation, To: x.To, By: x.By, At: x.At}
-			}
-			if a := s.Answer; a != nil { // the newest accepted answer
-				e.Answers = []view.AnswerRecord{{Generation: a.Generation, Question: a.Question, Iteration: a.Iteration,
-					Answer: a.Text, By: a.By, At: a.At}}
-			}
-			if jobs && s.JobID != 0 {
-				e.Links = []view.Link{jobLink(s)}
-			}
-			m[s.Name] = e
+			m[s.Name] = extra(s, jobs)
 		}
 		return m, nil
 	}
+}
+
+// extraOf tells what f knows of one session (see extra), in one query
+// (fleet.Fleet.Session), for the session's page, its /live and its
+// actions: they do not read every session's.
+func extraOf(f *fleet.Fleet, jobs bool) func(ctx context.Context, session string) (view.Extra, error) {
+	return func(ctx context.Context, session string) (view.Extra, error) {
+		s, err := f.Session(ctx, session)
+		if errors.Is(err, fleet.ErrUnknownSession) {
+			return view.Extra{}, nil
+		}
+		if err != nil {
+			return view.Extra{}, err
+		}
+		return extra(s, jobs), nil
+	}
+}
+
+// extra is what the fleet tells of session s: holder, kind, answered, the
+// status of a session not started yet, the extension of a stop at the
+// budget (its limits, who, when), the newest accepted answer, and with
+// jobs the link to the session's job in riverui.
+func extra(s fleet.Session, jobs bool) view.Extra {
+	// Status lists a session not started yet (queued), which the store
+	// has no checkpoint of.
+	e := view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status)}
+	if x := s.Extension; x != nil { // the stop's extension, not resumed yet
+		e.Extension = &view.ExtensionRecord{Generation: x.Generation, To: x.To, By: x.By, At: x.At}
+	}
+	if a := s.Answer; a != nil { // the newest accepted answer
+		e.Answers = []view.AnswerRecord{{Generation: a.Generation, Question: a.Question, Iteration: a.Iteration,
+			Answer: a.Text, By: a.By, At: a.At}}
+	}
+	if jobs && s.JobID != 0 {
+		e.Links = []view.Link{jobLink(s)}
+	}
+	return e
 }
 
 // fleetExtends raises the budget of a fleet's sessions stopped or parked

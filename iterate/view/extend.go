@@ -151,7 +151,7 @@ func (h *Handler) extend(w http.ResponseWriter, r *http.Request) {
 	}
 	// A second request for the stop is the Extender's to refuse (once per
 	// generation), naming the one accepted when it can.
-	if extras, _ := h.extrasOf(ctx); c.Status == string(iterate.Escalated) && extras[name].Answered {
+	if x, _ := h.extraOf(ctx, name); c.Status == string(iterate.Escalated) && x.Answered {
 		http.Error(w, fmt.Sprintf("%v: its question is answered already: reload the page", ErrExtended), http.StatusConflict)
 		return
 	}

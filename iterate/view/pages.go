@@ -534,6 +534,23 @@ type sessionPage struct {
 	Links                 []Link // the host's (Extra.Links), as the page links them
 }
 
+// extraOf returns what the host knows of session: through ExtraOf when
+// given, else from Extras' map (the zero Extra without either).
+func (h *Handler) extraOf(ctx context.Context, session string) (Extra, error) {
+	if h.extraOne == nil {
+		m, err := h.extrasOf(ctx)
+		return m[session], err
+	}
+	x, err := h.extraOne(ctx, session)
+	if err != nil {
+		return Extra{}, fmt.Errorf("reading what the host knows of session %q: %w", session, err)
+	}
+	return x, nil
+}
+
+// hasExtras reports whether the host tells extras (Extras or ExtraOf).
+func (h *Handler) hasExtras() bool { return h.extras != nil || h.extraOne != nil }
+
 // extrasOf returns the host's extras, nil without them.
 func (h *Handler) extrasOf(ctx context.Context) (map[string]Extra, error) {
 	if h.extras == nil {
@@ -638,8 +655,8 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, checkpoint.ErrNotFound) {
 		// A session the host knows of that has no checkpoint yet (a
 		// fleet's queued session) shows what the host tells.
-		if extras, _ := h.extrasOf(ctx); extras[name].Status != "" {
-			c, err, notStarted = &checkpoint.Checkpoint{Session: name, Status: extras[name].Status}, nil, true
+		if x, _ := h.extraOf(ctx, name); x.Status != "" {
+			c, err, notStarted = &checkpoint.Checkpoint{Session: name, Status: x.Status}, nil, true
 		}
 	}
 	if err != nil {
@@ -740,14 +757,14 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	// The forks of a session are found by listing every session, which a
 	// page does not do at every load: a link lists them (see forks).
 	p.ForksLink = link(name) + "/forks"
-	extras, extrasErr := h.extrasOf(ctx)
+	extra, extrasErr := h.extraOf(ctx, name)
 	if extrasErr != nil {
 		p.ExtrasErr = extrasErr.Error()
 	}
-	p.Extra, p.Extras = extras[name], h.extras != nil
+	p.Extra, p.Extras = extra, h.hasExtras()
 	p.Links = pageLinks(p.Extra.Links, "../")
 	if c.Status == string(iterate.Running) {
-		p.Holding = h.holding(name, p.Extra, h.extras != nil && extrasErr == nil)
+		p.Holding = h.holding(name, p.Extra, h.hasExtras() && extrasErr == nil)
 	}
 	// A loop that stopped without a decision to stop (an escalation its
 	// strategy or a task raised, an interruption, a failure) keeps the

@@ -242,6 +242,21 @@ func Extras(f func(ctx context.Context) (map[string]Extra, error)) Option {
 	}
 }
 
+// ExtraOf sets a function that tells what the host knows of one session
+// beyond its checkpoint ([Extra]; the zero Extra when it knows nothing of
+// it), for the pages and actions of one session: its page, its /live and
+// its forms' POSTs then read that session's extras alone, not every
+// session's through [Extras], whose function the list still uses (a
+// session's page then costs the same however many sessions the host
+// has). A fleet host adapts fleet.Fleet's Session to it. An error is
+// shown, and the page goes on without.
+func ExtraOf(f func(ctx context.Context, session string) (Extra, error)) Option {
+	return func(h *Handler) error {
+		h.extraOne = f
+		return nil
+	}
+}
+
 // Poll sets how often the page of a session that has not ended asks
 // whether a newer checkpoint was saved (2 seconds by default; at least
 // 100 milliseconds).
@@ -320,6 +335,7 @@ type Handler struct {
 	extender  Extender
 	forker    Forker
 	extras    func(ctx context.Context) (map[string]Extra, error)
+	extraOne  func(ctx context.Context, session string) (Extra, error) // ExtraOf's
 	poll      time.Duration
 	title     string
 	secret    []byte
@@ -451,12 +467,12 @@ func (h *Handler) answerOnce(r *http.Request, session string, gen uint64, answer
 	if c.Generation != gen || c.Status != string(iterate.Escalated) {
 		return fmt.Errorf("%w: the session moved on (generation %d, %s) since the page showed its question: reload it", ErrAnswered, c.Generation, c.Status)
 	}
-	extras, xerr := h.extrasOf(ctx)
-	if xerr == nil && extras[session].Answered {
+	extra, xerr := h.extraOf(ctx, session)
+	if xerr == nil && extra.Answered {
 		return fmt.Errorf("%w: reload the page to see the answer", ErrAnswered)
 	}
 	// A parked session's extension is the answer to its question.
-	if x, _ := h.extensionOf(ctx, session, gen, extras[session]); x != nil {
+	if x, _ := h.extensionOf(ctx, session, gen, extra); x != nil {
 		return fmt.Errorf("%w: its budget was extended: reload the page", ErrAnswered)
 	}
 	by := h.requestBy(r)
@@ -497,8 +513,8 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	c, err := h.newest(r.Context(), name)
 	if errors.Is(err, checkpoint.ErrNotFound) {
-		if extras, _ := h.extrasOf(r.Context()); extras[name].Status != "" {
-			c, err = &checkpoint.Checkpoint{Session: name, Status: extras[name].Status}, nil
+		if x, _ := h.extraOf(r.Context(), name); x.Status != "" {
+			c, err = &checkpoint.Checkpoint{Session: name, Status: x.Status}, nil
 		}
 	}
 	if err != nil {
@@ -508,12 +524,12 @@ func (h *Handler) live(w http.ResponseWriter, r *http.Request) {
 	l := Live{Session: c.Session, Generation: c.Generation, Status: c.Status,
 		Iteration: c.Iteration, Saved: c.Time, Final: iterate.Status(c.Status).Final()}
 	if c.Status == string(iterate.Running) {
-		extras, err := h.extrasOf(r.Context())
-		l.Holding = h.holding(name, extras[name], h.extras != nil && err == nil)
+		extra, err := h.extraOf(r.Context(), name)
+		l.Holding = h.holding(name, extra, h.hasExtras() && err == nil)
 	}
 	if l.Final && c.Status == string(iterate.BudgetExhausted) {
-		extras, _ := h.extrasOf(r.Context())
-		if x, _ := h.extensionOf(r.Context(), name, c.Generation, extras[name]); x != nil {
+		extra, _ := h.extraOf(r.Context(), name)
+		if x, _ := h.extensionOf(r.Context(), name, c.Generation, extra); x != nil {
 			l.Final = false // extended: it will be resumed
 		}
 	}
