@@ -1251,8 +1251,10 @@ func (d *Dir) Remove(ctx context.Context, session string) error {
 		} else {
 			d.forgetUnmarked(session)
 			if onlyFilesOf(names, session) {
-				// The directory's last session: its journal goes too (a
-				// reader following it lists the directory again).
+				// The directory's last session: its journal goes too, its
+				// snapshot first (a reader following it lists the
+				// directory again).
+				os.Remove(d.snapshotPath())
 				os.Remove(d.journalPath())
 			} else {
 				d.journal('-', session)

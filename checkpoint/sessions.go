@@ -96,12 +96,16 @@ func (d *Dir) SessionsAfter(ctx context.Context, after string) iter.Seq2[*Checkp
 		if found {
 			i++
 		}
-		for _, name := range names[i:] {
+		for ; i < len(names); i++ {
 			if err := ctx.Err(); err != nil {
 				yield(nil, err)
 				return
 			}
-			cp, err := d.envelope(d.listedNow(c, name))
+			name := names[i]
+			if ValidateSession(name) != nil {
+				continue // in a snapshot written by hand
+			}
+			cp, err := d.envelope(d.listedNow(name, c.info[i]))
 			if cp == nil {
 				continue // gone
 			}
