@@ -32,17 +32,6 @@ const journalName = ".sessions.journal"
 // maxJournalRead bounds what a reader reads of the journal at once.
 const maxJournalRead = 16 << 20
 
-// nameCache is what a Dir knows of its directory's sessions: their names,
-// sorted, and for each what a listing showed of it (INFO, see
-// snapshotName; empty for a session known from the journal only).
-type nameCache struct {
-	names   []string    // sorted; replaced, never changed in place
-	info    []string    // parallel to names
-	journal os.FileInfo // the journal read, nil if there was none
-	off     int64       // how far it was read
-	snapOff int64       // how far the snapshot on disk covers it, as far as this Dir knows
-}
-
 // journalPath is the path of the sessions journal.
 func (d *Dir) journalPath() string { return filepath.Join(d.dir(), journalName) }
 
@@ -120,7 +109,7 @@ func (d *Dir) sessionNames() (*nameCache, error) {
 	}
 	if listed || c.off-c.snapOff >= compactAfter {
 		if d.writeSnapshot(c) {
-			c = &nameCache{names: c.names, info: c.info, journal: c.journal, off: c.off, snapOff: c.off}
+			c = &nameCache{base: c.materialize(), journal: c.journal, off: c.off, snapOff: c.off}
 		}
 	}
 	d.names = c
@@ -138,11 +127,14 @@ func (d *Dir) listNames(fi os.FileInfo) (*nameCache, error) {
 		return nil, fmt.Errorf("checkpoint: listing %s: %w", d.dir(), err)
 	}
 	d.removeSnapshotTemps(names)
-	c := &nameCache{journal: fi}
+	var b strings.Builder
 	for _, l := range listSessions(names) {
-		c.names = append(c.names, l.session)
-		c.info = append(c.info, encodeInfo(l))
+		b.WriteString(l.session)
+		b.WriteByte('\t')
+		b.WriteString(encodeInfo(l))
+		b.WriteByte('\n')
 	}
+	c := &nameCache{base: b.String(), journal: fi}
 	ops := make(map[string]byte)
 	for _, name := range names {
 		if session, ok := strings.CutSuffix(name, markerSuffix); ok && ValidateSession(session) == nil {
@@ -164,15 +156,8 @@ func (d *Dir) listNames(fi os.FileInfo) (*nameCache, error) {
 			}
 		}
 	}
-	for session, op := range ops {
-		if op != '+' {
-			delete(ops, session)
-		}
-	}
-	c.names, c.info = mergeNames(c.names, c.info, ops)
-	if c.names == nil {
-		c.names, c.info = []string{}, []string{}
-	}
+	c = c.with(ops)
+	c.base, c.adds, c.removed = c.materialize(), nil, nil
 	return c, nil
 }
 
@@ -195,11 +180,11 @@ func (c *nameCache) follow(path string, fi os.FileInfo) *nameCache {
 	if end < 0 {
 		return c
 	}
-	out := &nameCache{journal: fi, off: c.off + int64(end) + 1, snapOff: c.snapOff}
-	if c.journal != nil {
-		out.journal = c.journal
+	out := c.with(journalOps(string(buf[:end+1])))
+	out.off = c.off + int64(end) + 1
+	if c.journal == nil {
+		out.journal = fi
 	}
-	out.names, out.info = mergeNames(c.names, c.info, journalOps(string(buf[:end+1])))
 	return out
 }
 

@@ -13,19 +13,19 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 )
 
 // snapshotName is the snapshot of the sessions journal (see Dir, Files):
-// snapshotHeader, a line "journal OFF N CRC" (the journal it covers: up to
-// offset OFF, the file whose first N bytes have the CRC-32C CRC), a line
-// "NAME" or "NAME\tINFO" for each session, sorted by name, and a line
-// "crc C", the CRC-32C of what precedes it, in hexadecimal. INFO, for a
-// session a listing of the directory showed, is "l" and its generations
-// (comma-separated, ascending), then a tab and the name of each
-// quarantined file. Its name is none of a session's files.
+// snapshotHeader; a line "journal OFF N HEAD" (the journal it covers: up
+// to offset OFF, the file whose first N bytes have the CRC-32C HEAD); a
+// line "body LEN CRC", the length and CRC-32C of what follows it; and the
+// body: a line "NAME" or "NAME\tINFO" for each session, sorted by name.
+// INFO, for a session a listing of the directory showed, is "l" and its
+// generations (comma-separated, ascending), then a tab and the name of
+// each quarantined file. Numbers are decimal, CRCs hexadecimal. Its name
+// is none of a session's files.
 const snapshotName = ".sessions.index"
 
 // snapshotHeader starts a snapshot.
@@ -63,11 +63,8 @@ func journalHeader() string {
 // encodeSnapshot returns the snapshot of c, which covers its journal up to
 // off, the journal's first headLen bytes having the CRC head.
 func encodeSnapshot(c *nameCache, off int64, headLen int, head uint32) []byte {
-	n := len(snapshotHeader) + 64
-	for i, name := range c.names {
-		n += len(name) + len(c.info[i]) + 2
-	}
-	b := make([]byte, 0, n+16)
+	body := c.materialize()
+	b := make([]byte, 0, len(snapshotHeader)+128+len(body))
 	b = append(b, snapshotHeader...)
 	b = append(b, "journal "...)
 	b = strconv.AppendInt(b, off, 10)
@@ -75,105 +72,109 @@ func encodeSnapshot(c *nameCache, off int64, headLen int, head uint32) []byte {
 	b = strconv.AppendInt(b, int64(headLen), 10)
 	b = append(b, ' ')
 	b = strconv.AppendUint(b, uint64(head), 16)
+	b = append(b, "\nbody "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, uint64(crc32.Checksum([]byte(body), castagnoli)), 16)
 	b = append(b, '\n')
-	for i, name := range c.names {
-		b = append(b, name...)
-		if c.info[i] != "" {
-			b = append(b, '\t')
-			b = append(b, c.info[i]...)
-		}
-		b = append(b, '\n')
-	}
-	sum := crc32.Checksum(b, castagnoli)
-	b = append(b, "crc "...)
-	b = strconv.AppendUint(b, uint64(sum), 16)
-	return append(b, '\n')
+	return append(b, body...)
 }
 
 // errNoSnapshot is parseSnapshot's error for a file that holds no snapshot.
 var errNoSnapshot = errors.New("no snapshot")
 
-// snapshot is a snapshot as read.
-type snapshot struct {
-	names, info []string
-	off         int64
-	headLen     int
-	head        uint32
+// snapshotHead is the first lines of a snapshot, as read.
+type snapshotHead struct {
+	off     int64  // the journal's offset it covers
+	headLen int    // how many of the journal's first bytes identify it
+	head    uint32 // their CRC
+	bodyAt  int64  // where the body starts
+	bodyLen int64
+	bodySum uint32
 }
 
-// parseSnapshot reads a snapshot encodeSnapshot wrote, whole (its CRC
-// holding, its names sorted); anything else is errNoSnapshot. The names
-// are not validated (see Dir.SessionsAfter: a row's is).
-func parseSnapshot(data []byte) (*snapshot, error) {
-	s := string(data)
-	body, ok := strings.CutPrefix(s, snapshotHeader)
-	if !ok || !strings.HasSuffix(body, "\n") {
+// parseSnapshotHead reads the first lines of a snapshot from buf, its
+// first bytes; errNoSnapshot if they are not a snapshot's.
+func parseSnapshotHead(buf []byte) (*snapshotHead, error) {
+	rest, ok := strings.CutPrefix(string(buf), snapshotHeader)
+	if !ok {
 		return nil, errNoSnapshot
 	}
-	i := strings.LastIndex(body, "\ncrc ")
-	if i < 0 {
+	line1, rest, ok1 := strings.Cut(rest, "\n")
+	line2, _, ok2 := strings.Cut(rest, "\n")
+	f1, f2 := strings.Fields(line1), strings.Fields(line2)
+	if !ok1 || !ok2 || len(f1) != 4 || f1[0] != "journal" || len(f2) != 3 || f2[0] != "body" {
 		return nil, errNoSnapshot
 	}
-	want, err := strconv.ParseUint(body[i+len("\ncrc "):len(body)-1], 16, 32)
-	if err != nil || uint32(want) != crc32.Checksum(data[:len(snapshotHeader)+i+1], castagnoli) {
+	h := &snapshotHead{bodyAt: int64(len(snapshotHeader) + len(line1) + len(line2) + 2)}
+	off, err1 := strconv.ParseInt(f1[1], 10, 64)
+	headLen, err2 := strconv.Atoi(f1[2])
+	head, err3 := strconv.ParseUint(f1[3], 16, 32)
+	bodyLen, err4 := strconv.ParseInt(f2[1], 10, 64)
+	bodySum, err5 := strconv.ParseUint(f2[2], 16, 32)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil || off < 0 || headLen < 0 || headLen > journalHead || bodyLen < 0 || bodyLen > maxSnapshot {
 		return nil, errNoSnapshot
 	}
-	first, rest, _ := strings.Cut(body[:i+1], "\n")
-	f := strings.Fields(first)
-	if len(f) != 4 || f[0] != "journal" {
-		return nil, errNoSnapshot
+	h.off, h.headLen, h.head, h.bodyLen, h.bodySum = off, headLen, uint32(head), bodyLen, uint32(bodySum)
+	return h, nil
+}
+
+// readSnapshotHead opens the snapshot and reads its first lines.
+func (d *Dir) readSnapshotHead() (*os.File, *snapshotHead, error) {
+	f, size, err := openGen(d.snapshotPath())
+	if err != nil {
+		return nil, nil, err
 	}
-	off, err1 := strconv.ParseInt(f[1], 10, 64)
-	headLen, err2 := strconv.Atoi(f[2])
-	head, err3 := strconv.ParseUint(f[3], 16, 32)
-	if err1 != nil || err2 != nil || err3 != nil || off < 0 || headLen < 0 || headLen > journalHead {
-		return nil, errNoSnapshot
+	buf := make([]byte, min(size, 256))
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		f.Close()
+		return nil, nil, err
 	}
-	n := strings.Count(rest, "\n")
-	out := &snapshot{names: make([]string, 0, n), info: make([]string, 0, n), off: off, headLen: headLen, head: uint32(head)}
-	for rest != "" {
-		j := strings.IndexByte(rest, '\n')
-		line := rest[:j]
-		rest = rest[j+1:]
-		name, info, _ := strings.Cut(line, "\t")
-		if k := len(out.names); name == "" || k > 0 && out.names[k-1] >= name {
-			return nil, errNoSnapshot
-		}
-		out.names = append(out.names, name)
-		out.info = append(out.info, info)
+	h, err := parseSnapshotHead(buf[:n])
+	if err == nil && h.bodyAt+h.bodyLen != size {
+		err = errNoSnapshot // torn, or grown
 	}
-	return out, nil
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, h, nil
 }
 
 // loadSnapshot returns the cache the snapshot on disk gives, if it covers
 // the journal fi (the same file, by its first bytes, at least as long as
-// the offset it covers); nil if there is none, or it is damaged or stale
-// (the journal replaced or shortened since).
+// the offset it covers) and its body is whole (its CRC holding); nil if
+// there is none, or it is damaged or stale (the journal replaced or
+// shortened since). The body is read into one string, not parsed: a page
+// looks its first name up by bisection (see nameCache).
 func (d *Dir) loadSnapshot(fi os.FileInfo) *nameCache {
 	if fi == nil {
 		return nil
 	}
-	f, size, err := openGen(d.snapshotPath())
+	f, h, err := d.readSnapshotHead()
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	if size > maxSnapshot {
+	if fi.Size() < h.off {
 		return nil
 	}
-	data := make([]byte, size)
-	if _, err := io.ReadFull(f, data); err != nil {
+	head, err := readHead(d.journalPath(), fi, h.headLen)
+	if err != nil || crc32.Checksum(head, castagnoli) != h.head {
 		return nil
 	}
-	snap, err := parseSnapshot(data)
-	if err != nil || fi.Size() < snap.off {
+	var body strings.Builder
+	body.Grow(int(h.bodyLen))
+	sum := crc32.New(castagnoli)
+	if n, err := io.Copy(io.MultiWriter(&body, sum), io.NewSectionReader(f, h.bodyAt, h.bodyLen)); err != nil || n != h.bodyLen {
 		return nil
 	}
-	head, err := readHead(d.journalPath(), fi, snap.headLen)
-	if err != nil || crc32.Checksum(head, castagnoli) != snap.head {
+	base := body.String()
+	if sum.Sum32() != h.bodySum || base != "" && base[len(base)-1] != '\n' {
 		return nil
 	}
-	return &nameCache{names: snap.names, info: snap.info, journal: fi, off: snap.off, snapOff: snap.off}
+	return &nameCache{base: base, journal: fi, off: h.off, snapOff: h.off}
 }
 
 // readHead returns the first n bytes of the journal at path, which must be
@@ -203,7 +204,7 @@ func readHead(path string, fi os.FileInfo, n int) ([]byte, error) {
 // or journal, nor when the journal is no longer c's. Failures are
 // ignored: a reader without a snapshot lists the directory.
 func (d *Dir) writeSnapshot(c *nameCache) bool {
-	if len(c.names) == 0 && c.journal == nil {
+	if c.empty() && c.journal == nil {
 		return false
 	}
 	if d.fail("snapshot") != nil {
@@ -284,24 +285,12 @@ func (d *Dir) compactJournal() {
 // snapshotOffset returns the journal offset the snapshot on disk covers,
 // reading its first lines only; false if it holds none.
 func (d *Dir) snapshotOffset() (int64, bool) {
-	f, _, err := openGen(d.snapshotPath())
+	f, h, err := d.readSnapshotHead()
 	if err != nil {
 		return 0, false
 	}
-	defer f.Close()
-	var buf [len(snapshotHeader) + 64]byte
-	n, _ := io.ReadFull(f, buf[:])
-	body, ok := strings.CutPrefix(string(buf[:n]), snapshotHeader)
-	if !ok {
-		return 0, false
-	}
-	line, _, ok := strings.Cut(body, "\n")
-	f2 := strings.Fields(line)
-	if !ok || len(f2) != 4 || f2[0] != "journal" {
-		return 0, false
-	}
-	off, err := strconv.ParseInt(f2[1], 10, 64)
-	return off, err == nil
+	f.Close()
+	return h.off, true
 }
 
 // encodeInfo returns the INFO of a session a listing showed (see
@@ -360,43 +349,6 @@ func (d *Dir) removeSnapshotTemps(names []string) {
 			os.Remove(filepath.Join(d.dir(), name))
 		}
 	}
-}
-
-// mergeNames returns names and info (parallel, sorted) with the sessions
-// of ops added ('+', with an empty INFO unless present) or removed ('-').
-func mergeNames(names, info []string, ops map[string]byte) ([]string, []string) {
-	var adds []string
-	drop := 0
-	for s, op := range ops {
-		_, found := slices.BinarySearch(names, s)
-		switch {
-		case op == '+' && !found:
-			adds = append(adds, s)
-		case op == '-' && found:
-			drop++
-		}
-	}
-	if len(adds) == 0 && drop == 0 {
-		return names, info
-	}
-	slices.Sort(adds)
-	outN := make([]string, 0, len(names)+len(adds)-drop)
-	outI := make([]string, 0, len(names)+len(adds)-drop)
-	j := 0
-	for i, s := range names {
-		for j < len(adds) && adds[j] < s {
-			outN, outI = append(outN, adds[j]), append(outI, "")
-			j++
-		}
-		if ops[s] == '-' {
-			continue
-		}
-		outN, outI = append(outN, s), append(outI, info[i])
-	}
-	for ; j < len(adds); j++ {
-		outN, outI = append(outN, adds[j]), append(outI, "")
-	}
-	return outN, outI
 }
 
 // journalOps returns the last operation of each session in buf, whole

@@ -91,21 +91,15 @@ func (d *Dir) SessionsAfter(ctx context.Context, after string) iter.Seq2[*Checkp
 			yield(nil, err)
 			return
 		}
-		names := c.names
-		i, found := slices.BinarySearch(names, after)
-		if found {
-			i++
-		}
-		for ; i < len(names); i++ {
+		for name, info := range c.after(after) {
 			if err := ctx.Err(); err != nil {
 				yield(nil, err)
 				return
 			}
-			name := names[i]
 			if ValidateSession(name) != nil {
 				continue // in a snapshot written by hand
 			}
-			cp, err := d.envelope(d.listedNow(name, c.info[i]))
+			cp, err := d.envelope(d.listedNow(name, info))
 			if cp == nil {
 				continue // gone
 			}
