@@ -148,6 +148,9 @@ type Dir struct {
 	// noIndex, when set (by tests only), makes the Dir neither read nor
 	// write indexes: every read of a session lists the directory.
 	noIndex bool
+	// compactAt and compactEvery, when set (by tests only), replace
+	// compactAfter and compactCheck (see Dir.compactJournal).
+	compactAt, compactEvery int64
 
 	mu       sync.Mutex
 	sessions map[string]*dirSession
@@ -1256,6 +1259,7 @@ func (d *Dir) Remove(ctx context.Context, session string) error {
 				// directory again).
 				os.Remove(d.snapshotPath())
 				os.Remove(d.journalPath())
+				d.removeSnapshotTemps(names)
 			} else {
 				d.journal('-', session)
 			}

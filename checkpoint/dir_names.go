@@ -69,8 +69,9 @@ func (d *Dir) journal(op byte, session string) bool {
 	if op == '+' {
 		d.fsync(f)
 	}
-	if end := fi.Size() + int64(len(line)); fi.Size()/compactCheck != end/compactCheck {
-		if off, ok := d.snapshotOffset(); ok && end-off >= compactAfter {
+	after, check := d.compactLimits()
+	if end := fi.Size() + int64(len(line)); fi.Size()/check != end/check {
+		if off, ok := d.snapshotOffset(); ok && end-off >= after {
 			d.compactJournal()
 		}
 	}
@@ -107,7 +108,7 @@ func (d *Dir) sessionNames() (*nameCache, error) {
 	if fi != nil && fi.Size() > c.off {
 		c = c.follow(d.journalPath(), fi)
 	}
-	if listed || c.off-c.snapOff >= compactAfter {
+	if after, _ := d.compactLimits(); listed || c.off-c.snapOff >= after {
 		if d.writeSnapshot(c) {
 			c = &nameCache{base: c.materialize(), journal: c.journal, off: c.off, snapOff: c.off}
 		}

@@ -18,8 +18,10 @@ import (
 )
 
 // snapshotName is the snapshot of the sessions journal (see Dir, Files):
-// snapshotHeader; a line "journal OFF N HEAD" (the journal it covers: up
-// to offset OFF, the file whose first N bytes have the CRC-32C HEAD); a
+// snapshotHeader; a line "journal OFF N HEAD M TAIL" (the journal it
+// covers: up to offset OFF, the file whose first N bytes have the CRC-32C
+// HEAD, and the M bytes before OFF the CRC-32C TAIL: one shortened and
+// grown again differs there); a
 // line "body LEN CRC", the length and CRC-32C of what follows it; and the
 // body: a line "NAME" or "NAME\tINFO" for each session, sorted by name.
 // INFO, for a session a listing of the directory showed, is "l" and its
@@ -47,6 +49,15 @@ const (
 	compactCheck = 16 << 10
 )
 
+// compactLimits returns compactAfter and compactCheck, or what a test set.
+func (d *Dir) compactLimits() (after, check int64) {
+	after, check = compactAfter, compactCheck
+	if d.compactAt > 0 {
+		after, check = d.compactAt, d.compactEvery
+	}
+	return after, check
+}
+
 // maxSnapshot bounds the snapshot read: a larger one is not used.
 const maxSnapshot = 256 << 20
 
@@ -61,17 +72,21 @@ func journalHeader() string {
 }
 
 // encodeSnapshot returns the snapshot of c, which covers its journal up to
-// off, the journal's first headLen bytes having the CRC head.
-func encodeSnapshot(c *nameCache, off int64, headLen int, head uint32) []byte {
+// off, the journal's first bytes and those before off being head and tail.
+func encodeSnapshot(c *nameCache, off int64, head, tail []byte) []byte {
 	body := c.materialize()
 	b := make([]byte, 0, len(snapshotHeader)+128+len(body))
 	b = append(b, snapshotHeader...)
 	b = append(b, "journal "...)
 	b = strconv.AppendInt(b, off, 10)
 	b = append(b, ' ')
-	b = strconv.AppendInt(b, int64(headLen), 10)
+	b = strconv.AppendInt(b, int64(len(head)), 10)
 	b = append(b, ' ')
-	b = strconv.AppendUint(b, uint64(head), 16)
+	b = strconv.AppendUint(b, uint64(crc32.Checksum(head, castagnoli)), 16)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(len(tail)), 10)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, uint64(crc32.Checksum(tail, castagnoli)), 16)
 	b = append(b, "\nbody "...)
 	b = strconv.AppendInt(b, int64(len(body)), 10)
 	b = append(b, ' ')
@@ -88,6 +103,8 @@ type snapshotHead struct {
 	off     int64  // the journal's offset it covers
 	headLen int    // how many of the journal's first bytes identify it
 	head    uint32 // their CRC
+	tailLen int    // how many bytes before off are checked
+	tail    uint32 // their CRC
 	bodyAt  int64  // where the body starts
 	bodyLen int64
 	bodySum uint32
@@ -103,19 +120,24 @@ func parseSnapshotHead(buf []byte) (*snapshotHead, error) {
 	line1, rest, ok1 := strings.Cut(rest, "\n")
 	line2, _, ok2 := strings.Cut(rest, "\n")
 	f1, f2 := strings.Fields(line1), strings.Fields(line2)
-	if !ok1 || !ok2 || len(f1) != 4 || f1[0] != "journal" || len(f2) != 3 || f2[0] != "body" {
+	if !ok1 || !ok2 || len(f1) != 6 || f1[0] != "journal" || len(f2) != 3 || f2[0] != "body" {
 		return nil, errNoSnapshot
 	}
 	h := &snapshotHead{bodyAt: int64(len(snapshotHeader) + len(line1) + len(line2) + 2)}
 	off, err1 := strconv.ParseInt(f1[1], 10, 64)
 	headLen, err2 := strconv.Atoi(f1[2])
 	head, err3 := strconv.ParseUint(f1[3], 16, 32)
-	bodyLen, err4 := strconv.ParseInt(f2[1], 10, 64)
-	bodySum, err5 := strconv.ParseUint(f2[2], 16, 32)
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil || off < 0 || headLen < 0 || headLen > journalHead || bodyLen < 0 || bodyLen > maxSnapshot {
+	tailLen, err4 := strconv.Atoi(f1[4])
+	tail, err5 := strconv.ParseUint(f1[5], 16, 32)
+	bodyLen, err6 := strconv.ParseInt(f2[1], 10, 64)
+	bodySum, err7 := strconv.ParseUint(f2[2], 16, 32)
+	if err := errors.Join(err1, err2, err3, err4, err5, err6, err7); err != nil || off < 0 ||
+		headLen < 0 || headLen > journalHead || tailLen < 0 || tailLen > journalHead || int64(tailLen) > off ||
+		bodyLen < 0 || bodyLen > maxSnapshot {
 		return nil, errNoSnapshot
 	}
-	h.off, h.headLen, h.head, h.bodyLen, h.bodySum = off, headLen, uint32(head), bodyLen, uint32(bodySum)
+	h.off, h.headLen, h.head, h.tailLen, h.tail = off, headLen, uint32(head), tailLen, uint32(tail)
+	h.bodyLen, h.bodySum = bodyLen, uint32(bodySum)
 	return h, nil
 }
 
@@ -160,8 +182,8 @@ func (d *Dir) loadSnapshot(fi os.FileInfo) *nameCache {
 	if fi.Size() < h.off {
 		return nil
 	}
-	head, err := readHead(d.journalPath(), fi, h.headLen)
-	if err != nil || crc32.Checksum(head, castagnoli) != h.head {
+	head, tail, err := readEnds(d.journalPath(), fi, h.headLen, h.off, h.tailLen)
+	if err != nil || crc32.Checksum(head, castagnoli) != h.head || crc32.Checksum(tail, castagnoli) != h.tail {
 		return nil
 	}
 	var body strings.Builder
@@ -177,22 +199,32 @@ func (d *Dir) loadSnapshot(fi os.FileInfo) *nameCache {
 	return &nameCache{base: base, journal: fi, off: h.off, snapOff: h.off}
 }
 
-// readHead returns the first n bytes of the journal at path, which must be
-// the file fi.
-func readHead(path string, fi os.FileInfo, n int) ([]byte, error) {
+// readEnds returns the first n bytes of the journal at path, which must be
+// the file fi, and the m bytes before off.
+func readEnds(path string, fi os.FileInfo, n int, off int64, m int) (head, tail []byte, err error) {
 	f, _, err := openGen(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	if now, err := f.Stat(); err != nil || !os.SameFile(now, fi) {
-		return nil, errNoSnapshot
+		return nil, nil, errNoSnapshot
 	}
-	head := make([]byte, n)
+	return journalEnds(f, n, off, m)
+}
+
+// journalEnds reads the first n bytes of the journal f and the m bytes
+// before off.
+func journalEnds(f *os.File, n int, off int64, m int) (head, tail []byte, err error) {
+	head = make([]byte, n)
 	if _, err := f.ReadAt(head, 0); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return head, nil
+	tail = make([]byte, m)
+	if _, err := f.ReadAt(tail, off-int64(m)); err != nil {
+		return nil, nil, err
+	}
+	return head, tail, nil
 }
 
 // writeSnapshot writes the snapshot of c, whose journal it covers up to
@@ -230,11 +262,11 @@ func (d *Dir) writeSnapshot(c *nameCache) bool {
 	if size < c.off || d.fsync(j) != nil {
 		return false
 	}
-	head := make([]byte, min(size, journalHead))
-	if _, err := j.ReadAt(head, 0); err != nil {
+	head, tail, err := journalEnds(j, int(min(size, journalHead)), c.off, int(min(c.off, journalHead)))
+	if err != nil {
 		return false
 	}
-	data := encodeSnapshot(c, c.off, len(head), crc32.Checksum(head, castagnoli))
+	data := encodeSnapshot(c, c.off, head, tail)
 	f, err := os.CreateTemp(d.dir(), snapshotTemp+"*")
 	if err != nil {
 		return false
@@ -275,7 +307,7 @@ func (d *Dir) compactJournal() {
 		return
 	}
 	c := d.loadSnapshot(fi)
-	if c == nil || fi.Size()-c.off < compactAfter {
+	if after, _ := d.compactLimits(); c == nil || fi.Size()-c.off < after {
 		return
 	}
 	c = c.follow(d.journalPath(), fi)

@@ -1,0 +1,281 @@
+package checkpoint_test
+
+import (
+	"bytes"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/checkpoint/checkpointtest"
+)
+
+const (
+	snapshotFile = ".sessions.index"
+	journalFile  = ".sessions.journal"
+)
+
+// checkFirstPage checks that a new Dir's first SessionsAfter, from each of
+// a few names on, lists what Sessions (a listing) lists, listing the
+// directory wantLists times for the first call (and never after).
+func checkFirstPage(t *testing.T, dir, when string, wantLists int64) {
+	t.Helper()
+	d := checkpoint.NewDir(dir)
+	for _, after := range []string{"", "b", "c", "m", "zz"} {
+		got, lists := pageOf(t, d, after)
+		var want []string
+		for _, s := range listedSessions(t, dir) {
+			if name, _, _ := strings.Cut(s, "@"); name > after {
+				want = append(want, s)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: a new Dir's SessionsAfter(%q) = %v, Sessions lists %v", when, after, got, want)
+		}
+		if lists != wantLists {
+			t.Errorf("%s: SessionsAfter(%q) listed the directory %d times, want %d", when, after, lists, wantLists)
+		}
+		wantLists = 0
+	}
+}
+
+// TestDirSessionsSnapshot guards issue 31, item 11's goal for a directory:
+// a new Dir's first page of SessionsAfter (a viewer process's first list
+// page) reads the snapshot of the sessions journal, written by the first
+// Dir that listed the directory, and the journal past it, without listing
+// the directory, and lists what Sessions lists as other Dirs create,
+// save and remove sessions; a snapshot missing, torn, damaged, or stale
+// (its journal replaced or shortened) is not trusted: the directory is
+// listed once, and the snapshot written anew. Mutations caught: the
+// snapshot not written (a new Dir lists); not read (likewise); the body's
+// CRC not checked (a damaged snapshot trusted: a session missing or
+// renamed); the journal's first bytes not checked (a replaced journal
+// longer than the offset trusted: the sessions of its first lines
+// missing); the journal's length not checked (a shortened one: lines
+// appended later missing); the journal past the snapshot not read.
+func TestDirSessionsSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	w := checkpoint.NewDir(dir, checkpoint.Keep(2))
+	for _, s := range []string{"a", "c", "e", "o", "p", "q"} {
+		saveGens(t, w, s, 1)
+	}
+	saveGens(t, w, "a", 2)
+	checkFirstPage(t, dir, "no snapshot", 1)
+	if _, err := os.Stat(filepath.Join(dir, snapshotFile)); err != nil {
+		t.Fatalf("no snapshot after a listing: %v", err)
+	}
+	checkFirstPage(t, dir, "snapshot", 0)
+
+	// The journal past the snapshot: created, saved, removed.
+	saveGens(t, checkpoint.NewDir(dir), "b", 1)
+	saveGens(t, w, "a", 0)
+	saveGens(t, w, "n", 1)
+	if err := checkpoint.NewDir(dir).Remove(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	checkFirstPage(t, dir, "the journal past the snapshot", 0)
+
+	snap := filepath.Join(dir, snapshotFile)
+	whole := readFile(t, snap)
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"missing", nil},
+		{"empty", []byte{}},
+		{"garbage", []byte("garbage\n")},
+		{"a byte of the body changed", bytes.Replace(whole, []byte("\ne\t"), []byte("\nf\t"), 1)},
+		{"a byte added", append(slices.Clone(whole), 'x')},
+	} {
+		if tc.data == nil {
+			os.Remove(snap)
+		} else {
+			writeFile(t, snap, tc.data)
+		}
+		checkFirstPage(t, dir, "snapshot "+tc.name, 1)
+		checkFirstPage(t, dir, "rewritten after "+tc.name, 0)
+	}
+	whole = readFile(t, snap)
+	for i := range len(whole) {
+		writeFile(t, snap, whole[:i])
+		got, lists := pageOf(t, checkpoint.NewDir(dir), "")
+		if want := listedSessions(t, dir); !slices.Equal(got, want) || lists != 1 {
+			t.Fatalf("snapshot torn at %d: %v, listed %d times; want %v, once", i, got, lists, want)
+		}
+	}
+	checkFirstPage(t, dir, "rewritten after a torn one", 0)
+
+	// The journal shortened below the snapshot's offset (past its first
+	// line), then grown past it: the lines appended since would be read
+	// from the wrong place.
+	journal := filepath.Join(dir, journalFile)
+	off, ok := checkpoint.SnapshotOffset(checkpoint.NewDir(dir))
+	if !ok || off < 100 {
+		t.Fatalf("snapshot offset %d, %v: want one past 100", off, ok)
+	}
+	if err := os.Truncate(journal, off-30); err != nil {
+		t.Fatal(err)
+	}
+	growPast(t, w, journal, "g", off)
+	checkFirstPage(t, dir, "journal shortened then grown", 1)
+
+	// The journal replaced (deleted, then written anew by new sessions,
+	// past the snapshot's offset): its first line differs.
+	if off, ok = checkpoint.SnapshotOffset(checkpoint.NewDir(dir)); !ok {
+		t.Fatal("no snapshot")
+	}
+	if err := os.Remove(journal); err != nil {
+		t.Fatal(err)
+	}
+	growPast(t, w, journal, "r", off)
+	checkFirstPage(t, dir, "journal replaced", 1)
+	checkFirstPage(t, dir, "after the journal was replaced", 0)
+}
+
+// TestDirSessionsSnapshotHostile: a snapshot written by hand, its CRC
+// holding, whose names are unsorted, repeated, or not session names (a
+// path), lists no invalid name, no name twice, and no file outside the
+// directory. Mutation caught: a row's name not validated ("../x" read).
+func TestDirSessionsSnapshotHostile(t *testing.T) {
+	dir := t.TempDir()
+	saveGens(t, checkpoint.NewDir(dir), "a", 1)
+	saveGens(t, checkpoint.NewDir(dir), "b", 1)
+	pageOf(t, checkpoint.NewDir(dir), "") // writes the snapshot
+	outside := filepath.Join(filepath.Dir(dir), "x.00000000000000000001.ckpt")
+	data, err := checkpoint.Marshal(checkpointtest.Checkpoint("../x", 1))
+	if err == nil {
+		writeFile(t, outside, data)
+		defer os.Remove(outside)
+	}
+	snap := filepath.Join(dir, snapshotFile)
+	old := string(readFile(t, snap))
+	head, _, _ := strings.Cut(old, "\nbody ")
+	body := "b\nb\n../x\tl1\na\n\n"
+	sum := crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli))
+	writeFile(t, snap, fmt.Appendf(nil, "%s\nbody %d %x\n%s", head, len(body), sum, body))
+	got, lists := pageOf(t, checkpoint.NewDir(dir), "")
+	if lists != 0 {
+		t.Errorf("listed %d times: the hand-written snapshot not used", lists)
+	}
+	for i, s := range got {
+		if strings.Contains(s, "..") || i > 0 && got[i-1] >= s {
+			t.Errorf("SessionsAfter = %v: an invalid or repeated name", got)
+		}
+	}
+}
+
+// TestDirSessionsSnapshotCompaction guards the bound on what a new Dir
+// reads of the journal: a writer whose line takes the journal past the
+// snapshot by the compaction bound rewrites the snapshot (so a reader's
+// first page reads at most that much of the journal, whether or not any
+// reader ran meanwhile), and so does a reader that read that much; the
+// snapshot covers what it was made of, no more. Mutations caught: a
+// writer that never compacts (the snapshot stays at its first offset); a
+// reader that never does; a snapshot claiming the journal's length at its
+// writing rather than what was read (a session created meanwhile
+// missing).
+func TestDirSessionsSnapshotCompaction(t *testing.T) {
+	const after, check = 400, 100
+	dir := t.TempDir()
+	w := checkpoint.NewDir(dir)
+	checkpoint.SetCompaction(w, after, check)
+	saveGens(t, w, "a", 1)
+	pageOf(t, checkpoint.NewDir(dir), "") // the first snapshot
+	journal := filepath.Join(dir, journalFile)
+	for i := range 60 {
+		saveGens(t, w, fmt.Sprintf("w%02d", i), 1)
+		fi, err := os.Stat(journal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, ok := checkpoint.SnapshotOffset(w)
+		if !ok || fi.Size()-off >= after+check+64 {
+			t.Fatalf("after %d sessions: the journal is %d bytes, the snapshot covers %d (%v): want at most %d past it",
+				i+1, fi.Size(), off, ok, after+check+64)
+		}
+	}
+	checkFirstPage(t, dir, "compacted by a writer", 0)
+
+	// A reader that reads the compaction bound's worth rewrites it.
+	r := checkpoint.NewDir(dir)
+	checkpoint.SetCompaction(r, after, check)
+	pageOf(t, r, "")
+	before, _ := checkpoint.SnapshotOffset(r)
+	w2 := checkpoint.NewDir(dir) // never compacts
+	checkpoint.SetCompaction(w2, 1<<40, 1<<40)
+	for i := range 30 {
+		saveGens(t, w2, fmt.Sprintf("x%02d", i), 1)
+	}
+	// A session created while the reader writes its snapshot: not
+	// covered by it.
+	checkpoint.SetSaveHook(r, func(stage string) error {
+		if stage == "snapshot" {
+			checkpoint.SetSaveHook(r, nil)
+			saveGens(t, w2, "y", 1)
+		}
+		return nil
+	})
+	pageOf(t, r, "")
+	checkpoint.SetSaveHook(r, nil)
+	if now, _ := checkpoint.SnapshotOffset(r); now == before {
+		t.Errorf("a reader that read %d bytes of the journal past the snapshot did not rewrite it", after)
+	}
+	checkFirstPage(t, dir, "compacted by a reader", 0)
+}
+
+// TestDirSessionsSnapshotSynced guards the snapshot under power loss,
+// which a kill does not show: what the snapshot covers of the journal is
+// on disk before the snapshot is (the journal synced before the
+// snapshot's rename), and a new session's journal line before its marker
+// (synced before the marker's directory sync), so that no crash leaves a
+// snapshot that covers lines lost, nor a marker whose line is lost past
+// the snapshot (a reader trusting the snapshot would miss its session).
+// Mutations caught: the journal not synced before the snapshot; a '+'
+// line not synced.
+func TestDirSessionsSnapshotSynced(t *testing.T) {
+	dir := t.TempDir()
+	saveGens(t, checkpoint.NewDir(dir), "a", 1)
+	var synced []string // the files synced, in order
+	record := func(f *os.File) error {
+		synced = append(synced, filepath.Base(f.Name()))
+		return f.Sync()
+	}
+	r := checkpoint.NewDir(dir)
+	checkpoint.SetSync(r, record)
+	checkpoint.SetSaveHook(r, func(stage string) error {
+		if stage == "snapshot rename" && !slices.Contains(synced, journalFile) {
+			t.Error("the snapshot is renamed into place before the journal it covers is synced")
+		}
+		return nil
+	})
+	pageOf(t, r, "")
+	if _, err := os.Stat(filepath.Join(dir, snapshotFile)); err != nil {
+		t.Fatal(err)
+	}
+
+	w := checkpoint.NewDir(dir)
+	synced = nil
+	checkpoint.SetSync(w, func(f *os.File) error {
+		if fi, err := f.Stat(); err == nil && fi.IsDir() && !slices.Contains(synced, journalFile) {
+			t.Errorf("a new session's marker synced (directory) before its journal line: synced %v", synced)
+		}
+		return record(f)
+	})
+	saveGens(t, w, "n", 1)
+}
+
+// growPast creates sessions prefix00, prefix01, ... with d until the
+// journal is 20 bytes past off.
+func growPast(t *testing.T, d *checkpoint.Dir, journal, prefix string, off int64) {
+	t.Helper()
+	for i := 0; ; i++ {
+		saveGens(t, d, fmt.Sprintf("%s%02d", prefix, i), 1)
+		if fi, err := os.Stat(journal); err != nil || fi.Size() > off+20 {
+			return
+		}
+	}
+}
