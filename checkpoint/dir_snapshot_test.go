@@ -53,10 +53,13 @@ func checkFirstPage(t *testing.T, dir, when string, wantLists int64) {
 // listed once, and the snapshot written anew. Mutations caught: the
 // snapshot not written (a new Dir lists); not read (likewise); the body's
 // CRC not checked (a damaged snapshot trusted: a session missing or
-// renamed); the journal's first bytes not checked (a replaced journal
-// longer than the offset trusted: the sessions of its first lines
-// missing); the journal's length not checked (a shortened one: lines
-// appended later missing); the journal past the snapshot not read.
+// renamed); the bytes before the offset not checked (a journal
+// shortened below it and grown past it trusted: the sessions of the lines
+// before the offset missing); neither they nor the journal's first bytes
+// checked (likewise, and a replaced journal trusted); the journal past
+// the snapshot not read. Not caught: the first bytes alone not checked (a
+// replaced journal differs before the offset too; they are a second
+// check, for a replaced journal whose lines fall alike).
 func TestDirSessionsSnapshot(t *testing.T) {
 	dir := t.TempDir()
 	w := checkpoint.NewDir(dir, checkpoint.Keep(2))
@@ -138,23 +141,24 @@ func TestDirSessionsSnapshot(t *testing.T) {
 
 // TestDirSessionsSnapshotHostile: a snapshot written by hand, its CRC
 // holding, whose names are unsorted, repeated, or not session names (a
-// path), lists no invalid name, no name twice, and no file outside the
-// directory. Mutation caught: a row's name not validated ("../x" read).
+// path out of the directory), lists no invalid name, no name twice, and no file outside the
+// directory. Mutation caught: a row's name not validated (the file outside read).
 func TestDirSessionsSnapshotHostile(t *testing.T) {
 	dir := t.TempDir()
 	saveGens(t, checkpoint.NewDir(dir), "a", 1)
 	saveGens(t, checkpoint.NewDir(dir), "b", 1)
 	pageOf(t, checkpoint.NewDir(dir), "") // writes the snapshot
 	outside := filepath.Join(filepath.Dir(dir), "x.00000000000000000001.ckpt")
-	data, err := checkpoint.Marshal(checkpointtest.Checkpoint("../x", 1))
-	if err == nil {
-		writeFile(t, outside, data)
-		defer os.Remove(outside)
+	data, err := checkpoint.Marshal(checkpointtest.Checkpoint("x", 1))
+	if err != nil {
+		t.Fatal(err)
 	}
+	writeFile(t, outside, data) // read, the row would fail: it records "x"
+	defer os.Remove(outside)
 	snap := filepath.Join(dir, snapshotFile)
 	old := string(readFile(t, snap))
 	head, _, _ := strings.Cut(old, "\nbody ")
-	body := "b\nb\n../x\tl1\na\n\n"
+	body := "b\nb\nz/../../x\tl1\na\n\n" // z/../../x.….ckpt is outside
 	sum := crc32.Checksum([]byte(body), crc32.MakeTable(crc32.Castagnoli))
 	writeFile(t, snap, fmt.Appendf(nil, "%s\nbody %d %x\n%s", head, len(body), sum, body))
 	got, lists := pageOf(t, checkpoint.NewDir(dir), "")
