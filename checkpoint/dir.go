@@ -137,7 +137,10 @@ type Dir struct {
 	// hook, when set (by tests only), is called at each stage of a save
 	// ("write", "sync", "publish", "index" before its index is written,
 	// "indexed" after, before the rename); an error it returns fails the
-	// save there.
+	// save there. It is also called, its error ignored, before and after
+	// the prune at Lock ("lock prune", "lock pruned"), and at the stages
+	// of a snapshot's write ("snapshot", "snapshot rename"), whose error
+	// ends it.
 	hook func(stage string) error
 	// sync, when set (by tests only), is called in place of f.Sync for
 	// every fsync of a file or of the directory (see fsync).
@@ -678,7 +681,9 @@ func (d *Dir) pruneAtLock(session string, s *dirSession) {
 			}
 			s.indexed, s.indexTop = written, indexTop(s.gens, s.corrupt)
 		}
+		d.fail("lock prune") // tests kill here, and at "lock pruned"
 		kept := d.pruneGens(session, s.gens[:k+1], p)
+		d.fail("lock pruned")
 		s.gens = append(kept, newer...)
 		return
 	}
