@@ -283,3 +283,122 @@ func growPast(t *testing.T, d *checkpoint.Dir, journal, prefix string, off int64
 		}
 	}
 }
+
+// TestDirSessionsSnapshotOldLayout guards a directory written before the
+// journal (issue 31, item 11): its first reader lists it and writes the
+// journal's first line and the snapshot, with what the listing showed of
+// each session (its generation and quarantined files), so that a later
+// Dir's first page lists nothing, even for the sessions without a marker
+// or with an empty one, and lists what Sessions lists; a session such a
+// version writes after the snapshot is not listed by SessionsAfter (as by
+// a long-lived Dir after its first call) until a Dir locks it, which
+// journals it. Mutations caught: the listing's generations not kept in
+// the snapshot (a session without a marker missing, one with an empty
+// marker listing the directory); Lock not journaling an earlier
+// version's session (never listed).
+func TestDirSessionsSnapshotOldLayout(t *testing.T) {
+	dir := t.TempDir()
+	write := func(s string, marker bool, gens ...uint64) {
+		for _, gen := range gens {
+			data, err := checkpoint.Marshal(checkpointtest.Checkpoint(s, gen))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(dir, genFile(s, gen)), data)
+		}
+		if marker {
+			writeFile(t, filepath.Join(dir, s+".session"), nil)
+		}
+	}
+	write("a", false, 2, 3)
+	write("b", true, 1)
+	write("c", false, 4)
+	writeFile(t, filepath.Join(dir, genFile("c", 5)+".corrupt"), []byte("damaged"))
+	checkFirstPage(t, dir, "an earlier version's directory", 1)
+	if _, err := os.Stat(filepath.Join(dir, journalFile)); err != nil {
+		t.Errorf("no journal after the first listing: %v", err)
+	}
+	checkFirstPage(t, dir, "its snapshot", 0)
+
+	write("legacy", false, 7)
+	_, release, err := checkpoint.NewDir(dir).Lock(ctx, "legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	checkFirstPage(t, dir, "after locking a session an earlier version wrote", 0)
+}
+
+// TestDirSessionsSnapshotConcurrent: Dirs creating and removing sessions
+// while others read the list (new Dirs, and two goroutines paging through
+// one long-lived Dir), each compacting the journal often, leave a
+// snapshot and journal from which a new Dir lists what Sessions lists;
+// run with -race. Mutation caught: the journal's removals applied to the
+// cache in place rather than to a copy (a data race, or a concurrent map
+// write, between the goroutines sharing a Dir).
+func TestDirSessionsSnapshotConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	saveGens(t, checkpoint.NewDir(dir), "seed", 1)
+	done := make(chan struct{})
+	errs := make(chan error, 16)
+	for w := range 3 {
+		go func() {
+			d := checkpoint.NewDir(dir)
+			checkpoint.SetCompaction(d, 200, 50)
+			var err error
+			for i := range 40 {
+				s := fmt.Sprintf("w%d-%02d", w, i)
+				if err = d.Save(ctx, checkpointtest.Checkpoint(s, 1)); err != nil {
+					break
+				}
+				if i%3 == 2 {
+					if err = d.Remove(ctx, fmt.Sprintf("w%d-%02d", w, i-1)); err != nil {
+						break
+					}
+				}
+			}
+			errs <- err
+		}()
+	}
+	shared := checkpoint.NewDir(dir)
+	checkpoint.SetCompaction(shared, 200, 50)
+	const readers = 3
+	for r := range readers {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				d := shared
+				if r == 0 {
+					d = checkpoint.NewDir(dir)
+					checkpoint.SetCompaction(d, 200, 50)
+				}
+				for _, err := range d.SessionsAfter(ctx, "") {
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		}()
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	for range readers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := pageOf(t, checkpoint.NewDir(dir), "")
+	if want := listedSessions(t, dir); !slices.Equal(got, want) {
+		t.Errorf("a new Dir's SessionsAfter = %v, Sessions lists %v", got, want)
+	}
+}
