@@ -207,3 +207,49 @@ func BenchmarkDirFirstPage(b *testing.B) {
 		})
 	}
 }
+
+// TestDirFirstPageProbe is not a test: with REFINE_FIRST_PAGE_DIR set to
+// a directory, it fills it with REFINE_FIRST_PAGE_N sessions (as
+// BenchmarkDirFirstPage's, the snapshot written) unless it did, else
+// serves one first page of 100 rows from the middle with a new Dir
+// (none with REFINE_FIRST_PAGE_SKIP set), so that what one first page
+// costs in system calls can be counted by running it under strace -c -f,
+// less a run that skips the page (BENCHMARKS.md, issue 31).
+func TestDirFirstPageProbe(t *testing.T) {
+	dir := os.Getenv("REFINE_FIRST_PAGE_DIR")
+	if dir == "" {
+		t.Skip("REFINE_FIRST_PAGE_DIR not set")
+	}
+	_, err := os.Lstat(filepath.Join(dir, "t.session"))
+	n, _ := strconv.Atoi(os.Getenv("REFINE_FIRST_PAGE_N"))
+	after := ""
+	if n >= 200 {
+		after = fmt.Sprintf("s%07d", n/2-50)
+	}
+	if err != nil { // not filled
+		for i := range n {
+			s := fmt.Sprintf("s%07d", i)
+			data, err := checkpoint.Marshal(checkpointtest.Checkpoint(s, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(dir, genFile(s, 1)), data)
+			writeFile(t, filepath.Join(dir, s+".session"), nil)
+		}
+		saveGens(t, checkpoint.NewDir(dir), "t", 1)
+		pageOf(t, checkpoint.NewDir(dir), "")
+		return
+	}
+	if os.Getenv("REFINE_FIRST_PAGE_SKIP") != "" {
+		return
+	}
+	rows := 0
+	for _, err := range checkpoint.NewDir(dir).SessionsAfter(ctx, after) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows++; rows == 100 {
+			break
+		}
+	}
+}
