@@ -71,9 +71,10 @@ func (d *Dir) Sessions(ctx context.Context) iter.Seq2[*Checkpoint, error] {
 // the sessions journal (".sessions.journal", a line for each session a
 // Dir created or removed) gained past it; without a snapshot it can trust
 // (missing, damaged, or made of another journal), it lists the directory,
-// and writes the snapshot for the next Dir (see Dir, Files: this is the
-// one write SessionsAfter may make, and its failure, in a directory the
-// process cannot write, is ignored). Later calls read what the journal
+// and writes the snapshot for the next Dir (see Dir, Files: the snapshot,
+// and the journal's first line in a directory that has sessions and no
+// journal, are the only writes SessionsAfter makes; their failure, in a
+// directory the process cannot write, is ignored). Later calls read what the journal
 // gained since (the snapshot is read again should the journal be
 // replaced or shortened). Each row's generations are read from the
 // session's index (see Dir, Files), else from what the listing that made
