@@ -248,7 +248,7 @@ func listSessionOf(names []string, session string) *listed {
 // do not count).
 func onlyFilesOf(names []string, session string) bool {
 	for _, name := range names {
-		if name == journalName || name == snapshotName || strings.HasPrefix(name, snapshotTemp) || name == session+markerSuffix || name == session+".lock" {
+		if name == journalName || name == snapshotName || isSnapshotTemp(name) || name == session+markerSuffix || name == session+".lock" {
 			continue
 		}
 		if _, kind := parseName(name, session); kind != kindOther {

@@ -377,10 +377,18 @@ func parseInfo(session, info string) *listed {
 // one being written now fails its rename, harmlessly).
 func (d *Dir) removeSnapshotTemps(names []string) {
 	for _, name := range names {
-		if strings.HasPrefix(name, snapshotTemp) {
+		if isSnapshotTemp(name) {
 			os.Remove(filepath.Join(d.dir(), name))
 		}
 	}
+}
+
+// isSnapshotTemp reports whether name is that of a snapshot's temporary
+// file: snapshotTemp and digits (a session's temporary file, which ends in
+// ".tmp", is not, whatever its session's name).
+func isSnapshotTemp(name string) bool {
+	rest, ok := strings.CutPrefix(name, snapshotTemp)
+	return ok && rest != "" && allDigits(rest)
 }
 
 // journalOps returns the last operation of each session in buf, whole

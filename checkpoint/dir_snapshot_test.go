@@ -402,3 +402,25 @@ func TestDirSessionsSnapshotConcurrent(t *testing.T) {
 		t.Errorf("a new Dir's SessionsAfter = %v, Sessions lists %v", got, want)
 	}
 }
+
+// TestDirSnapshotTempNames: a listing removes a killed snapshot write's
+// temporary file (".sessions.index.tmp" and digits), never a session's
+// temporary file, whatever the session's name: that of a save in
+// progress of the session "sessions.index.tmp5" starts alike. Mutation
+// caught: any name with the prefix taken for a snapshot's (the save's
+// temporary file removed).
+func TestDirSnapshotTempNames(t *testing.T) {
+	dir := t.TempDir()
+	saveGens(t, checkpoint.NewDir(dir), "a", 1)
+	stale := filepath.Join(dir, snapshotFile+".tmp123456")
+	saving := filepath.Join(dir, "."+snapshotFile[1:]+".tmp5.987654.tmp")
+	writeFile(t, stale, []byte("killed"))
+	writeFile(t, saving, []byte("in progress"))
+	pageOf(t, checkpoint.NewDir(dir), "") // lists: no snapshot
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("a listing left a killed snapshot write's temporary file")
+	}
+	if _, err := os.Stat(saving); err != nil {
+		t.Errorf("a listing removed the temporary file of a save of session %q: %v", "sessions.index.tmp5", err)
+	}
+}
