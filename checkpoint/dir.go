@@ -69,14 +69,39 @@ import (
 // as before.
 //
 // The directory's sessions journal, the file ".sessions.journal", gets a
-// line for each session a Dir creates (before its marker) or removes
-// (after its marker): [Dir.SessionsAfter] lists the directory on its
-// first call, then follows the journal, so that a page of a viewer's list
-// costs the same at 100,000 sessions as at 100. The journal is never
-// synced (a reader that starts after a crash lists the directory) and
-// grows by a line for each session created or removed; Remove deletes it
-// with the directory's last session, and deleting it by hand is harmless
-// (its readers list the directory again). Files are created with mode 0600 and the
+// line for each session a Dir creates (synced, before its marker) or
+// removes (after its marker), and its snapshot, the file
+// ".sessions.index", holds the sorted names of the directory's sessions
+// as of an offset of the journal (with, for each session a listing
+// showed, its generation and quarantined files), so that a page of a
+// viewer's list, the first a process serves included, costs the same at
+// 100,000 sessions as at 100: [Dir.SessionsAfter]'s first call reads the
+// snapshot (one file, about 12 bytes a session, bisected for the page's
+// first name) and the journal past its offset, then follows the journal.
+// The snapshot is trusted only whole (its length and CRC holding) and
+// for the journal it was made of (the same first bytes, and the same
+// bytes before its offset: a journal replaced, or shortened and grown
+// again, is not); otherwise, and without one, the first call lists the
+// directory and writes the snapshot. A snapshot is written atomically (a
+// temporary file ".sessions.index.tmp…", synced, renamed, the directory
+// synced) after the journal it covers is synced, so no crash leaves one
+// that covers lines lost; a listing removes the temporary files of a
+// write that was killed. It is rewritten, from itself and the journal,
+// when the journal runs 64 KiB (about 2,500 sessions created or removed)
+// past it: by a reader that read that much of the journal, or by a writer
+// whose journal line took it that far (every 16 KiB it reads the
+// snapshot's first line; a writer never lists the directory for one), so
+// that a first page reads a bounded part of the journal. Writers and
+// readers in several processes need no lock: every snapshot written is
+// right for the offset it names, the last rename wins, and the journal
+// past it is read by whoever uses it. A session a Dir did not create (an
+// earlier version's, or one whose files were put there by hand) after
+// the snapshot was made is not listed by SessionsAfter until a Dir locks
+// it (which journals it), or the snapshot is deleted; Sessions lists it.
+// The journal grows by a line for each session created or removed;
+// Remove deletes it and the snapshot with the directory's last session,
+// and deleting either by hand is harmless (their readers list the
+// directory again). Files are created with mode 0600 and the
 // directory (by a save without a fencing token, or by Lock) with mode 0700,
 // both before the umask; a host that wants other modes creates the
 // directory itself or changes them afterwards.
@@ -137,7 +162,10 @@ type Dir struct {
 	// hook, when set (by tests only), is called at each stage of a save
 	// ("write", "sync", "publish", "index" before its index is written,
 	// "indexed" after, before the rename); an error it returns fails the
-	// save there.
+	// save there. It is also called, its error ignored, before and after
+	// the prune at Lock ("lock prune", "lock pruned"), and at the stages
+	// of a snapshot's write ("snapshot", "snapshot rename"), whose error
+	// ends it.
 	hook func(stage string) error
 	// sync, when set (by tests only), is called in place of f.Sync for
 	// every fsync of a file or of the directory (see fsync).
@@ -148,6 +176,9 @@ type Dir struct {
 	// noIndex, when set (by tests only), makes the Dir neither read nor
 	// write indexes: every read of a session lists the directory.
 	noIndex bool
+	// compactAt and compactEvery, when set (by tests only), replace
+	// compactAfter and compactCheck (see Dir.compactJournal).
+	compactAt, compactEvery int64
 
 	mu       sync.Mutex
 	sessions map[string]*dirSession
@@ -675,7 +706,9 @@ func (d *Dir) pruneAtLock(session string, s *dirSession) {
 			}
 			s.indexed, s.indexTop = written, indexTop(s.gens, s.corrupt)
 		}
+		d.fail("lock prune") // tests kill here, and at "lock pruned"
 		kept := d.pruneGens(session, s.gens[:k+1], p)
+		d.fail("lock pruned")
 		s.gens = append(kept, newer...)
 		return
 	}
@@ -1251,9 +1284,12 @@ func (d *Dir) Remove(ctx context.Context, session string) error {
 		} else {
 			d.forgetUnmarked(session)
 			if onlyFilesOf(names, session) {
-				// The directory's last session: its journal goes too (a
-				// reader following it lists the directory again).
+				// The directory's last session: its journal goes too, its
+				// snapshot first (a reader following it lists the
+				// directory again).
+				os.Remove(d.snapshotPath())
 				os.Remove(d.journalPath())
+				d.removeSnapshotTemps(names)
 			} else {
 				d.journal('-', session)
 			}

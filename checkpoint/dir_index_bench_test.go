@@ -134,3 +134,122 @@ func BenchmarkDirListPage(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDirFirstPage measures a viewer process's first page of its list
+// of a Dir (issue 31, item 11): a new Dir's first SessionsAfter, 100
+// sessions from the middle (from the first at 100 sessions), in a
+// directory of N sessions as BenchmarkDirListPage's, whose snapshot an
+// earlier Dir wrote. "snapshot" reads it; "listing" is a Dir without it
+// (the snapshot removed before each page, and written again by it), as
+// before. listings/op counts the directory's listings. Sizes as
+// BenchmarkDirSessionRead's.
+func BenchmarkDirFirstPage(b *testing.B) {
+	sizes := []int{100, 10000}
+	if n, err := strconv.Atoi(os.Getenv("DIR_BENCH_SESSIONS")); err == nil && n > 0 {
+		sizes = append(sizes, n)
+	}
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			for i := range n {
+				s := fmt.Sprintf("s%07d", i)
+				data, err := checkpoint.Marshal(checkpointtest.Checkpoint(s, 1))
+				if err != nil {
+					b.Fatal(err)
+				}
+				writeFileB(b, filepath.Join(dir, genFile(s, 1)), data)
+				writeFileB(b, filepath.Join(dir, s+".session"), nil)
+			}
+			// A session created by a Dir: the journal has a line.
+			if err := checkpoint.NewDir(dir).Save(ctx, checkpointtest.Checkpoint("t", 1)); err != nil {
+				b.Fatal(err)
+			}
+			after := "" // the first page, at 100
+			if n >= 200 {
+				after = fmt.Sprintf("s%07d", n/2-50)
+			}
+			page := func(d *checkpoint.Dir) {
+				rows := 0
+				for c, err := range d.SessionsAfter(ctx, after) {
+					if err != nil || c.Generation != 1 {
+						b.Fatalf("%v, %v", c, err)
+					}
+					if rows++; rows == 100 {
+						break
+					}
+				}
+				if rows != 100 {
+					b.Fatalf("%d rows", rows)
+				}
+			}
+			page(checkpoint.NewDir(dir)) // an earlier viewer: writes the snapshot
+			for _, mode := range []string{"snapshot", "listing"} {
+				b.Run(mode, func(b *testing.B) {
+					var lists atomic.Int64
+					b.ReportAllocs()
+					i := 0
+					for b.Loop() {
+						if mode == "listing" {
+							b.StopTimer()
+							if err := os.Remove(filepath.Join(dir, ".sessions.index")); err != nil {
+								b.Fatal(err)
+							}
+							b.StartTimer()
+						}
+						d := checkpoint.NewDir(dir)
+						checkpoint.SetOnList(d, func() { lists.Add(1) })
+						page(d)
+						i++
+					}
+					b.ReportMetric(float64(lists.Load())/float64(i), "listings/op")
+				})
+			}
+		})
+	}
+}
+
+// TestDirFirstPageProbe is not a test: with REFINE_FIRST_PAGE_DIR set to
+// a directory, it fills it with REFINE_FIRST_PAGE_N sessions (as
+// BenchmarkDirFirstPage's, the snapshot written) unless it did, else
+// serves one first page of 100 rows from the middle with a new Dir
+// (none with REFINE_FIRST_PAGE_SKIP set), so that what one first page
+// costs in system calls can be counted by running it under strace -c -f,
+// less a run that skips the page (BENCHMARKS.md, issue 31).
+func TestDirFirstPageProbe(t *testing.T) {
+	dir := os.Getenv("REFINE_FIRST_PAGE_DIR")
+	if dir == "" {
+		t.Skip("REFINE_FIRST_PAGE_DIR not set")
+	}
+	_, err := os.Lstat(filepath.Join(dir, "t.session"))
+	n, _ := strconv.Atoi(os.Getenv("REFINE_FIRST_PAGE_N"))
+	after := ""
+	if n >= 200 {
+		after = fmt.Sprintf("s%07d", n/2-50)
+	}
+	if err != nil { // not filled
+		for i := range n {
+			s := fmt.Sprintf("s%07d", i)
+			data, err := checkpoint.Marshal(checkpointtest.Checkpoint(s, 1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, filepath.Join(dir, genFile(s, 1)), data)
+			writeFile(t, filepath.Join(dir, s+".session"), nil)
+		}
+		saveGens(t, checkpoint.NewDir(dir), "t", 1)
+		pageOf(t, checkpoint.NewDir(dir), "")
+		return
+	}
+	if os.Getenv("REFINE_FIRST_PAGE_SKIP") != "" {
+		return
+	}
+	rows := 0
+	for _, err := range checkpoint.NewDir(dir).SessionsAfter(ctx, after) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows++; rows == 100 {
+			break
+		}
+	}
+}

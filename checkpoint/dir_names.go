@@ -2,9 +2,10 @@ package checkpoint
 
 // This file keeps the names of a directory's sessions, sorted, for
 // SessionsAfter, so that a page of a viewer's list lists nothing (issue
-// 31, item 10): a Dir lists the directory once, on its first page, and
-// then follows the sessions journal, to which a Dir appends a line for
-// each session it creates or removes.
+// 31, items 10 and 11): a Dir reads the snapshot of the sessions journal
+// on its first page (see dir_snapshot.go), or lists the directory if
+// there is none to trust, and then follows the sessions journal, to which
+// a Dir appends a line for each session it creates or removes.
 
 import (
 	"errors"
@@ -19,35 +20,29 @@ import (
 	"strings"
 )
 
-// journalName is the sessions journal of a directory: a line "+NAME\tCRC"
-// for each session created (appended before its marker is), "-NAME\tCRC"
-// for each removed (after its marker is deleted), CRC the CRC-32C of
-// "+NAME" or "-NAME" in hexadecimal, each after an empty line (which ends
-// a line a crash tore). Its name is none of a session's
-// files. It is never synced: a reader that started before a crash does not
-// survive it, and one that starts after lists the directory.
+// journalName is the sessions journal of a directory: a first line
+// "#journal ID" (ID random, see journalHeader), then a line "+NAME\tCRC"
+// for each session created (appended, and synced, before its marker is
+// created), "-NAME\tCRC" for each removed (after its marker is deleted),
+// CRC the CRC-32C of "+NAME" or "-NAME" in hexadecimal, each after an
+// empty line (which ends a line a crash tore). Its name is none of a
+// session's files.
 const journalName = ".sessions.journal"
 
 // maxJournalRead bounds what a reader reads of the journal at once.
 const maxJournalRead = 16 << 20
 
-// nameCache is what a Dir knows of its directory's sessions: their names,
-// sorted, and the files a listing showed of those without an index.
-type nameCache struct {
-	names   []string           // sorted; replaced, never changed in place
-	listed  map[string]*listed // of the listing, by session
-	journal os.FileInfo        // the journal read, nil if there was none
-	off     int64              // how far it was read
-}
-
 // journalPath is the path of the sessions journal.
 func (d *Dir) journalPath() string { return filepath.Join(d.dir(), journalName) }
 
 // journal appends a line to the sessions journal: op '+' or '-' for
-// session. It reports whether the directory exists (false: it did not,
-// and nothing was written). Other failures are ignored: a reader whose
-// cache misses a session created meanwhile lists it once it lists the
-// directory again (a new Dir).
+// session; a '+' line is synced (so that no crash leaves a marker whose
+// line a snapshot's reader misses). It reports whether the directory
+// exists (false: it did not, and nothing was written). Other failures are
+// ignored: a reader whose cache misses a session created meanwhile lists
+// it once it lists the directory again (a new Dir without a snapshot). A
+// line that crosses a multiple of compactCheck may rewrite the snapshot
+// (see Dir.compactJournal).
 func (d *Dir) journal(op byte, session string) bool {
 	if d.noIndex {
 		return true
@@ -61,17 +56,35 @@ func (d *Dir) journal(op byte, session string) bool {
 		return !errors.Is(err, fs.ErrNotExist)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
 		return true
 	}
-	f.WriteString(line)
+	if fi.Size() == 0 {
+		line = journalHeader() + line
+	}
+	if _, err := f.WriteString(line); err != nil {
+		return true
+	}
+	if op == '+' {
+		d.fsync(f)
+	}
+	after, check := d.compactLimits()
+	if end := fi.Size() + int64(len(line)); fi.Size()/check != end/check {
+		if off, ok := d.snapshotOffset(); ok && end-off >= after {
+			d.compactJournal()
+		}
+	}
 	return true
 }
 
 // sessionNames returns the names of the directory's sessions, sorted, and
-// what a listing showed of them: on the Dir's first call by listing the
-// directory (and again whenever the journal was replaced or shortened),
-// then by reading what the journal gained since.
+// what a listing showed of them: on the Dir's first call (and again
+// whenever the journal was replaced or shortened) from the snapshot, or
+// by listing the directory if there is no snapshot to trust (after which
+// the snapshot is written), then by reading what the journal gained
+// since. A Dir that read compactAfter bytes of the journal past the
+// snapshot rewrites it.
 func (d *Dir) sessionNames() (*nameCache, error) {
 	d.namesMu.Lock()
 	defer d.namesMu.Unlock()
@@ -83,33 +96,69 @@ func (d *Dir) sessionNames() (*nameCache, error) {
 	if err != nil {
 		fi = nil
 	}
+	listed := false
 	if c == nil || c.journal != nil && (fi == nil || !os.SameFile(c.journal, fi) || fi.Size() < c.off) {
-		if c, err = d.listNames(fi); err != nil {
-			return nil, err
+		if c = d.loadSnapshot(fi); c == nil {
+			if c, err = d.listNames(fi); err != nil {
+				return nil, err
+			}
+			listed = true
 		}
 	}
 	if fi != nil && fi.Size() > c.off {
 		c = c.follow(d.journalPath(), fi)
+	}
+	if after, _ := d.compactLimits(); listed || c.off-c.snapOff >= after {
+		if d.writeSnapshot(c) {
+			c = &nameCache{base: c.materialize(), journal: c.journal, off: c.off, snapOff: c.off}
+		}
 	}
 	d.names = c
 	return c, nil
 }
 
 // listNames lists the directory for a new cache; fi is the journal as it
-// was before the listing, read from its end on.
+// was before the listing, read from its end on. The sessions the listing
+// shows (a generation, quarantined file or marker) are joined by those
+// the journal, up to its end, last says were created: a session whose
+// line came before fi's end and whose marker after the listing.
 func (d *Dir) listNames(fi os.FileInfo) (*nameCache, error) {
 	names, err := d.readNames()
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: listing %s: %w", d.dir(), err)
 	}
-	c := &nameCache{listed: make(map[string]*listed), journal: fi}
+	d.removeSnapshotTemps(names)
+	var b strings.Builder
 	for _, l := range listSessions(names) {
-		c.names = append(c.names, l.session)
-		c.listed[l.session] = l
+		b.WriteString(l.session)
+		b.WriteByte('\t')
+		b.WriteString(encodeInfo(l))
+		b.WriteByte('\n')
+	}
+	c := &nameCache{base: b.String(), journal: fi}
+	ops := make(map[string]byte)
+	for _, name := range names {
+		if session, ok := strings.CutSuffix(name, markerSuffix); ok && ValidateSession(session) == nil {
+			ops[session] = '+'
+		}
 	}
 	if fi != nil {
 		c.off = fi.Size()
+		if f, _, err := openGen(d.journalPath()); err == nil {
+			buf := make([]byte, min(c.off, maxJournalRead))
+			n, _ := f.ReadAt(buf, 0)
+			f.Close()
+			buf = buf[:n]
+			buf = buf[:strings.LastIndexByte(string(buf), '\n')+1]
+			for session, op := range journalOps(string(buf)) {
+				if op == '+' {
+					ops[session] = '+'
+				}
+			}
+		}
 	}
+	c = c.with(ops)
+	c.base, c.adds, c.removed = c.materialize(), nil, nil
 	return c, nil
 }
 
@@ -132,50 +181,32 @@ func (c *nameCache) follow(path string, fi os.FileInfo) *nameCache {
 	if end < 0 {
 		return c
 	}
-	out := &nameCache{names: c.names, listed: c.listed, journal: fi, off: c.off + int64(end) + 1}
-	if c.journal != nil {
-		out.journal = c.journal
+	out := c.with(journalOps(string(buf[:end+1])))
+	out.off = c.off + int64(end) + 1
+	if c.journal == nil {
+		out.journal = fi
 	}
-	names := c.names
-	copied := false
-	for line := range strings.Lines(string(buf[:end+1])) {
-		rec, sum, ok := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
-		if !ok || len(rec) < 2 || strconv.FormatUint(uint64(crc32.Checksum([]byte(rec), castagnoli)), 16) != sum {
-			continue // torn by a crash, or not a record
-		}
-		session := rec[1:]
-		if ValidateSession(session) != nil {
-			continue
-		}
-		i, found := slices.BinarySearch(names, session)
-		switch {
-		case rec[0] == '+' && !found:
-			if !copied {
-				names, copied = slices.Clone(names), true
-			}
-			names = slices.Insert(names, i, session)
-		case rec[0] == '-' && found:
-			if !copied {
-				names, copied = slices.Clone(names), true
-			}
-			names = slices.Delete(names, i, i+1)
-		}
-	}
-	out.names = names
 	return out
 }
 
 // listedNow returns what the session has on disk, for its row in a list:
-// as its index tells it, else as the cache's listing showed it, with
-// newer generations looked for by name; nil if neither knows of a file.
-func (d *Dir) listedNow(c *nameCache, session string) *listed {
+// as its index tells it, else as info (what a listing showed) tells it,
+// with newer generations looked for by name; nil if neither knows of a
+// file.
+func (d *Dir) listedNow(session, info string) *listed {
 	if gens, corrupt, _, ok := d.indexed(session); ok {
 		return &listed{session: session, gens: gens, corrupt: corrupt}
 	}
-	l := c.listed[session]
+	l := parseInfo(session, info)
 	if l == nil {
-		// Created since the listing (the journal tells), and without an
-		// index (its write failed): the directory is listed for it.
+		// Known from the journal only: a session a Dir created has its
+		// marker before any other file, so without one it has none
+		// (created, not yet marked; or removed).
+		if _, err := os.Lstat(d.markerPath(session)); errors.Is(err, fs.ErrNotExist) {
+			return &listed{session: session}
+		}
+		// Created since the listing, and without an index (its write
+		// failed): the directory is listed for it.
 		names, err := d.readNames()
 		if err != nil {
 			return &listed{session: session}
@@ -217,7 +248,7 @@ func listSessionOf(names []string, session string) *listed {
 // do not count).
 func onlyFilesOf(names []string, session string) bool {
 	for _, name := range names {
-		if name == journalName || name == session+markerSuffix || name == session+".lock" {
+		if name == journalName || name == snapshotName || isSnapshotTemp(name) || name == session+markerSuffix || name == session+".lock" {
 			continue
 		}
 		if _, kind := parseName(name, session); kind != kindOther {

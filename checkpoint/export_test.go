@@ -26,3 +26,12 @@ func SetNoIndex(d *Dir) { d.noIndex = true }
 func ReadIndex(d *Dir, session string) ([]uint64, []quarantined, error) {
 	return d.readIndex(session)
 }
+
+// SetCompaction makes d rewrite the snapshot of the sessions journal when
+// the journal runs after bytes past it, checked by a writer every check
+// bytes, in place of 64 KiB and 16 KiB. Tests only.
+func SetCompaction(d *Dir, after, check int64) { d.compactAt, d.compactEvery = after, check }
+
+// SnapshotOffset returns the journal offset the snapshot of the sessions
+// journal covers; false if there is none. Tests only.
+func SnapshotOffset(d *Dir) (int64, bool) { return d.snapshotOffset() }

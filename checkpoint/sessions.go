@@ -63,19 +63,25 @@ func (d *Dir) Sessions(ctx context.Context) iter.Seq2[*Checkpoint, error] {
 }
 
 // SessionsAfter is [Dir.Sessions] from a name on: the sessions whose names
-// sort after after ("" lists them all), without listing the directory
-// after the Dir's first call, so that a page of a viewer's list costs the
-// envelopes of its rows, whatever the number of sessions (issue 31, item
-// 10). The Dir lists the directory on its first call and keeps the sorted
-// names of the sessions; later calls read what the sessions journal
-// gained since (the file ".sessions.journal", a line for each session a
-// Dir created or removed; the directory is listed again should it be
+// sort after after ("" lists them all), without listing the directory,
+// so that a page of a viewer's list costs the envelopes of its rows,
+// whatever the number of sessions, the first page a process serves
+// included (issue 31, items 10 and 11). The Dir's first call reads the
+// snapshot of the sessions' names (the file ".sessions.index") and what
+// the sessions journal (".sessions.journal", a line for each session a
+// Dir created or removed) gained past it; without a snapshot it can trust
+// (missing, damaged, or made of another journal), it lists the directory,
+// and writes the snapshot for the next Dir (see Dir, Files: the snapshot,
+// and the journal's first line in a directory that has sessions and no
+// journal, are the only writes SessionsAfter makes; their failure, in a
+// directory the process cannot write, is ignored). Later calls read what the journal
+// gained since (the snapshot is read again should the journal be
 // replaced or shortened). Each row's generations are read from the
-// session's index (see Dir, Files), else from the listing with newer
-// generations looked for by name. A session that a Dir did not create (an
-// earlier version's, or one whose files were put there by hand) after
-// this Dir's first call is not listed by it: a new Dir, or Sessions,
-// lists it.
+// session's index (see Dir, Files), else from what the listing that made
+// the snapshot showed, with newer generations looked for by name. A
+// session that a Dir did not create (an earlier version's, or one whose
+// files were put there by hand) after the snapshot was made is not listed
+// by it until a Dir locks the session: Sessions lists it.
 func (d *Dir) SessionsAfter(ctx context.Context, after string) iter.Seq2[*Checkpoint, error] {
 	return func(yield func(*Checkpoint, error) bool) {
 		if err := ctx.Err(); err != nil {
@@ -91,17 +97,15 @@ func (d *Dir) SessionsAfter(ctx context.Context, after string) iter.Seq2[*Checkp
 			yield(nil, err)
 			return
 		}
-		names := c.names
-		i, found := slices.BinarySearch(names, after)
-		if found {
-			i++
-		}
-		for _, name := range names[i:] {
+		for name, info := range c.after(after) {
 			if err := ctx.Err(); err != nil {
 				yield(nil, err)
 				return
 			}
-			cp, err := d.envelope(d.listedNow(c, name))
+			if ValidateSession(name) != nil {
+				continue // in a snapshot written by hand
+			}
+			cp, err := d.envelope(d.listedNow(name, info))
 			if cp == nil {
 				continue // gone
 			}
