@@ -69,6 +69,24 @@ type counter struct {
 	on   bool
 	own  tally // naming a session
 	rest tally // the others
+	pids map[uint32]bool // of the server processes serving the pool
+}
+
+// backends returns the pids of the server processes that served the pool.
+func (c *counter) backends() []uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Collect(maps.Keys(c.pids))
+}
+
+// saw records the server process of conn.
+func (c *counter) saw(conn *pgx.Conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pids == nil {
+		c.pids = map[uint32]bool{}
+	}
+	c.pids[conn.PgConn().PID()] = true
 }
 
 // tally counts statements by their key, and round trips.
@@ -126,7 +144,8 @@ func (c *counter) add(own bool, sqls ...string) {
 	}
 }
 
-func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+func (c *counter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.saw(conn)
 	// A lease's renewals are paid by the time a session runs (one per a
 	// third of the lease), not by the session: shared.
 	renewal := strings.Contains(d.SQL, "SET expires_at = clock_timestamp() +")
@@ -136,7 +155,8 @@ func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQ
 
 func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-func (c *counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+func (c *counter) TraceBatchStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	c.saw(conn)
 	var own bool
 	var sqls []string
 	for _, q := range d.Batch.QueuedQueries {
@@ -203,6 +223,7 @@ func tracedPool(t testing.TB, c *counter, maxConns int32) *pgxpool.Pool {
 const (
 	costSessions     = 40
 	costIterations   = 4
+	costWarm         = 8 // sessions run before counting
 	maxOwnStatements = 42
 	maxOwnRoundTrips = 14
 	// The shared round trips include the workers' polls, which grow with
@@ -229,8 +250,6 @@ func TestSessionCost(t *testing.T) {
 	}
 	t.Cleanup(func() { f.Store().Close() })
 	kind := registerNoop(f, costIterations)
-	// Warm the pool's connections and statement caches: one session run
-	// before counting.
 	wctx, stopWork := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- f.Work(wctx) }()
@@ -240,13 +259,24 @@ func TestSessionCost(t *testing.T) {
 			t.Errorf("Work: %v", err)
 		}
 	}()
-	if _, err := kind.Submit(ctx, "warm", 0); err != nil {
+	// Warm the pool's connections and statement caches: a batch of
+	// sessions run before counting.
+	warm := make([]fleet.Submission[int], costWarm)
+	for i := range warm {
+		warm[i] = fleet.Submission[int]{Session: fmt.Sprintf("warm-%d", i)}
+	}
+	if _, err := kind.SubmitMany(ctx, warm); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kind.Wait(ctx, "warm"); err != nil {
-		t.Fatal(err)
+	for _, w := range warm {
+		if _, err := kind.Wait(ctx, w.Session); err != nil {
+			t.Fatal(err)
+		}
 	}
 
+	conns := pool.Stat().NewConnsCount()
+	backends := c.backends()
+	cpuBefore, cpuOK := backendsCPU(backends)
 	c.start()
 	subs := make([]fleet.Submission[int], costSessions)
 	for i := range subs {
@@ -262,15 +292,30 @@ func TestSessionCost(t *testing.T) {
 		if err := poll.QueryRow(ctx, `SELECT count(*) FROM `+q+`.river_job WHERE state = 'completed'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n == costSessions+1 {
+		if n == costSessions+costWarm {
 			break
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("%d of %d sessions done", n-1, costSessions)
+			t.Fatalf("%d of %d sessions done", n-costWarm, costSessions)
 		}
 		time.Sleep(20 * time.Millisecond) // polling the server, not timing
 	}
 	own, rest := c.stop()
+	if after := c.backends(); cpuOK {
+		// Load-independent, roughly (10 ms ticks): the CPU time of the
+		// server processes that serve the worker's pool (own and shared
+		// statements; not the poll above, not autovacuum), per session;
+		// a connection opened during the run counts whole (a few ms).
+		var cpuNew time.Duration
+		if len(after) > len(backends) {
+			cpuNew, _ = backendsCPU(slices.DeleteFunc(after, func(p uint32) bool { return slices.Contains(backends, p) }))
+		}
+		if cpuAfter, ok := backendsCPU(backends); ok {
+			cpu := cpuAfter - cpuBefore + cpuNew
+			t.Logf("server CPU of the worker's connections: %.2f ms per session (%v in all, %d connections, %d opened during the run)",
+				float64(cpu)/float64(time.Millisecond)/costSessions, cpu, len(backends), pool.Stat().NewConnsCount()-conns)
+		}
+	}
 	for _, s := range subs {
 		res, err := kind.Result(ctx, s.Session)
 		if err != nil || res.Status != iterate.Converged || res.Iterations != costIterations {
