@@ -67,8 +67,8 @@ func registerNoop(f *fleet.Fleet, iterations int) *fleet.Kind[int, noopState] {
 type counter struct {
 	mu   sync.Mutex
 	on   bool
-	own  tally // naming a session
-	rest tally // the others
+	own  tally           // naming a session
+	rest tally           // the others
 	pids map[uint32]bool // of the server processes serving the pool
 }
 
