@@ -324,9 +324,10 @@ func TestServerWait(t *testing.T) {
 //   - table_lock: the checkpoints table's lock (LOCK TABLE), waited for as
 //     the insert is bound, before it can set anything; new connections
 //     refused as the save waits, so that the server gets no cancel
-//     request (which pgx sends on its own as it gives up) and must notice
-//     by itself that the client closed the connection (pgx closes it once
-//     its cancel request, unanswered, times out: 15s). Rule: a save whose
+//     request (which pgx sends on its own as it gives up), and the
+//     connection cut once the save returned (pgx would close it only
+//     once the server answers, or after 15s): the server must notice by
+//     itself that its client is gone. Rule: a save whose
 //     client is gone is rolled back within a second, whatever it waits
 //     for (client_connection_check_interval, for the connection's
 //     session). (Mutation caught: the check set for the transaction only:
@@ -335,20 +336,17 @@ func TestServerWaitEnds(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		frozen bool // else new connections are refused
-		// ends bounds when the backend stops waiting, from the save's
-		// return.
-		ends time.Duration
 		// lock takes the lock in tx; wait queues the save's wait for it.
 		lock func(tx pgx.Tx, schema string) error
 		wait func(b *pgx.Batch, schema string)
 	}{
-		{"row_lock", true, 5 * time.Second, func(tx pgx.Tx, schema string) error {
+		{"row_lock", true, func(tx pgx.Tx, schema string) error {
 			_, err := tx.Exec(context.Background(), `SELECT x FROM `+pgx.Identifier{schema, "waitrow"}.Sanitize()+` FOR UPDATE`)
 			return err
 		}, func(b *pgx.Batch, schema string) {
 			b.Queue(`SELECT x FROM ` + pgx.Identifier{schema, "waitrow"}.Sanitize() + ` FOR UPDATE`)
 		}},
-		{"table_lock", false, 25 * time.Second, func(tx pgx.Tx, schema string) error {
+		{"table_lock", false, func(tx pgx.Tx, schema string) error {
 			_, err := tx.Exec(context.Background(), `LOCK TABLE `+pgx.Identifier{schema, "checkpoints"}.Sanitize()+` IN ACCESS EXCLUSIVE MODE`)
 			return err
 		}, nil},
@@ -418,7 +416,10 @@ func TestServerWaitEnds(t *testing.T) {
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("got %v, want a deadline error", err)
 			}
-			eventually(t, tc.ends, "the save's backend still waits for the lock after its deadline", func() bool {
+			if !tc.frozen {
+				p.cut()
+			}
+			eventually(t, 5*time.Second, "the save's backend still waits for the lock after its deadline", func() bool {
 				var waits bool
 				err := other.QueryRow(ctx, `SELECT coalesce(bool_or(wait_event_type = 'Lock'), false) FROM pg_stat_activity WHERE pid = $1`, int32(pid)).Scan(&waits)
 				if err != nil {
