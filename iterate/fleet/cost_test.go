@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"regexp"
@@ -220,8 +221,12 @@ func tracedPool(t testing.TB, c *counter, maxConns int32) *pgxpool.Pool {
 // polls over the run) are divided among the sessions, logged and loosely
 // bounded. BENCHMARKS.md ("Fleet: statements per session") quotes the
 // figures TestSessionCost logs.
+// costSessions is how many sessions TestSessionCost counts (at most 999:
+// they are named s-000 to s-998); more measure the server's CPU more
+// finely.
+var costSessions = flag.Int("fleet.cost", 40, "TestSessionCost: sessions counted (at most 999)")
+
 const (
-	costSessions     = 40
 	costIterations   = 4
 	costWarm         = 8 // sessions run before counting
 	maxOwnStatements = 29
@@ -243,6 +248,7 @@ const (
 // trip still); a save's settings as a statement of their own again, as
 // before the third cut (pgcheckpoint at 680d698) — 42, 14.)
 func TestSessionCost(t *testing.T) {
+	costSessions := min(max(*costSessions, 1), 999)
 	c := &counter{}
 	pool := tracedPool(t, c, 20)
 	schema := newSchema(t, pool)
@@ -305,7 +311,7 @@ func TestSessionCost(t *testing.T) {
 	}
 	own, rest := c.stop()
 	if after := c.backends(); cpuOK {
-		// Load-independent, roughly (10 ms ticks): the CPU time of the
+		// Load-independent, roughly: the CPU time of the
 		// server processes that serve the worker's pool (own and shared
 		// statements; not the poll above, not autovacuum), per session;
 		// a connection opened during the run counts whole (a few ms).
@@ -316,7 +322,7 @@ func TestSessionCost(t *testing.T) {
 		if cpuAfter, ok := backendsCPU(backends); ok {
 			cpu := cpuAfter - cpuBefore + cpuNew
 			t.Logf("server CPU of the worker's connections: %.2f ms per session (%v in all, %d connections, %d opened during the run)",
-				float64(cpu)/float64(time.Millisecond)/costSessions, cpu, len(backends), pool.Stat().NewConnsCount()-conns)
+				float64(cpu)/float64(time.Millisecond)/float64(costSessions), cpu, len(backends), pool.Stat().NewConnsCount()-conns)
 		}
 	}
 	for _, s := range subs {
@@ -331,11 +337,11 @@ func TestSessionCost(t *testing.T) {
 	}{{"own", own}, {"shared", rest}} {
 		keys := slices.SortedFunc(maps.Keys(x.t.statements), func(a, b string) int { return x.t.statements[b] - x.t.statements[a] })
 		for _, k := range keys {
-			t.Logf("%s %6.2f  %s", x.what, float64(x.t.statements[k])/costSessions, k)
+			t.Logf("%s %6.2f  %s", x.what, float64(x.t.statements[k])/float64(costSessions), k)
 		}
 	}
-	ownS, ownT := float64(own.total())/costSessions, float64(own.roundTrips)/costSessions
-	restS, restT := float64(rest.total())/costSessions, float64(rest.roundTrips)/costSessions
+	ownS, ownT := float64(own.total())/float64(costSessions), float64(own.roundTrips)/float64(costSessions)
+	restS, restT := float64(rest.total())/float64(costSessions), float64(rest.roundTrips)/float64(costSessions)
 	t.Logf("per session (%d sessions, 1 worker, concurrency 4): its own %.2f statements in %.2f round trips; shared %.2f statements in %.2f round trips",
 		costSessions, ownS, ownT, restS, restT)
 	if ownS > maxOwnStatements || ownT > maxOwnRoundTrips {
