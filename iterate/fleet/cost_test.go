@@ -68,26 +68,8 @@ func registerNoop(f *fleet.Fleet, iterations int) *fleet.Kind[int, noopState] {
 type counter struct {
 	mu   sync.Mutex
 	on   bool
-	own  tally           // naming a session
-	rest tally           // the others
-	pids map[uint32]bool // of the server processes serving the pool
-}
-
-// backends returns the pids of the server processes that served the pool.
-func (c *counter) backends() []uint32 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Collect(maps.Keys(c.pids))
-}
-
-// saw records the server process of conn.
-func (c *counter) saw(conn *pgx.Conn) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.pids == nil {
-		c.pids = map[uint32]bool{}
-	}
-	c.pids[conn.PgConn().PID()] = true
+	own  tally // naming a session
+	rest tally // the others
 }
 
 // tally counts statements by their key, and round trips.
@@ -145,8 +127,7 @@ func (c *counter) add(own bool, sqls ...string) {
 	}
 }
 
-func (c *counter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	c.saw(conn)
+func (c *counter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	// A lease's renewals are paid by the time a session runs (one per a
 	// third of the lease), not by the session: shared.
 	renewal := strings.Contains(d.SQL, "SET expires_at = clock_timestamp() +")
@@ -156,8 +137,7 @@ func (c *counter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, d pgx.Tra
 
 func (c *counter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-func (c *counter) TraceBatchStart(ctx context.Context, conn *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
-	c.saw(conn)
+func (c *counter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
 	var own bool
 	var sqls []string
 	for _, q := range d.Batch.QueuedQueries {
@@ -196,14 +176,17 @@ func (c *counter) stop() (own, rest tally) {
 	return c.own, c.rest
 }
 
-// tracedPool opens a pool on the test server whose statements c counts.
-func tracedPool(t testing.TB, c *counter, maxConns int32) *pgxpool.Pool {
+// tracedPool opens a pool on the test server whose statements c counts:
+// all its maxConns connections open (so that none opens as it is
+// measured), each naming itself app (application_name).
+func tracedPool(t testing.TB, c *counter, maxConns int32, app string) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(serverURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = maxConns
+	cfg.MaxConns, cfg.MinConns = maxConns, maxConns
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
 	cfg.ConnConfig.Tracer = c
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
@@ -250,7 +233,8 @@ const (
 func TestSessionCost(t *testing.T) {
 	costSessions := min(max(*costSessions, 1), 999)
 	c := &counter{}
-	pool := tracedPool(t, c, 20)
+	app := fmt.Sprintf("fleet-cost-%d", time.Now().UnixNano())
+	pool := tracedPool(t, c, 20, app)
 	schema := newSchema(t, pool)
 	ctx := waitCtx(t)
 	f, err := fleet.New(ctx, pool, fleet.Schema(schema), fleet.Concurrency(4))
@@ -283,8 +267,11 @@ func TestSessionCost(t *testing.T) {
 		}
 	}
 
+	for end := time.Now().Add(10 * time.Second); pool.Stat().TotalConns() < pool.Stat().MaxConns() && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond) // the pool opening its connections
+	}
 	conns := pool.Stat().NewConnsCount()
-	backends := c.backends()
+	backends := appBackends(ctx, pool, app)
 	cpuBefore, cpuOK := backendsCPU(backends)
 	c.start()
 	subs := make([]fleet.Submission[int], costSessions)
@@ -310,20 +297,13 @@ func TestSessionCost(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling the server, not timing
 	}
 	own, rest := c.stop()
-	if after := c.backends(); cpuOK {
-		// Load-independent, roughly: the CPU time of the
-		// server processes that serve the worker's pool (own and shared
-		// statements; not the poll above, not autovacuum), per session;
-		// a connection opened during the run counts whole (a few ms).
-		var cpuNew time.Duration
-		if len(after) > len(backends) {
-			cpuNew, _ = backendsCPU(slices.DeleteFunc(after, func(p uint32) bool { return slices.Contains(backends, p) }))
-		}
-		if cpuAfter, ok := backendsCPU(backends); ok {
-			cpu := cpuAfter - cpuBefore + cpuNew
-			t.Logf("server CPU of the worker's connections: %.2f ms per session (%v in all, %d connections, %d opened during the run)",
-				float64(cpu)/float64(time.Millisecond)/float64(costSessions), cpu, len(backends), pool.Stat().NewConnsCount()-conns)
-		}
+	if cpuAfter, ok := backendsCPU(backends); ok && cpuOK {
+		// Load-independent, roughly: the CPU time of the server
+		// processes that serve the worker's pool (own and shared
+		// statements; not the poll above, not autovacuum), per session.
+		cpu := cpuAfter - cpuBefore
+		t.Logf("server CPU of the worker's connections: %.3f ms per session (%v in all, %d connections, %d opened during the run)",
+			float64(cpu)/float64(time.Millisecond)/float64(costSessions), cpu, len(backends), pool.Stat().NewConnsCount()-conns)
 	}
 	for _, s := range subs {
 		res, err := kind.Result(ctx, s.Session)
@@ -350,4 +330,19 @@ func TestSessionCost(t *testing.T) {
 	if restT > maxSharedRoundTrip {
 		t.Errorf("a session's share of the other round trips: %.2f, above %.1f", restT, maxSharedRoundTrip)
 	}
+}
+
+// appBackends returns the pids of the server processes of the connections
+// that name themselves app.
+func appBackends(ctx context.Context, pool *pgxpool.Pool, app string) []uint32 {
+	rows, err := pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1`, app)
+	if err != nil {
+		return nil
+	}
+	pids, _ := pgx.CollectRows(rows, pgx.RowTo[int32])
+	out := make([]uint32, len(pids))
+	for i, p := range pids {
+		out[i] = uint32(p)
+	}
+	return out
 }
