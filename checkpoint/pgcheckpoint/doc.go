@@ -61,18 +61,26 @@
 //
 // # Saves
 //
-// A save is one transaction in one round trip: its statements (settings,
-// the insert of generation max(Generation, newest+1), the deletion of the
-// generations beyond [Keep], and, for a save with a token, the fencing
-// check) are sent at once as a pipeline, which the server runs as one
-// implicit transaction committed at its end. It happens whole or not at
-// all, also when the connection drops in the middle; a save whose client
-// is gone is rolled back by the server within a second
-// (client_connection_check_interval, on PostgreSQL 14 and newer), rather
-// than left holding its row.
+// A save is one transaction in one round trip: its statements (the insert
+// of generation max(Generation, newest+1), which also deletes the
+// generations beyond [Keep] and applies the save's settings, and, for a
+// save with a token, the fencing check) are sent at once as a pipeline,
+// which the server runs as one implicit transaction committed at its end.
+// It happens whole or not at all, also when the connection drops in the
+// middle; a save whose client is gone is rolled back by the server within
+// a second (client_connection_check_interval, on PostgreSQL 14 and newer),
+// rather than left holding its row. That setting is made for the
+// connection's session, so that it holds for the next save on it from its
+// start: the pool's connections keep it for their other users (a statement
+// whose client is gone is ended).
 //
 // Every save has a deadline of its own: the lease, plus a second per 4 MiB
-// of Engine and State; no lock is waited for beyond it (lock_timeout).
+// of Engine and State; no row lock is waited for beyond it (lock_timeout,
+// by the server's clock, also on a network that stopped delivering). A
+// lock on the tables themselves (held by DDL: an ALTER, a LOCK TABLE, a
+// CREATE INDEX), which a save waits for before it has written anything,
+// ends when the client gives up: pgx cancels the statement, or the
+// server's connection check sees the connection closed.
 // A save with a token also ends as soon as the Store counts its lease
 // lost. A connection that stops forwarding, or a lock the server waits
 // for, cannot hold a loop for much longer than its lease.

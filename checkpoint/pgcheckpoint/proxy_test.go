@@ -110,7 +110,7 @@ func (p *proxy) accept() {
 }
 
 // pipe copies src to dst while p is not frozen; when either ends, it closes
-// both.
+// both (once thawed).
 func (p *proxy) pipe(dst, src net.Conn) {
 	defer dst.Close()
 	defer src.Close()
@@ -131,6 +131,16 @@ func (p *proxy) pipe(dst, src net.Conn) {
 			}
 		}
 		if err != nil {
+			// A network that stops delivering does not deliver a
+			// connection's end either: frozen, p holds the other side
+			// open until thawed.
+			p.mu.Lock()
+			thawed := p.thawed
+			p.mu.Unlock()
+			select {
+			case <-thawed:
+			case <-p.done:
+			}
 			return
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -303,6 +304,159 @@ func TestServerWait(t *testing.T) {
 		t.Errorf("a save waiting on a lock returned after %v, want about the lease, %v", took, testLease)
 	}
 	checkHeld(t, s, b, session, token)
+}
+
+// TestServerWaitEnds: a save that waits on the server for a lock
+// (another transaction holds it) stops waiting on the server about its
+// deadline, the lock still held: its backend is no longer waiting a few
+// seconds after the save returned, and the save is not stored. The save
+// runs on a connection that saved before (idle connections are taken last
+// in, first out), whose saves set their settings in their insert, no
+// statement of their own (issue 30). Two cases:
+//
+//   - row_lock: a row lock, waited for after the insert, the network
+//     frozen as the save waits (the end of its connection not delivered
+//     either). Rule: no row lock is waited for beyond a save's deadline,
+//     by the server's clock (lock_timeout). (Mutation caught: lock_timeout
+//     left out of saveSettings: the backend waits as long as the lock is
+//     held, the client connection check seeing a connection the network
+//     holds open.)
+//   - table_lock: the checkpoints table's lock (LOCK TABLE), waited for as
+//     the insert is bound, before it can set anything; new connections
+//     refused as the save waits, so that the server gets no cancel
+//     request (which pgx sends on its own as it gives up), and the
+//     connection cut once the save returned (pgx would close it only
+//     once the server answers, or after 15s): the server must notice by
+//     itself that its client is gone. Rule: a save whose
+//     client is gone is rolled back within a second, whatever it waits
+//     for (client_connection_check_interval, for the connection's
+//     session). (Mutation caught: the check set for the transaction only:
+//     the backend waits as long as the table is locked.)
+func TestServerWaitEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		frozen bool // else new connections are refused
+		// lock takes the lock in tx; wait queues the save's wait for it.
+		lock func(tx pgx.Tx, schema string) error
+		wait func(b *pgx.Batch, schema string)
+	}{
+		{"row_lock", true, func(tx pgx.Tx, schema string) error {
+			_, err := tx.Exec(context.Background(), `SELECT x FROM `+pgx.Identifier{schema, "waitrow"}.Sanitize()+` FOR UPDATE`)
+			return err
+		}, func(b *pgx.Batch, schema string) {
+			b.Queue(`SELECT x FROM ` + pgx.Identifier{schema, "waitrow"}.Sanitize() + ` FOR UPDATE`)
+		}},
+		{"table_lock", false, func(tx pgx.Tx, schema string) error {
+			_, err := tx.Exec(context.Background(), `LOCK TABLE `+pgx.Identifier{schema, "checkpoints"}.Sanitize()+` IN ACCESS EXCLUSIVE MODE`)
+			return err
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			other := newPool(t)
+			p := newProxy(t)
+			pool := p.pool(t)
+			schema := newSchema(t, other)
+			s := openStore(t, pool, schema, leases...)
+			ctx := context.Background()
+			row := pgx.Identifier{schema, "waitrow"}.Sanitize()
+			if _, err := other.Exec(ctx, `CREATE TABLE `+row+` (x int); INSERT INTO `+row+` VALUES (1)`); err != nil {
+				t.Fatal(err)
+			}
+			const session = "waiting"
+			c := checkpointtest.Checkpoint(session, 1)
+			for range 2 {
+				c.Generation++
+				if err := s.Save(ctx, c); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tx, err := other.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if err := tc.lock(tx, schema); err != nil {
+				t.Fatal(err)
+			}
+			var pid uint32
+			var check string
+			waiting := make(chan error, 1)
+			pgcheckpoint.SetSaveHook(s, func(ctx context.Context, conn *pgx.Conn, b *pgx.Batch) {
+				pid = conn.PgConn().PID()
+				conn.QueryRow(ctx, `SELECT current_setting('client_connection_check_interval', true)`).Scan(&check)
+				if tc.wait != nil {
+					tc.wait(b, schema)
+				}
+				go func() {
+					waiting <- func() error {
+						if err := awaitWait(other, pid, "Lock"); err != nil {
+							return err
+						}
+						if tc.frozen {
+							p.freeze()
+						} else {
+							p.refuse(true)
+						}
+						return nil
+					}()
+				}()
+			})
+			c.Generation++
+			start := time.Now()
+			err = s.Save(ctx, c)
+			took := time.Since(start)
+			pgcheckpoint.SetSaveHook(s, nil)
+			if err := <-waiting; err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("the save waiting on a lock returned after %v: %v", took.Round(time.Millisecond), err)
+			if check != "1s" {
+				t.Errorf("the connection's client_connection_check_interval before the save: %q, want 1s (set by its earlier saves)", check)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("got %v, want a deadline error", err)
+			}
+			if !tc.frozen {
+				p.cut()
+			}
+			eventually(t, 5*time.Second, "the save's backend still waits for the lock after its deadline", func() bool {
+				var waits bool
+				err := other.QueryRow(ctx, `SELECT coalesce(bool_or(wait_event_type = 'Lock'), false) FROM pg_stat_activity WHERE pid = $1`, int32(pid)).Scan(&waits)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return !waits
+			})
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			p.thaw()
+			p.refuse(false)
+			if gens := countGens(t, other, schema, session); slices.Contains(gens, int64(c.Generation)) {
+				t.Errorf("the save given up was stored: generations %v", gens)
+			}
+		})
+	}
+}
+
+// awaitWait waits until the backend pid waits for an event of the type,
+// for at most 30s.
+func awaitWait(pool *pgxpool.Pool, pid uint32, typ string) error {
+	end := time.Now().Add(30 * time.Second)
+	for {
+		var waiting bool
+		err := pool.QueryRow(context.Background(), `SELECT coalesce(bool_or(wait_event_type = $2), false) FROM pg_stat_activity WHERE pid = $1`, int32(pid), typ).Scan(&waiting)
+		if err != nil {
+			return err
+		}
+		if waiting {
+			return nil
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("backend %d did not wait for %s within 30s", pid, typ)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // heldStores opens two stores on a schema of the test's own, each on a pool

@@ -54,7 +54,7 @@ type Store struct {
 
 	// The statements of a save (see prepareSQL); sqlPruneBytes is empty
 	// when the retention does not need it.
-	sqlSettings, sqlInsert, sqlPruneBytes, sqlFence, sqlFenceRelease string
+	sqlInsert, sqlPruneBytes, sqlFence, sqlFenceRelease string
 
 	// hook, set by tests only, is called by each save with the connection
 	// it runs on and its pipeline, after the insert and the pruning are
@@ -383,14 +383,14 @@ func (s *Store) write(ctx context.Context, c *checkpoint.Checkpoint, release boo
 	defer releaseAfter(conn, len(c.Engine)+len(c.State))
 	t := c.Time.UTC().Truncate(time.Microsecond) // what timestamptz keeps
 	var b pgx.Batch
-	b.Queue(s.sqlSettings, s.saveSettings(ctx))
-	const insert = 1
+	const insert = 0
 	// Origin.Generation, any uint64, is stored as its bits in a bigint.
 	args := []any{c.Session, int64(c.Generation), int64(c.Token), c.Status, c.Reason, int64(c.Iteration),
 		t, int32(c.Time.Nanosecond() % 1000), c.Question, c.Fingerprint, c.Engine, c.State,
-		int64(c.BestGeneration), c.Origin.Session, int64(c.Origin.Generation)}
+		int64(c.BestGeneration), c.Origin.Session, int64(c.Origin.Generation),
+		saveLockTimeout(ctx)} // $16: see saveSettings
 	if s.keep > 1 && !s.retain.all {
-		args = append(args, int64(s.keep-2)) // $16: see prepareSQL
+		args = append(args, int64(s.keep-2)) // $17: see prepareSQL
 	}
 	b.Queue(s.sqlInsert, args...)
 	if s.sqlPruneBytes != "" {
@@ -446,12 +446,9 @@ func releaseAfter(conn *pgxpool.Conn, n int) {
 	conn.Release()
 }
 
-// saveSettings returns the settings of a save's transaction, for
-// sqlSettings: no lock is waited for beyond the save's deadline, and the
-// server checks every second, while a statement runs, that the client is
-// still connected, so that a save whose client is gone (its context ended,
-// its connection closed) is rolled back rather than going on.
-func (s *Store) saveSettings(ctx context.Context) string {
+// saveLockTimeout returns the lock_timeout of a save's transaction, in
+// milliseconds (see saveSettings): the time left until ctx's deadline.
+func saveLockTimeout(ctx context.Context) string {
 	ms := int64(1000)
 	if d, ok := ctx.Deadline(); ok {
 		ms = max(time.Until(d).Milliseconds(), 1)
@@ -459,14 +456,38 @@ func (s *Store) saveSettings(ctx context.Context) string {
 	return strconv.FormatInt(ms, 10)
 }
 
+// saveSettings is a condition of a save's first statement, always true,
+// that applies the save's settings ($16, the lock timeout, from
+// saveLockTimeout) before the statement reads or locks a row: as it names
+// no column, the server evaluates it once, first (a one-time filter), and
+// the settings hold for the rest of the save. They were a statement of
+// their own, one of each save's three (issue 30).
+//
+// lock_timeout, local to the save's transaction (SET LOCAL): no row lock
+// is waited for beyond the save's deadline, by the server's own clock,
+// also when the client cannot tell the server it gave up (a frozen
+// network), so that a save cannot hold its uncommitted row (which the
+// session's next save would wait for) past its deadline. The tables' own
+// locks (held by DDL: an ALTER, a LOCK TABLE, a CREATE INDEX), which a
+// save waits for before its first statement runs, holding nothing yet,
+// are the client connection check's.
+//
+// client_connection_check_interval, 1s, where the server has it
+// (PostgreSQL 14 and newer), for the connection's session: the server
+// checks every second, while a statement runs, that the client is still
+// connected, so that a save whose client is gone (its deadline passed,
+// its context ended, its connection closed) is rolled back rather than
+// going on. Set for the session, so that it also covers the locks the
+// next save on the connection waits for before its first statement runs
+// (its tables', taken as the statement is bound, which lock_timeout, set
+// by the statement, cannot bound); the connection's other users keep it
+// (a statement of theirs whose client is gone is ended too).
+const saveSettings = `(SELECT set_config('lock_timeout', $16::text, true) ||
+		CASE WHEN current_setting('client_connection_check_interval', true) IS NOT NULL
+			THEN set_config('client_connection_check_interval', '1000', false) ELSE '' END) IS NOT NULL`
+
 // prepareSQL sets the statements of a save, which name the store's tables.
 func (s *Store) prepareSQL() {
-	// Local to the save's transaction, like SET LOCAL.
-	// client_connection_check_interval is set where the server has it
-	// (PostgreSQL 14 and newer).
-	s.sqlSettings = `SELECT set_config('lock_timeout', $1, true),
-		CASE WHEN current_setting('client_connection_check_interval', true) IS NOT NULL
-			THEN set_config('client_connection_check_interval', '1000', true) END`
 	// The generation is computed in the insert, from the newest stored;
 	// a save that races another for it fails on the primary key, and
 	// Save tries again.
@@ -475,19 +496,21 @@ func (s *Store) prepareSQL() {
 			best_generation, origin_session, origin_generation)
 		SELECT $1::text, greatest($2::bigint, coalesce(max(generation), 0) + 1), $3::bigint, $4::text, $5::text, $6::bigint,
 			$7::timestamptz, $8::integer, $9::text, $10::text, $11::bytea, $12::bytea, $13::bigint, $14::text, $15::bigint
-		FROM ` + s.table("checkpoints") + ` WHERE session = $1::text`
+		FROM ` + s.table("checkpoints") + ` WHERE ` + saveSettings + ` AND session = $1::text`
 	s.sqlInsert = insert
 	s.sqlPruneBytes = s.retain.pruneBytesSQL(s.table("checkpoints"))
 	if !s.retain.all {
 		// The pruning by Keep, in the insert's statement: the insert as
 		// a WITH, whose row the DELETE does not see (one snapshot), so
-		// that it keeps the newest Keep-1 of the older generations ($16
+		// that it keeps the newest Keep-1 of the older generations ($17
 		// is Keep-2), all older ones under Keep(1); and the best
-		// generation the new one names ($13), when protected.
-		prune := `DELETE FROM ` + s.table("checkpoints") + ` WHERE session = $1::text`
+		// generation the new one names ($13), when protected. The
+		// DELETE runs first (the WITH's INSERT, unread, runs at the
+		// statement's end): it applies the save's settings too.
+		prune := `DELETE FROM ` + s.table("checkpoints") + ` WHERE ` + saveSettings + ` AND session = $1::text`
 		if s.keep > 1 {
 			prune += ` AND generation < (SELECT generation FROM ` + s.table("checkpoints") + `
-				WHERE session = $1::text ORDER BY generation DESC OFFSET $16::bigint LIMIT 1)`
+				WHERE session = $1::text ORDER BY generation DESC OFFSET $17::bigint LIMIT 1)`
 		}
 		if s.retain.best {
 			prune += ` AND generation <> $13::bigint`
