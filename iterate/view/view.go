@@ -336,13 +336,15 @@ type Handler struct {
 	forker    Forker
 	extras    func(ctx context.Context) (map[string]Extra, error)
 	extraOne  func(ctx context.Context, session string) (Extra, error) // ExtraOf's
-	poll      time.Duration
-	title     string
-	secret    []byte
-	now       func() time.Time
-	mux       *http.ServeMux
-	hosts     map[string]bool // nil: the loopback names
-	answerBy  func(r *http.Request) string
+	// extrasAfter is ExtrasAfter's.
+	extrasAfter func(ctx context.Context, after string, limit int) ([]SessionExtra, error)
+	poll        time.Duration
+	title       string
+	secret      []byte
+	now         func() time.Time
+	mux         *http.ServeMux
+	hosts       map[string]bool // nil: the loopback names
+	answerBy    func(r *http.Request) string
 
 	// answeredMu guards answered: the escalations (session and
 	// generation) this handler took an answer to.
@@ -373,6 +375,9 @@ func New(store Store, opts ...Option) (*Handler, error) {
 		if err := o(h); err != nil {
 			return nil, err
 		}
+	}
+	if h.extrasAfter != nil && h.extraOne == nil {
+		return nil, errors.New("view: ExtrasAfter without ExtraOf: a session's page would not read its extras")
 	}
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("GET /{$}", h.list)
