@@ -514,7 +514,8 @@ func (h *Handler) extraOf(ctx context.Context, session string) (Extra, error) {
 	return x, nil
 }
 
-// hasExtras reports whether the host tells extras (Extras or ExtraOf).
+// hasExtras reports whether the host tells extras (Extras, ExtraOf or
+// ExtrasAfter).
 func (h *Handler) hasExtras() bool {
 	return h.extras != nil || h.extraOne != nil || h.extrasAfter != nil
 }

@@ -232,9 +232,10 @@ type Extra struct {
 }
 
 // Extras sets a function that tells what the host knows of each session
-// beyond its checkpoint (by session name), shown on the pages; a fleet
-// host adapts fleet.Fleet's Sessions to it. An error is shown, and the
-// pages go on without.
+// beyond its checkpoint (by session name), shown on the pages: every
+// session's, for each page of the list. A host with many sessions gives
+// [ExtrasAfter] and [ExtraOf] instead, which read the sessions a page
+// needs. An error is shown, and the pages go on without.
 func Extras(f func(ctx context.Context) (map[string]Extra, error)) Option {
 	return func(h *Handler) error {
 		h.extras = f
@@ -246,9 +247,9 @@ func Extras(f func(ctx context.Context) (map[string]Extra, error)) Option {
 // beyond its checkpoint ([Extra]; the zero Extra when it knows nothing of
 // it), for the pages and actions of one session: its page, its /live and
 // its forms' POSTs then read that session's extras alone, not every
-// session's through [Extras], whose function the list still uses (a
-// session's page then costs the same however many sessions the host
-// has). A fleet host adapts fleet.Fleet's Session to it. An error is
+// session's through [Extras], whose function the list still uses unless
+// [ExtrasAfter] is given (a session's page then costs the same however
+// many sessions the host has). A fleet host adapts fleet.Fleet's Session to it. An error is
 // shown, and the page goes on without.
 func ExtraOf(f func(ctx context.Context, session string) (Extra, error)) Option {
 	return func(h *Handler) error {
