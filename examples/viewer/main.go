@@ -442,14 +442,14 @@ func extraOf(f *fleet.Fleet, jobs bool) func(ctx context.Context, session string
 	}
 }
 
-// extra is what the fleet tells of session s: holder, kind, answered, the
-// status of a session not started yet, the extension of a stop at the
-// budget (its limits, who, when), the newest accepted answer, and with
-// jobs the link to the session's job in riverui.
+// extra is what the fleet tells of session s: holder, kind, answered,
+// cancelled, the status of a session not started yet, the extension of a
+// stop at the budget (its limits, who, when), the newest accepted answer,
+// and with jobs the link to the session's job in riverui.
 func extra(s fleet.Session, jobs bool) view.Extra {
 	// Status lists a session not started yet (queued), which the store
 	// has no checkpoint of.
-	e := view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status)}
+	e := view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status), Cancelled: s.Cancelled}
 	if x := s.Extension; x != nil { // the stop's extension, not resumed yet
 		e.Extension = &view.ExtensionRecord{Generation: x.Generation, To: x.To, By: x.By, At: x.At}
 	}

@@ -203,6 +203,10 @@ type Session struct {
 	Answer *Answer
 	// Holder names the worker holding the session's lease, "" unless live.
 	Holder string
+	// Cancelled reports whether the session was cancelled ([Fleet.Cancel]),
+	// whatever its Status (a session stopped for good keeps the status
+	// it stopped with): it is never extended, answered nor run again.
+	Cancelled bool
 	// Saved is when the newest checkpoint was stored; Age, how long ago.
 	Saved time.Time
 	Age   time.Duration
@@ -369,7 +373,7 @@ func scanSession(row pgx.CollectableRow) (Session, error) {
 		}
 		s.Answer = &a
 	}
-	s.Status, s.Iteration, s.Attempt = iterate.Status(status), int(iteration), int(attempt)
+	s.Status, s.Iteration, s.Attempt, s.Cancelled = iterate.Status(status), int(iteration), int(attempt), cancelled
 	if saved != nil {
 		s.Saved, s.Age = saved.UTC(), now.Sub(*saved)
 	}

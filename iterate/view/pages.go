@@ -764,7 +764,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 			// The stop is not the session's end: the page follows it
 			// until it is resumed, as a running session's does.
 			p.Final = false
-		case h.extender != nil && !(p.Parked && p.Extra.Answered):
+		case h.extender != nil && !(p.Parked && p.Extra.Answered) && !p.Extra.Cancelled:
 			p.Extend, p.ExtendToken, p.ExtendLink = true, h.extendToken(name, c.Generation), link(name)+"/extend"
 			if rep.Limits.Wall > 0 {
 				p.Wall = rep.Limits.Wall.String()
@@ -777,7 +777,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	if h.forker != nil && !notStarted {
 		p.Fork, p.ForkToken, p.ForkLink = true, h.forkToken(name), link(name)+"/fork"
 	}
-	if h.cancellable(c.Status) {
+	// A stop at the budget whose extension waits to be resumed is not
+	// the session's end: cancelling it stops the resume.
+	if h.canceller != nil && !p.Extra.Cancelled && (h.cancellable(c.Status) || p.Extension != nil) {
 		p.Cancel, p.CancelToken, p.CancelLink = true, h.cancelToken(name), link(name)+"/cancel"
 	}
 	nonce := ""

@@ -220,6 +220,11 @@ type Extra struct {
 	// Links are the host's links about the session (a fleet's job in
 	// riverui), shown on its page.
 	Links []Link
+	// Cancelled is set once the host cancelled the session for good
+	// (fleet.Session.Cancelled), whatever its status: a stop at its
+	// budget it was cancelled at is its end, and its page offers neither
+	// an extension nor a cancel.
+	Cancelled bool
 	// Extension is the budget extension recorded for the session's
 	// newest stop at its budget (budget_exhausted, or parked: see
 	// [Extends]) and not yet resumed, as a fleet tells it
