@@ -5,10 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +33,42 @@ import (
 // as before view.ExtraOf). Issue 31, item 10: a session's page costs the
 // same however many sessions the fleet has.
 func BenchmarkFleetSessionPage(b *testing.B) {
+	benchFleetPages(b, "/session/target", map[string]func(*fleet.Fleet, string) []view.Option{
+		"extraof": func(f *fleet.Fleet, schema string) []view.Option {
+			return fleetOptions(f, options{fleetSchema: schema})
+		},
+		"extras": func(f *fleet.Fleet, _ string) []view.Option { return []view.Option{view.Extras(extras(f, false))} },
+	})
+}
+
+// BenchmarkFleetListPage serves the first page of a fleet's list
+// (page=first) and a page in the middle of it (page=middle, after half the
+// sessions), among 100 sessions and among many (VIEW_BENCH_SESSIONS,
+// 10,000 by default), as BenchmarkFleetSessionPage sets them up (one
+// session stopped, the others queued: the list's rows are the fleet's),
+// with the viewer's fleet options (wiring=extrasafter: view.ExtrasAfter,
+// a page of the fleet's sessions read, fleet.Fleet.SessionsAfter) and
+// with every session's extras (wiring=extras: fleet.Fleet.Sessions for
+// each page, as before). Issue 31: a page of the list costs the same
+// however many sessions the fleet has.
+func BenchmarkFleetListPage(b *testing.B) {
+	wirings := map[string]func(*fleet.Fleet, string) []view.Option{
+		"extrasafter": func(f *fleet.Fleet, schema string) []view.Option {
+			return fleetOptions(f, options{fleetSchema: schema})
+		},
+		"extras": func(f *fleet.Fleet, _ string) []view.Option {
+			return []view.Option{view.Extras(extras(f, false)), view.ExtraOf(extraOf(f, false))}
+		},
+	}
+	b.Run("page=first", func(b *testing.B) { benchFleetPages(b, "/", wirings) })
+	b.Run("page=middle", func(b *testing.B) { benchFleetPages(b, "/?after=s%07d", wirings) })
+}
+
+// benchFleetPages serves path (with %07d, the name of the session half
+// way through the fleet's) with each wiring's options, among 100
+// sessions and among VIEW_BENCH_SESSIONS (10,000 by default): one,
+// "target", stopped budget_exhausted and extended, the others queued.
+func benchFleetPages(b *testing.B, path string, wirings map[string]func(*fleet.Fleet, string) []view.Option) {
 	url := serverURL(b)
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, url)
@@ -88,20 +127,22 @@ func BenchmarkFleetSessionPage(b *testing.B) {
 		if _, err := kind.SubmitMany(ctx, subs); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := pool.Exec(ctx, `ANALYZE `+pgx.Identifier{schema, "fleet_sessions"}.Sanitize()); err != nil {
-			b.Fatal(err)
-		}
-		for _, wiring := range []string{"extraof", "extras"} {
-			opts := fleetOptions(f, options{fleetSchema: schema})
-			if wiring == "extras" {
-				opts = []view.Option{view.Extras(extras(f, false))}
+		for _, t := range []string{"fleet_sessions", "river_job"} {
+			if _, err := pool.Exec(ctx, `ANALYZE `+pgx.Identifier{schema, t}.Sanitize()); err != nil {
+				b.Fatal(err)
 			}
-			h, err := view.New(f.Store(), opts...)
+		}
+		target := path
+		if strings.Contains(path, "%") {
+			target = fmt.Sprintf(path, size/2)
+		}
+		for _, wiring := range slices.Sorted(maps.Keys(wirings)) {
+			h, err := view.New(f.Store(), wirings[wiring](f, schema)...)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Run(fmt.Sprintf("wiring=%s/sessions=%d", wiring, size), func(b *testing.B) {
-				req := httptest.NewRequest(http.MethodGet, "http://localhost/session/target", nil)
+				req := httptest.NewRequest(http.MethodGet, "http://localhost"+target, nil)
 				for b.Loop() {
 					rec := httptest.NewRecorder()
 					h.ServeHTTP(rec, req)

@@ -256,10 +256,10 @@ func hostsOf(addr string, extra []string) []string {
 }
 
 // fleetOptions are the viewer's options for the fleet f (--fleet-schema):
-// what it knows of its sessions (all of them for the list, one for a
+// what it knows of its sessions (a page at a time for the list, one for a
 // session's page), its title, and the actions o enables.
 func fleetOptions(f *fleet.Fleet, o options) []view.Option {
-	opts := []view.Option{view.Extras(extras(f, o.riverui)), view.ExtraOf(extraOf(f, o.riverui)),
+	opts := []view.Option{view.ExtrasAfter(extrasAfter(f, o.riverui)), view.ExtraOf(extraOf(f, o.riverui)),
 		view.Title("fleet " + o.fleetSchema)}
 	if o.answers {
 		opts = append(opts, view.Answers(fleetAnswers{f}))
@@ -391,7 +391,9 @@ func jobLink(s fleet.Session) view.Link {
 	return view.Link{Label: "Job", Text: text + ")", URL: fmt.Sprintf("%s/jobs/%d", riverPrefix[1:], s.JobID)}
 }
 
-// extras tells what f knows of its sessions (see extra), for the list.
+// extras tells what f knows of every session (see extra), in one query
+// (fleet.Fleet.Sessions): the list's extras before view.ExtrasAfter,
+// kept to compare with.
 func extras(f *fleet.Fleet, jobs bool) func(ctx context.Context) (map[string]view.Extra, error) {
 	return func(ctx context.Context) (map[string]view.Extra, error) {
 		list, err := f.Sessions(ctx)
@@ -403,6 +405,24 @@ func extras(f *fleet.Fleet, jobs bool) func(ctx context.Context) (map[string]vie
 			m[s.Name] = extra(s, jobs)
 		}
 		return m, nil
+	}
+}
+
+// extrasAfter tells what f knows of the sessions after a name, a page at
+// a time (see extra), in one query each (fleet.Fleet.SessionsAfter), for
+// the list: a page of it reads the pages its rows need, not every
+// session.
+func extrasAfter(f *fleet.Fleet, jobs bool) func(ctx context.Context, after string, limit int) ([]view.SessionExtra, error) {
+	return func(ctx context.Context, after string, limit int) ([]view.SessionExtra, error) {
+		list, err := f.SessionsAfter(ctx, after, limit)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]view.SessionExtra, len(list))
+		for i, s := range list {
+			out[i] = view.SessionExtra{Session: s.Name, Extra: extra(s, jobs)}
+		}
+		return out, nil
 	}
 }
 
@@ -422,14 +442,14 @@ func extraOf(f *fleet.Fleet, jobs bool) func(ctx context.Context, session string
 	}
 }
 
-// extra is what the fleet tells of session s: holder, kind, answered, the
-// status of a session not started yet, the extension of a stop at the
-// budget (its limits, who, when), the newest accepted answer, and with
-// jobs the link to the session's job in riverui.
+// extra is what the fleet tells of session s: holder, kind, answered,
+// cancelled, the status of a session not started yet, the extension of a
+// stop at the budget (its limits, who, when), the newest accepted answer,
+// and with jobs the link to the session's job in riverui.
 func extra(s fleet.Session, jobs bool) view.Extra {
 	// Status lists a session not started yet (queued), which the store
 	// has no checkpoint of.
-	e := view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status)}
+	e := view.Extra{Holder: s.Holder, Kind: s.Kind, Answered: s.Answered, Status: string(s.Status), Cancelled: s.Cancelled}
 	if x := s.Extension; x != nil { // the stop's extension, not resumed yet
 		e.Extension = &view.ExtensionRecord{Generation: x.Generation, To: x.To, By: x.By, At: x.At}
 	}

@@ -203,6 +203,10 @@ type Session struct {
 	Answer *Answer
 	// Holder names the worker holding the session's lease, "" unless live.
 	Holder string
+	// Cancelled reports whether the session was cancelled ([Fleet.Cancel]),
+	// whatever its Status (a session stopped for good keeps the status
+	// it stopped with): it is never extended, answered nor run again.
+	Cancelled bool
 	// Saved is when the newest checkpoint was stored; Age, how long ago.
 	Saved time.Time
 	Age   time.Duration
@@ -314,7 +318,10 @@ type headResult struct {
 	latest  *head
 }
 
-// sessionsQuery lists sessions with their newest checkpoint, lease and job.
+// sessionsQuery lists sessions with their newest checkpoint, lease and job:
+// %[1]s is the fleet's schema, %[2]s the sessions listed (the fleet's
+// table, or a page of it), each joined to its own rows only (lateral
+// joins and primary keys).
 const sessionsQuery = `
 	SELECT s.session, s.kind, s.submitted_at, s.cancelled_at IS NOT NULL,
 		s.answer_generation IS NOT NULL AND s.answer_generation = c.generation,
@@ -327,7 +334,7 @@ const sessionsQuery = `
 		coalesce(a.generation, 0),
 		e.limits, e.extended_by, e.extended_at, e.generation,
 		coalesce(s.job_id, 0)
-	FROM %[1]s.fleet_sessions s
+	FROM %[2]s s
 	LEFT JOIN LATERAL (SELECT * FROM %[1]s.checkpoints x WHERE x.session = s.session
 		ORDER BY x.generation DESC LIMIT 1) c ON true
 	LEFT JOIN LATERAL (SELECT * FROM %[1]s.fleet_answers x WHERE x.session = s.session
@@ -366,7 +373,7 @@ func scanSession(row pgx.CollectableRow) (Session, error) {
 		}
 		s.Answer = &a
 	}
-	s.Status, s.Iteration, s.Attempt = iterate.Status(status), int(iteration), int(attempt)
+	s.Status, s.Iteration, s.Attempt, s.Cancelled = iterate.Status(status), int(iteration), int(attempt), cancelled
 	if saved != nil {
 		s.Saved, s.Age = saved.UTC(), now.Sub(*saved)
 	}
@@ -400,7 +407,8 @@ func scanSession(row pgx.CollectableRow) (Session, error) {
 
 // Sessions lists every session of the fleet, by name.
 func (f *Fleet) Sessions(ctx context.Context) ([]Session, error) {
-	rows, err := f.pool.Query(ctx, fmt.Sprintf(sessionsQuery, pgx.Identifier{f.cfg.schema}.Sanitize())+` ORDER BY s.session`)
+	schema := pgx.Identifier{f.cfg.schema}.Sanitize()
+	rows, err := f.pool.Query(ctx, fmt.Sprintf(sessionsQuery, schema, schema+".fleet_sessions")+` ORDER BY s.session`)
 	if err != nil {
 		return nil, fmt.Errorf("fleet: listing sessions: %w", err)
 	}
@@ -411,10 +419,36 @@ func (f *Fleet) Sessions(ctx context.Context) ([]Session, error) {
 	return list, nil
 }
 
+// SessionsAfter lists the sessions whose names sort after after (all of
+// them with ""), by name, at most limit of them (none when limit is not
+// positive): a page of [Fleet.Sessions], read in one query that reads
+// only the page's sessions (the sessions table's primary key, and each
+// session's newest checkpoint, answer, extension, lease and job), so that
+// a page costs the same however many sessions the fleet has. The next
+// page is the one after the last session listed; fewer than limit
+// sessions means the list ended.
+func (f *Fleet) SessionsAfter(ctx context.Context, after string, limit int) ([]Session, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	schema := pgx.Identifier{f.cfg.schema}.Sanitize()
+	page := `(SELECT * FROM ` + schema + `.fleet_sessions WHERE session > $1 ORDER BY session LIMIT $2)`
+	rows, err := f.pool.Query(ctx, fmt.Sprintf(sessionsQuery, schema, page)+` ORDER BY s.session`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: listing sessions after %q: %w", after, err)
+	}
+	list, err := pgx.CollectRows(rows, scanSession)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: listing sessions after %q: %w", after, err)
+	}
+	return list, nil
+}
+
 // Session describes one session, or returns an error matching
 // [ErrUnknownSession].
 func (f *Fleet) Session(ctx context.Context, name string) (Session, error) {
-	rows, err := f.pool.Query(ctx, fmt.Sprintf(sessionsQuery, pgx.Identifier{f.cfg.schema}.Sanitize())+` WHERE s.session = $1`, name)
+	schema := pgx.Identifier{f.cfg.schema}.Sanitize()
+	rows, err := f.pool.Query(ctx, fmt.Sprintf(sessionsQuery, schema, schema+".fleet_sessions")+` WHERE s.session = $1`, name)
 	if err != nil {
 		return Session{}, fmt.Errorf("fleet: reading session %q: %w", name, err)
 	}

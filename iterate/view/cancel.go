@@ -22,8 +22,10 @@ type Canceller interface {
 }
 
 // Cancels adds a "Cancel" button to the page of each session that has not
-// ended (running, escalated, interrupted, queued), which cancels it
-// through c. It is off without this option. The button's form carries a
+// ended (running, escalated, interrupted, queued, or stopped at its
+// budget with an extension waiting to be resumed: the cancel stops the
+// resume), unless the host tells it cancelled ([Extra].Cancelled), which
+// cancels it through c. It is off without this option. The button's form carries a
 // token bound to the session and to a secret of this handler, and POSTs
 // are checked as an answer's are (host, cross-origin); an error of Cancel
 // is shown to the operator (409), and success only once Cancel returned.

@@ -225,15 +225,11 @@ func fingerprint(p *listPage) string {
 func (h *Handler) listRows(r *http.Request) listPage {
 	ctx := r.Context()
 	qv := r.URL.Query()
-	p := listPage{Title: h.title, Status: qv.Get("status"), Query: qv.Get("q"), After: qv.Get("after"), Extras: h.extras != nil,
+	p := listPage{Title: h.title, Status: qv.Get("status"), Query: qv.Get("q"), After: qv.Get("after"), Extras: h.extras != nil || h.extrasAfter != nil,
 		Kind: qv.Get("kind"), Age: qv.Get("age"), Sort: qv.Get("sort"), Sorts: sorts,
 		MaxScan: maxScan, Ages: ages}
 	if p.Age != "" && !slices.Contains(ages, p.Age) {
 		p.Ages = append(slices.Clone(ages), p.Age)
-	}
-	extras, extrasErr := h.extrasOf(ctx)
-	if extrasErr != nil {
-		p.Errors = append(p.Errors, extrasErr.Error())
 	}
 	now := h.now()
 	q := strings.ToLower(p.Query)
@@ -254,36 +250,12 @@ func (h *Handler) listRows(r *http.Request) listPage {
 		}
 		return q == "" || strings.Contains(strings.ToLower(rw.Name+"\n"+rw.Reason+"\n"+rw.Question+"\n"+rw.Holder+"\n"+rw.Kind), q)
 	}
-	// cursor is the name the listing was read up to, when it was not read
-	// to its end: the next page lists from it on.
-	complete, scanned, examined, cursor := true, 0, 0, ""
-	listed := map[string]bool{}
-	for c, err := range sessionsAfter(ctx, h.store, p.After) {
-		if c == nil {
-			if err != nil {
-				p.Errors = append(p.Errors, err.Error())
-			}
-			continue
-		}
-		scanned++
-		listed[c.Session] = true
-		if p.After != "" && c.Session <= p.After {
-			continue
-		}
-		if len(p.Rows) == pageRows {
-			complete, cursor = false, p.Rows[len(p.Rows)-1].Name
-			break
-		}
-		if examined == maxScan {
-			// A filter few sessions pass: the page ends here, partial,
-			// rather than reading the whole listing.
-			complete, p.Searched = false, true
-			break
-		}
-		examined++
-		cursor = c.Session
+	// stored makes the row of c, a session of the store (err, why its
+	// envelope does not read), with what the host knows of it (extrasOK:
+	// it read), and reports whether it passes the filters.
+	stored := func(c *checkpoint.Checkpoint, err error, x Extra, extrasOK bool) (row, bool) {
 		rw := row{Name: c.Session, Link: "session/" + link(c.Session)[2:], Status: c.Status, Reason: clip(c.Reason, maxField),
-			Question: clip(c.Question, maxField), Iteration: c.Iteration, Generation: c.Generation, Extra: extras[c.Session], stored: true}
+			Question: clip(c.Question, maxField), Iteration: c.Iteration, Generation: c.Generation, Extra: x, stored: true}
 		if err != nil {
 			rw.Err = clip(err.Error(), maxField)
 		} else {
@@ -299,10 +271,10 @@ func (h *Handler) listRows(r *http.Request) listPage {
 			rw.Origin, rw.OriginLink = &o, "session/"+link(o.Session)[2:]
 		}
 		if !match(&rw) {
-			continue
+			return rw, false
 		}
 		if c.Status == string(iterate.Running) && err == nil {
-			rw.Holding = h.holding(c.Session, rw.Extra, h.extras != nil && extrasErr == nil)
+			rw.Holding = h.holding(c.Session, rw.Extra, extrasOK)
 		}
 		if (c.Status == string(iterate.BudgetExhausted) || c.Status == string(iterate.Escalated)) && err == nil {
 			// A stop at the budget extended waits to be resumed: the row
@@ -316,21 +288,15 @@ func (h *Handler) listRows(r *http.Request) listPage {
 				}
 			}
 		}
-		p.Rows = append(p.Rows, rw)
+		return rw, true
 	}
-	// Sessions the host knows of that have no checkpoint yet (a fleet's
-	// queued sessions) are listed too, with the status the host tells, in
-	// their place by name.
-	for name, x := range extras {
-		if listed[name] || x.Status == "" || p.After != "" && name <= p.After ||
-			!complete && name > cursor {
-			continue
-		}
-		rw := row{Name: name, Link: "session/" + link(name)[2:], Status: x.Status, Extra: x}
-		if match(&rw) {
-			p.Rows = append(p.Rows, rw)
-			scanned++
-		}
+	var complete bool
+	var scanned int
+	var cursor string
+	if h.extrasAfter != nil {
+		complete, scanned, cursor = h.mergeRows(ctx, &p, match, stored)
+	} else {
+		complete, scanned, cursor = h.mapRows(ctx, &p, match, stored)
 	}
 	slices.SortFunc(p.Rows, func(a, b row) int { return cmp.Compare(a.Name, b.Name) })
 	if len(p.Rows) > pageRows {
@@ -548,8 +514,11 @@ func (h *Handler) extraOf(ctx context.Context, session string) (Extra, error) {
 	return x, nil
 }
 
-// hasExtras reports whether the host tells extras (Extras or ExtraOf).
-func (h *Handler) hasExtras() bool { return h.extras != nil || h.extraOne != nil }
+// hasExtras reports whether the host tells extras (Extras, ExtraOf or
+// ExtrasAfter).
+func (h *Handler) hasExtras() bool {
+	return h.extras != nil || h.extraOne != nil || h.extrasAfter != nil
+}
 
 // extrasOf returns the host's extras, nil without them.
 func (h *Handler) extrasOf(ctx context.Context) (map[string]Extra, error) {
@@ -795,7 +764,7 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 			// The stop is not the session's end: the page follows it
 			// until it is resumed, as a running session's does.
 			p.Final = false
-		case h.extender != nil && !(p.Parked && p.Extra.Answered):
+		case h.extender != nil && !(p.Parked && p.Extra.Answered) && !p.Extra.Cancelled:
 			p.Extend, p.ExtendToken, p.ExtendLink = true, h.extendToken(name, c.Generation), link(name)+"/extend"
 			if rep.Limits.Wall > 0 {
 				p.Wall = rep.Limits.Wall.String()
@@ -808,7 +777,9 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 	if h.forker != nil && !notStarted {
 		p.Fork, p.ForkToken, p.ForkLink = true, h.forkToken(name), link(name)+"/fork"
 	}
-	if h.cancellable(c.Status) {
+	// A stop at the budget whose extension waits to be resumed is not
+	// the session's end: cancelling it stops the resume.
+	if h.canceller != nil && !p.Extra.Cancelled && (h.cancellable(c.Status) || p.Extension != nil) {
 		p.Cancel, p.CancelToken, p.CancelLink = true, h.cancelToken(name), link(name)+"/cancel"
 	}
 	nonce := ""

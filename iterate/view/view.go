@@ -220,6 +220,11 @@ type Extra struct {
 	// Links are the host's links about the session (a fleet's job in
 	// riverui), shown on its page.
 	Links []Link
+	// Cancelled is set once the host cancelled the session for good
+	// (fleet.Session.Cancelled), whatever its status: a stop at its
+	// budget it was cancelled at is its end, and its page offers neither
+	// an extension nor a cancel.
+	Cancelled bool
 	// Extension is the budget extension recorded for the session's
 	// newest stop at its budget (budget_exhausted, or parked: see
 	// [Extends]) and not yet resumed, as a fleet tells it
@@ -232,9 +237,10 @@ type Extra struct {
 }
 
 // Extras sets a function that tells what the host knows of each session
-// beyond its checkpoint (by session name), shown on the pages; a fleet
-// host adapts fleet.Fleet's Sessions to it. An error is shown, and the
-// pages go on without.
+// beyond its checkpoint (by session name), shown on the pages: every
+// session's, for each page of the list. A host with many sessions gives
+// [ExtrasAfter] and [ExtraOf] instead, which read the sessions a page
+// needs. An error is shown, and the pages go on without.
 func Extras(f func(ctx context.Context) (map[string]Extra, error)) Option {
 	return func(h *Handler) error {
 		h.extras = f
@@ -246,9 +252,9 @@ func Extras(f func(ctx context.Context) (map[string]Extra, error)) Option {
 // beyond its checkpoint ([Extra]; the zero Extra when it knows nothing of
 // it), for the pages and actions of one session: its page, its /live and
 // its forms' POSTs then read that session's extras alone, not every
-// session's through [Extras], whose function the list still uses (a
-// session's page then costs the same however many sessions the host
-// has). A fleet host adapts fleet.Fleet's Session to it. An error is
+// session's through [Extras], whose function the list still uses unless
+// [ExtrasAfter] is given (a session's page then costs the same however
+// many sessions the host has). A fleet host adapts fleet.Fleet's Session to it. An error is
 // shown, and the page goes on without.
 func ExtraOf(f func(ctx context.Context, session string) (Extra, error)) Option {
 	return func(h *Handler) error {
@@ -336,13 +342,15 @@ type Handler struct {
 	forker    Forker
 	extras    func(ctx context.Context) (map[string]Extra, error)
 	extraOne  func(ctx context.Context, session string) (Extra, error) // ExtraOf's
-	poll      time.Duration
-	title     string
-	secret    []byte
-	now       func() time.Time
-	mux       *http.ServeMux
-	hosts     map[string]bool // nil: the loopback names
-	answerBy  func(r *http.Request) string
+	// extrasAfter is ExtrasAfter's.
+	extrasAfter func(ctx context.Context, after string, limit int) ([]SessionExtra, error)
+	poll        time.Duration
+	title       string
+	secret      []byte
+	now         func() time.Time
+	mux         *http.ServeMux
+	hosts       map[string]bool // nil: the loopback names
+	answerBy    func(r *http.Request) string
 
 	// answeredMu guards answered: the escalations (session and
 	// generation) this handler took an answer to.
@@ -373,6 +381,9 @@ func New(store Store, opts ...Option) (*Handler, error) {
 		if err := o(h); err != nil {
 			return nil, err
 		}
+	}
+	if h.extrasAfter != nil && h.extraOne == nil {
+		return nil, errors.New("view: ExtrasAfter without ExtraOf: a session's page would not read its extras")
 	}
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc("GET /{$}", h.list)
