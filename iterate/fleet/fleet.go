@@ -255,7 +255,7 @@ func (f *Fleet) table(name string) string {
 // schemaVersion marks, as the comment of the fleet's table of sessions, the
 // version of the fleet's own tables: a process finding it current does no
 // DDL (a role without CREATE can work).
-const schemaVersion = "refine-go fleet schema 3"
+const schemaVersion = "refine-go fleet schema 4"
 
 // fleetDDL creates the fleet's own tables, beside River's and the store's:
 // one row per submitted session, with its kind and arguments, its job, and
@@ -264,8 +264,10 @@ const schemaVersion = "refine-go fleet schema 3"
 // checkpoint generation, so that each question is answered once; and one
 // row per accepted extension of a budget (Fleet.Extend), keyed by the
 // budget_exhausted checkpoint's generation, so that each stop is extended
-// once. Every statement is idempotent: older versions' tables are brought
-// to version 3.
+// once. Indexes on the times of a cancellation, an answer and an
+// extension let a worker's reconciliation read only what changed lately.
+// Every statement is idempotent: older versions' tables are brought to
+// version 4.
 const fleetDDL = `
 CREATE TABLE IF NOT EXISTS %[1]s.fleet_sessions (
 	session           text        PRIMARY KEY,
@@ -300,6 +302,9 @@ INSERT INTO %[1]s.fleet_answers (session, generation, answer, answered_at)
 	SELECT session, answer_generation, answer, coalesce(answered_at, clock_timestamp())
 	FROM %[1]s.fleet_sessions WHERE answer IS NOT NULL AND answer_generation IS NOT NULL
 	ON CONFLICT DO NOTHING;
+CREATE INDEX IF NOT EXISTS fleet_sessions_cancelled_at ON %[1]s.fleet_sessions (cancelled_at) WHERE cancelled_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS fleet_answers_answered_at ON %[1]s.fleet_answers (answered_at);
+CREATE INDEX IF NOT EXISTS fleet_extensions_extended_at ON %[1]s.fleet_extensions (extended_at);
 COMMENT ON TABLE %[1]s.fleet_sessions IS '` + schemaVersion + `'`
 
 // migrate creates the schema and brings River's tables (rivermigrate) and

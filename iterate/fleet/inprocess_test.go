@@ -99,6 +99,10 @@ func fleetRate(t *testing.T, workers int) float64 {
 	var stops []func()
 	for i := range workers {
 		p := newPool(t, 2*abConcurrency+10)
+		// Closed when the round ends (after the stops below), not at the
+		// test's: a run of many rounds would otherwise keep every round's
+		// connections and exceed the server's max_connections.
+		defer p.Close()
 		f, err := fleet.New(context.Background(), p, append(opts, fleet.Holder(fmt.Sprintf("ab-%d", i)))...)
 		if err != nil {
 			t.Fatal(err)
@@ -150,6 +154,10 @@ func noopRate(t *testing.T, workers int) float64 {
 	var stops []func()
 	for range workers {
 		p := newPool(t, 2*abConcurrency+10)
+		// Closed when the round ends (after the stops below), not at the
+		// test's: a run of many rounds would otherwise keep every round's
+		// connections and exceed the server's max_connections.
+		defer p.Close()
 		ws := river.NewWorkers()
 		river.AddWorker(ws, noopWorker{})
 		c, err := river.NewClient(riverpgxv5.New(p), &river.Config{

@@ -484,6 +484,8 @@ func (f *Fleet) durable(ctx context.Context, session string, st stopped) error {
 // River's leader, retries answered parked sessions, and stops the cancelled
 // sessions this worker runs. Failures are logged and tried again.
 func (w *jobWorker) watch(ctx context.Context) {
+	var r reconciler
+	reconcile := func(ctx context.Context) error { return r.reconcile(ctx, w.f) }
 	t := time.NewTicker(w.f.cfg.poll)
 	defer t.Stop()
 	for {
@@ -495,7 +497,7 @@ func (w *jobWorker) watch(ctx context.Context) {
 		for _, step := range []struct {
 			name string
 			do   func(context.Context) error
-		}{{"rescuing", w.f.rescue}, {"promoting", w.f.promote}, {"cancelling", w.stopCancelled}, {"reconciling", w.f.reconcile}} {
+		}{{"rescuing", w.f.rescue}, {"promoting", w.f.promote}, {"cancelling", w.stopCancelled}, {"reconciling", reconcile}} {
 			sctx, cancel := context.WithTimeout(ctx, w.f.cfg.lease)
 			if err := step.do(sctx); err != nil && ctx.Err() == nil {
 				w.f.cfg.log.Warn("fleet: "+step.name, zap.Error(err))
@@ -593,27 +595,65 @@ func (f *Fleet) promote(ctx context.Context) error {
 	return err
 }
 
+// reconcileWindow is how far back, beyond the time since a worker's last
+// reconciliation, a windowed one looks: a transaction whose timestamp
+// (an answer's, a cancellation's, a job's end) is older than that when it
+// commits is found by the next full one.
+const reconcileWindow = time.Minute
+
+// fullReconcileEvery is how often a worker reconciles every finished
+// session rather than those that changed lately (in polls).
+const fullReconcileEvery = 600
+
+// reconciler remembers, for one worker, when it last reconciled (on its
+// monotonic clock) and how many windowed reconciliations it has made
+// since its last full one.
+type reconciler struct {
+	last     time.Time
+	windowed int
+}
+
+// window returns the window of a reconciliation at now: 0 (every finished
+// session) on a worker's first and every fullReconcileEvery-th, else the
+// time since the last and reconcileWindow more.
+func (r *reconciler) window(now time.Time) time.Duration {
+	if r.last.IsZero() || r.windowed >= fullReconcileEvery {
+		return 0
+	}
+	return now.Sub(r.last) + reconcileWindow
+}
+
+// done records a reconciliation of window made at now.
+func (r *reconciler) done(now time.Time, window time.Duration) {
+	r.last = now
+	if window == 0 {
+		r.windowed = 0
+	} else {
+		r.windowed++
+	}
+}
+
+// reconcile reconciles as Fleet.reconcile does, in r's window: its cost
+// does not grow with the sessions finished (issue 30), but for a full
+// reconciliation every fullReconcileEvery polls.
+func (r *reconciler) reconcile(ctx context.Context, f *Fleet) error {
+	now := time.Now()
+	window := r.window(now)
+	if err := f.reconcile(ctx, window); err != nil {
+		return err
+	}
+	r.done(now, window)
+	return nil
+}
+
 // reconcile retries the jobs of parked sessions that have been answered
 // (the answer came as the job was completing), and saves as cancelled the
-// cancelled sessions that no job runs.
-func (f *Fleet) reconcile(ctx context.Context) error {
-	rows, err := f.pool.Query(ctx, `
-		SELECT s.session, s.job_id, s.cancelled_at IS NOT NULL
-		FROM `+f.table("fleet_sessions")+` s
-		JOIN `+f.table("river_job")+` j ON j.id = s.job_id
-		JOIN LATERAL (SELECT generation, status FROM `+f.table("checkpoints")+` c
-			WHERE c.session = s.session ORDER BY generation DESC LIMIT 1) c ON true
-		WHERE j.state IN ('completed', 'cancelled', 'discarded', 'scheduled') AND (
-			-- a job given up (discarded) stays failed until Fleet.Retry;
-			-- one snoozed until its question is due (deadline.go) is
-			-- retried once answered
-			(s.cancelled_at IS NULL AND j.state IN ('completed', 'scheduled') AND s.answer_generation = c.generation AND c.status = 'escalated')
-			-- a stop at the budget extended as its job was completing
-			-- (extend.go)
-			OR (s.cancelled_at IS NULL AND j.state = 'completed' AND c.status = 'budget_exhausted' AND EXISTS (
-				SELECT 1 FROM `+f.table("fleet_extensions")+` e WHERE e.session = s.session AND e.generation = c.generation))
-			OR (s.cancelled_at IS NOT NULL AND j.state <> 'scheduled' AND c.status IN ('', 'running', 'interrupted', 'escalated')))
-		LIMIT 100`)
+// cancelled sessions that no job runs: of those whose job ended, or that
+// were answered, extended or cancelled within window of the server's
+// clock, or all when window is 0.
+func (f *Fleet) reconcile(ctx context.Context, window time.Duration) error {
+	sql, args := f.reconcileQuery(window)
+	rows, err := f.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return err
 	}
@@ -642,4 +682,44 @@ func (f *Fleet) reconcile(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// reconcileQuery returns reconcile's statement and its arguments, for
+// window (0: every finished session).
+func (f *Fleet) reconcileQuery(window time.Duration) (string, []any) {
+	// Recent: the sessions something happened to within the window, each
+	// found by an index (River's on the job's state and end, the fleet's
+	// on the times of a cancellation, an answer, an extension), and those
+	// whose job is snoozed (parked sessions, live state).
+	recent := `TRUE`
+	args := []any{}
+	if window > 0 {
+		since := `now() - $1::bigint * interval '1 microsecond'`
+		recent = `s.session IN (
+			SELECT args->>'session' FROM ` + f.table("river_job") + ` WHERE state IN ('completed', 'cancelled', 'discarded')
+				AND finalized_at IS NOT NULL AND finalized_at >= ` + since + ` AND kind = '` + jobKind + `'
+			UNION ALL SELECT args->>'session' FROM ` + f.table("river_job") + ` WHERE state = 'scheduled' AND kind = '` + jobKind + `'
+			UNION ALL SELECT session FROM ` + f.table("fleet_sessions") + ` WHERE cancelled_at >= ` + since + `
+			UNION ALL SELECT session FROM ` + f.table("fleet_answers") + ` WHERE answered_at >= ` + since + `
+			UNION ALL SELECT session FROM ` + f.table("fleet_extensions") + ` WHERE extended_at >= ` + since + `)`
+		args = append(args, window.Microseconds())
+	}
+	return `
+		SELECT s.session, s.job_id, s.cancelled_at IS NOT NULL
+		FROM ` + f.table("fleet_sessions") + ` s
+		JOIN ` + f.table("river_job") + ` j ON j.id = s.job_id
+		JOIN LATERAL (SELECT generation, status FROM ` + f.table("checkpoints") + ` c
+			WHERE c.session = s.session ORDER BY generation DESC LIMIT 1) c ON true
+		WHERE j.state IN ('completed', 'cancelled', 'discarded', 'scheduled') AND (
+			-- a job given up (discarded) stays failed until Fleet.Retry;
+			-- one snoozed until its question is due (deadline.go) is
+			-- retried once answered
+			(s.cancelled_at IS NULL AND j.state IN ('completed', 'scheduled') AND s.answer_generation = c.generation AND c.status = 'escalated')
+			-- a stop at the budget extended as its job was completing
+			-- (extend.go)
+			OR (s.cancelled_at IS NULL AND j.state = 'completed' AND c.status = 'budget_exhausted' AND EXISTS (
+				SELECT 1 FROM ` + f.table("fleet_extensions") + ` e WHERE e.session = s.session AND e.generation = c.generation))
+			OR (s.cancelled_at IS NOT NULL AND j.state <> 'scheduled' AND c.status IN ('', 'running', 'interrupted', 'escalated')))
+			AND ` + recent + `
+		LIMIT 100`, args
 }
