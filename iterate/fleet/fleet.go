@@ -255,7 +255,7 @@ func (f *Fleet) table(name string) string {
 // schemaVersion marks, as the comment of the fleet's table of sessions, the
 // version of the fleet's own tables: a process finding it current does no
 // DDL (a role without CREATE can work).
-const schemaVersion = "refine-go fleet schema 4"
+const schemaVersion = "refine-go fleet schema 3"
 
 // fleetDDL creates the fleet's own tables, beside River's and the store's:
 // one row per submitted session, with its kind and arguments, its job, and
@@ -264,10 +264,13 @@ const schemaVersion = "refine-go fleet schema 4"
 // checkpoint generation, so that each question is answered once; and one
 // row per accepted extension of a budget (Fleet.Extend), keyed by the
 // budget_exhausted checkpoint's generation, so that each stop is extended
-// once. Indexes on the times of a cancellation, an answer and an
-// extension let a worker's reconciliation read only what changed lately.
-// Every statement is idempotent: older versions' tables are brought to
-// version 4.
+// once; and indexes on the times of a cancellation, an answer and an
+// extension, so that a worker's reconciliation reads only what changed
+// lately (reconcileIndexes). Every statement is idempotent: older
+// versions' tables are brought to version 3. (The indexes came after
+// version 3 without changing it, so that a process of the version before,
+// which takes any other version for an older one, still finds the schema
+// current: it runs without them.)
 const fleetDDL = `
 CREATE TABLE IF NOT EXISTS %[1]s.fleet_sessions (
 	session           text        PRIMARY KEY,
@@ -307,6 +310,10 @@ CREATE INDEX IF NOT EXISTS fleet_answers_answered_at ON %[1]s.fleet_answers (ans
 CREATE INDEX IF NOT EXISTS fleet_extensions_extended_at ON %[1]s.fleet_extensions (extended_at);
 COMMENT ON TABLE %[1]s.fleet_sessions IS '` + schemaVersion + `'`
 
+// reconcileIndexes are the names of the indexes fleetDDL makes for a
+// worker's reconciliation (see Fleet.reconcile).
+var reconcileIndexes = [...]string{"fleet_sessions_cancelled_at", "fleet_answers_answered_at", "fleet_extensions_extended_at"}
+
 // migrate creates the schema and brings River's tables (rivermigrate) and
 // the fleet's up to date, under a session advisory lock on the schema's
 // name, so that processes starting at once take turns; the lock is waited
@@ -334,8 +341,10 @@ func migrateLocked(ctx context.Context, pool *pgxpool.Pool, schema string, timeo
 	// Current already: no lock, no DDL (a role without CREATE can work).
 	var current bool
 	err := pool.QueryRow(ctx, `SELECT coalesce(obj_description(to_regclass($1), 'pg_class') = $3, false)
-		AND to_regclass($2) IS NOT NULL`,
-		q+".fleet_sessions", q+".river_job", schemaVersion).Scan(&current)
+		AND to_regclass($2) IS NOT NULL AND to_regclass($4) IS NOT NULL AND to_regclass($5) IS NOT NULL
+		AND to_regclass($6) IS NOT NULL`,
+		q+".fleet_sessions", q+".river_job", schemaVersion,
+		q+"."+reconcileIndexes[0], q+"."+reconcileIndexes[1], q+"."+reconcileIndexes[2]).Scan(&current)
 	if err != nil {
 		return err
 	}

@@ -102,3 +102,37 @@ func TestReconcileReadsWhatChanged(t *testing.T) {
 		t.Errorf("a windowed reconciliation read %v rows among %d sessions finished an hour ago, want at most 10", got, n)
 	}
 }
+
+// Rule (issue 30, upgrades): a schema made before the reconciliation's
+// indexes existed gets them from the next fleet.New, though its version is
+// unchanged (a process of the version before still finds it current).
+// (Mutation caught: New taking the schema for current by its version alone
+// — the indexes are never made.)
+func TestNewAddsReconcileIndexes(t *testing.T) {
+	pool := newPool(t, 4)
+	schema := newSchema(t, pool)
+	ctx := waitCtx(t)
+	f, err := fleet.New(ctx, pool, fleet.Schema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Store().Close()
+	q := pgx.Identifier{schema}.Sanitize()
+	indexes := []string{"fleet_sessions_cancelled_at", "fleet_answers_answered_at", "fleet_extensions_extended_at"}
+	for _, ix := range indexes {
+		if _, err := pool.Exec(ctx, `DROP INDEX `+q+`.`+ix); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err = fleet.New(ctx, pool, fleet.Schema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Store().Close()
+	for _, ix := range indexes {
+		var ok bool
+		if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, schema+"."+ix).Scan(&ok); err != nil || !ok {
+			t.Errorf("index %s after New: %v, %v", ix, ok, err)
+		}
+	}
+}
