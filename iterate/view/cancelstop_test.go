@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/refine-go/refine/budget"
-	"github.com/refine-go/refine/checkpoint"
-	"github.com/refine-go/refine/iterate"
 )
 
 // TestCancelExtendedStop guards the cancel and extension forms of a stop
@@ -22,15 +20,7 @@ import (
 // form offered whatever Extra.Cancelled says.
 func TestCancelExtendedStop(t *testing.T) {
 	ctx := context.Background()
-	d := checkpoint.NewDir(t.TempDir())
-	if res, _ := iterate.New(toyWorker{}, iterate.WithCheckpointer(d), iterate.WithSession("spent"),
-		iterate.WithBudget(budget.Limits{Tokens: 250, Calls: 100}), iterate.WithMaxIterations(12)).Run(ctx, toyState{}); res == nil || res.Status != iterate.BudgetExhausted {
-		t.Fatalf("premise: a budget_exhausted session: %v", res)
-	}
-	c, err := d.Load(ctx, "spent")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, c := spentSession(t)
 	reqs := DirExtensions{Path: t.TempDir(), Now: func() time.Time { return time.Date(2026, 11, 28, 9, 30, 0, 0, time.UTC) }}
 	cancelled := false
 	h := newHandler(t, d, Extends(reqs), Cancels(&cancels{}),

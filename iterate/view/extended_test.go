@@ -14,6 +14,23 @@ import (
 	"github.com/refine-go/refine/iterate"
 )
 
+// spentSession runs a toy loop to its budget in a directory of its own:
+// the session "spent", stopped budget_exhausted, and its checkpoint.
+func spentSession(t *testing.T) (*checkpoint.Dir, *checkpoint.Checkpoint) {
+	t.Helper()
+	ctx := context.Background()
+	d := checkpoint.NewDir(t.TempDir())
+	if res, _ := iterate.New(toyWorker{}, iterate.WithCheckpointer(d), iterate.WithSession("spent"),
+		iterate.WithBudget(budget.Limits{Tokens: 250, Calls: 100}), iterate.WithMaxIterations(12)).Run(ctx, toyState{}); res == nil || res.Status != iterate.BudgetExhausted {
+		t.Fatalf("premise: a budget_exhausted session: %v", res)
+	}
+	c, err := d.Load(ctx, "spent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, c
+}
+
 // TestExtendedFollowed guards issue 31 (an operator's pages tell what the
 // library recorded, and follow what will change): once an extension of a
 // session's stop at its budget is recorded (DirExtensions, as a fleet's
@@ -34,15 +51,7 @@ import (
 // "(extended: waiting to be resumed)" kept to escalated sessions.
 func TestExtendedFollowed(t *testing.T) {
 	ctx := context.Background()
-	d := checkpoint.NewDir(t.TempDir())
-	if res, _ := iterate.New(toyWorker{}, iterate.WithCheckpointer(d), iterate.WithSession("spent"),
-		iterate.WithBudget(budget.Limits{Tokens: 250, Calls: 100}), iterate.WithMaxIterations(12)).Run(ctx, toyState{}); res == nil || res.Status != iterate.BudgetExhausted {
-		t.Fatalf("premise: a budget_exhausted session: %v", res)
-	}
-	c, err := d.Load(ctx, "spent")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, c := spentSession(t)
 	at := time.Date(2026, 11, 28, 9, 30, 0, 0, time.UTC)
 	reqs := DirExtensions{Path: t.TempDir(), Now: func() time.Time { return at }}
 	h := newHandler(t, d, Extends(reqs))
@@ -215,16 +224,7 @@ func TestBudgetIterationLimit(t *testing.T) {
 // the list, not as waiting. Mutation caught (checked to fail): the
 // templates saying "waiting to be resumed" whoever holds the session.
 func TestExtendedResumedBy(t *testing.T) {
-	ctx := context.Background()
-	d := checkpoint.NewDir(t.TempDir())
-	if res, _ := iterate.New(toyWorker{}, iterate.WithCheckpointer(d), iterate.WithSession("spent"),
-		iterate.WithBudget(budget.Limits{Tokens: 250, Calls: 100}), iterate.WithMaxIterations(12)).Run(ctx, toyState{}); res == nil || res.Status != iterate.BudgetExhausted {
-		t.Fatalf("premise: a budget_exhausted session: %v", res)
-	}
-	c, err := d.Load(ctx, "spent")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, c := spentSession(t)
 	x := &ExtensionRecord{Generation: c.Generation, To: budget.Limits{Tokens: 900, Calls: 100}, By: "bob"}
 	for _, holder := range []string{"", "worker-1"} {
 		h := newHandler(t, d, Extras(func(context.Context) (map[string]Extra, error) {

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	"github.com/refine-go/refine/budget"
-	"github.com/refine-go/refine/checkpoint"
-	"github.com/refine-go/refine/iterate"
 )
 
 // TestExtraOf guards issue 31, item 10 (a session's page costs the same
@@ -21,16 +19,7 @@ import (
 // Mutation caught (checked to fail): extraOf reading Extras' map though
 // ExtraOf is given (every session's extras read for one page).
 func TestExtraOf(t *testing.T) {
-	ctx := context.Background()
-	d := checkpoint.NewDir(t.TempDir())
-	if res, _ := iterate.New(toyWorker{}, iterate.WithCheckpointer(d), iterate.WithSession("spent"),
-		iterate.WithBudget(budget.Limits{Tokens: 250, Calls: 100}), iterate.WithMaxIterations(12)).Run(ctx, toyState{}); res == nil || res.Status != iterate.BudgetExhausted {
-		t.Fatalf("premise: a budget_exhausted session: %v", res)
-	}
-	c, err := d.Load(ctx, "spent")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, c := spentSession(t)
 	tell := map[string]Extra{
 		"spent":  {Kind: "spend", Extension: &ExtensionRecord{Generation: c.Generation, To: budget.Limits{Tokens: 900, Calls: 100}, By: "bob"}},
 		"queued": {Kind: "spend", Status: "queued"},
