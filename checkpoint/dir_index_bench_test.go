@@ -22,11 +22,7 @@ import (
 // the same directory. N is 100 and 10,000;
 // DIR_BENCH_SESSIONS adds a size (100,000 takes a few seconds to set up).
 func BenchmarkDirSessionRead(b *testing.B) {
-	sizes := []int{100, 10000}
-	if n, err := strconv.Atoi(os.Getenv("DIR_BENCH_SESSIONS")); err == nil && n > 0 {
-		sizes = append(sizes, n)
-	}
-	for _, n := range sizes {
+	for _, n := range dirBenchSizes() {
 		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
 			data, err := checkpoint.Marshal(checkpointtest.Checkpoint("x", 1))
@@ -79,22 +75,9 @@ func BenchmarkDirSessionRead(b *testing.B) {
 // is the Dir as it is, "listing" one that reads no index or journal, as
 // before. Sizes as BenchmarkDirSessionRead's.
 func BenchmarkDirListPage(b *testing.B) {
-	sizes := []int{100, 10000}
-	if n, err := strconv.Atoi(os.Getenv("DIR_BENCH_SESSIONS")); err == nil && n > 0 {
-		sizes = append(sizes, n)
-	}
-	for _, n := range sizes {
+	for _, n := range dirBenchSizes() {
 		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
-			dir := b.TempDir()
-			for i := range n {
-				s := fmt.Sprintf("s%07d", i)
-				data, err := checkpoint.Marshal(checkpointtest.Checkpoint(s, 1))
-				if err != nil {
-					b.Fatal(err)
-				}
-				writeFileB(b, filepath.Join(dir, genFile(s, 1)), data)
-				writeFileB(b, filepath.Join(dir, s+".session"), nil)
-			}
+			dir := writeSessions(b, n)
 			after := "" // the first page, at 100
 			if n >= 200 {
 				after = fmt.Sprintf("s%07d", n/2-50)
@@ -144,22 +127,9 @@ func BenchmarkDirListPage(b *testing.B) {
 // before. listings/op counts the directory's listings. Sizes as
 // BenchmarkDirSessionRead's.
 func BenchmarkDirFirstPage(b *testing.B) {
-	sizes := []int{100, 10000}
-	if n, err := strconv.Atoi(os.Getenv("DIR_BENCH_SESSIONS")); err == nil && n > 0 {
-		sizes = append(sizes, n)
-	}
-	for _, n := range sizes {
+	for _, n := range dirBenchSizes() {
 		b.Run(fmt.Sprintf("sessions=%d", n), func(b *testing.B) {
-			dir := b.TempDir()
-			for i := range n {
-				s := fmt.Sprintf("s%07d", i)
-				data, err := checkpoint.Marshal(checkpointtest.Checkpoint(s, 1))
-				if err != nil {
-					b.Fatal(err)
-				}
-				writeFileB(b, filepath.Join(dir, genFile(s, 1)), data)
-				writeFileB(b, filepath.Join(dir, s+".session"), nil)
-			}
+			dir := writeSessions(b, n)
 			// A session created by a Dir: the journal has a line.
 			if err := checkpoint.NewDir(dir).Save(ctx, checkpointtest.Checkpoint("t", 1)); err != nil {
 				b.Fatal(err)
@@ -252,4 +222,31 @@ func TestDirFirstPageProbe(t *testing.T) {
 			break
 		}
 	}
+}
+
+// dirBenchSizes returns the directory sizes the benchmarks run at: 100 and
+// 10,000 sessions, and DIR_BENCH_SESSIONS if set.
+func dirBenchSizes() []int {
+	sizes := []int{100, 10000}
+	if n, err := strconv.Atoi(os.Getenv("DIR_BENCH_SESSIONS")); err == nil && n > 0 {
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// writeSessions returns a new directory of n sessions, s0000000 on, each
+// a generation file and an empty marker, written directly.
+func writeSessions(b *testing.B, n int) string {
+	b.Helper()
+	dir := b.TempDir()
+	for i := range n {
+		s := fmt.Sprintf("s%07d", i)
+		data, err := checkpoint.Marshal(checkpointtest.Checkpoint(s, 1))
+		if err != nil {
+			b.Fatal(err)
+		}
+		writeFileB(b, filepath.Join(dir, genFile(s, 1)), data)
+		writeFileB(b, filepath.Join(dir, s+".session"), nil)
+	}
+	return dir
 }
