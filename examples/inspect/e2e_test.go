@@ -430,18 +430,8 @@ func floats(t *testing.T, s string) []float64 {
 // has one, and checks that the picture is not blank and shows both series.
 func screenshot(t *testing.T, page string) {
 	t.Helper()
-	chromium, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("no headless Chromium to render the page: no chromium in PATH (Debian's chromium package)")
-	}
 	shot := filepath.Join(t.TempDir(), "page.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu",
-		"--user-data-dir="+t.TempDir(), "--screenshot="+shot, "--window-size=1000,800", "file://"+page)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
+	e2etest.Chromium(t, []string{"--screenshot=" + shot, "--window-size=1000,800"}, "file://"+page)
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatal(err)

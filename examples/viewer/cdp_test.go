@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/refine-go/refine/examples/internal/e2etest"
 )
 
 // A headless Chromium driven through the DevTools protocol over a pipe
@@ -89,19 +91,7 @@ func startBrowser(t *testing.T) *browser {
 		b.in.Close()
 		b.out.Close() // ends replies, should a helper still hold the pipe
 		<-b.read
-		// Helpers killed with the group may still be writing to the
-		// profile for a moment: the removal is retried.
-		for i := 0; ; i++ {
-			err := os.RemoveAll(profile)
-			if err == nil {
-				break
-			}
-			if i == 20 {
-				t.Logf("removing Chromium's profile %s: %v", profile, err)
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		e2etest.RemoveProfile(t, profile)
 		if t.Failed() {
 			t.Logf("chromium's stderr:\n%s", errOut.String())
 		}

@@ -13,11 +13,11 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/refine-go/refine/checkpoint"
+	"github.com/refine-go/refine/examples/internal/e2etest"
 	"github.com/refine-go/refine/iterate"
 	"github.com/refine-go/refine/iterate/view"
 )
@@ -26,52 +26,12 @@ import (
 // chromium package), and skip when there is none. Screenshots go to the
 // directory named by VIEWER_SCREENSHOTS (kept), else to a temporary one.
 
-// chromium runs a headless Chromium with args and url, in a process group
-// of its own that is killed when it outlives ctx, and returns its output.
+// chromium runs a headless Chromium with args and url and returns its
+// output (e2etest.Chromium: its own process group, a fresh profile, a
+// crash at start retried).
 func chromium(t *testing.T, args []string, url string) []byte {
 	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("no headless Chromium: no chromium in PATH (Debian's chromium package)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	// Chromium's profile, removed when the test ends; helpers killed with
-	// the group may still be writing to it for a moment, so the removal is
-	// retried a few times rather than failing the test (t.TempDir would).
-	profile, err := os.MkdirTemp("", "viewer-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for i := 0; ; i++ {
-			err := os.RemoveAll(profile)
-			if err == nil {
-				return
-			}
-			if i == 20 {
-				t.Logf("removing Chromium's profile %s: %v", profile, err)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	})
-	all := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--no-first-run", "--disable-dev-shm-usage", "--user-data-dir=" + profile}, args...)
-	cmd := exec.CommandContext(ctx, bin, append(all, url)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err = cmd.Run()
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // helpers left behind
-	}
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, errOut.String())
-	}
-	return out.Bytes()
+	return e2etest.Chromium(t, args, url)
 }
 
 // shotDir is where screenshots are written.
