@@ -24,7 +24,9 @@ func (r *recorder) Fatalf(format string, args ...any) {
 	runtime.Goexit()
 }
 
-func (r *recorder) Logf(format string, args ...any) { r.logs = append(r.logs, fmt.Sprintf(format, args...)) }
+func (r *recorder) Logf(format string, args ...any) {
+	r.logs = append(r.logs, fmt.Sprintf(format, args...))
+}
 
 // TestChromiumRetriesACrash runs a fake chromium that dies of SIGSEGV on
 // its first `crashes` starts, or exits 1: a crash is retried up to three
