@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -16,13 +17,19 @@ import (
 	"github.com/refine-go/refine/iterate/fleet"
 )
 
-var inProcessRounds = flag.Int("fleet.ab", 0, "TestThroughputInterleaved: A/B rounds per worker count (0 skips the test)")
+var (
+	inProcessRounds = flag.Int("fleet.ab", 0, "TestThroughputInterleaved: A/B rounds per worker count (0 skips the test)")
+	sampleWaits     = flag.Bool("fleet.waits", false, "TestThroughputInterleaved: log what the server's backends wait on during the fleet's rounds")
+	onlyWorkers     = flag.Int("fleet.workers", 0, "TestThroughputInterleaved: measure at this many workers only (0: at 1 and at 2)")
+	logJobs         = flag.Bool("fleet.jobs", false, "TestThroughputInterleaved: log the CPU time a session and a job cost, and how long the fleet's jobs waited and ran")
+)
 
 // Interleaved throughput: sizes and settings. A worker of either kind runs
 // abConcurrency at once and fetches as the fleet's River client does at
 // Poll(abPoll): polling every abPoll, at most one fetch per abPoll/10.
 const (
-	abSessions    = 200
+	abSessions    = 600
+	abWarm        = 40
 	abIterations  = 4
 	abConcurrency = fleet.DefaultConcurrency
 	abPoll        = 100 * time.Millisecond
@@ -44,6 +51,9 @@ func TestThroughputInterleaved(t *testing.T) {
 		t.Skip("measures on demand: -fleet.ab ROUNDS")
 	}
 	for _, workers := range []int{1, 2} {
+		if *onlyWorkers != 0 && workers != *onlyWorkers {
+			continue
+		}
 		var ratios, fleetRates, noopRates []float64
 		for round := range *inProcessRounds {
 			var f, n float64
@@ -66,6 +76,31 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// warmPool returns a pool of n connections, all open, as a worker's pool
+// is once it has run for a while: the server processes a round starts
+// are not counted in its time (they cost the server as much CPU as a few
+// sessions each, and a short round would weigh them far above what a
+// long-running fleet pays).
+func warmPool(t *testing.T, n int32) *pgxpool.Pool {
+	cfg, err := pgxpool.ParseConfig(serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns, cfg.MinConns = n, n
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	for deadline := time.Now().Add(30 * time.Second); pool.Stat().TotalConns() < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d connections open after 30 s", pool.Stat().TotalConns(), n)
+		}
+		time.Sleep(10 * time.Millisecond) // the pool opening its connections
+	}
+	return pool
 }
 
 // waitCompleted waits until n jobs of schema are completed.
@@ -98,7 +133,7 @@ func fleetRate(t *testing.T, workers int) float64 {
 	var kind *fleet.Kind[int, noopState]
 	var stops []func()
 	for i := range workers {
-		p := newPool(t, 2*abConcurrency+10)
+		p := warmPool(t, 2*abConcurrency+10)
 		// Closed when the round ends (after the stops below), not at the
 		// test's: a run of many rounds would otherwise keep every round's
 		// connections and exceed the server's max_connections.
@@ -127,17 +162,93 @@ func fleetRate(t *testing.T, workers int) float64 {
 			s()
 		}
 	}()
-	subs := make([]fleet.Submission[int], abSessions)
-	for i := range subs {
-		subs[i] = fleet.Submission[int]{Session: fmt.Sprintf("ab-%04d", i), Args: i}
+	submit := func(prefix string, n int) {
+		subs := make([]fleet.Submission[int], n)
+		for i := range subs {
+			subs[i] = fleet.Submission[int]{Session: fmt.Sprintf("%s-%04d", prefix, i), Args: i}
+		}
+		if _, err := kind.SubmitMany(context.Background(), subs); err != nil {
+			t.Fatal(err)
+		}
 	}
 	time.Sleep(200 * time.Millisecond) // the workers' River clients started
+	// Warm-up, not measured: the workers' connections are opened and
+	// their server processes have read the tables and planned the
+	// statements, as in a fleet that has been running.
+	submit("warm", abWarm)
+	waitCompleted(t, pool, schema, abWarm)
+	if *sampleWaits {
+		defer waitSampler(t, fmt.Sprintf("%d workers", workers))()
+	}
+	meter := startCPU()
 	begin := time.Now()
-	if _, err := kind.SubmitMany(context.Background(), subs); err != nil {
+	submit("ab", abSessions)
+	waitCompleted(t, pool, schema, abWarm+abSessions)
+	elapsed := time.Since(begin)
+	if *logJobs {
+		what := fmt.Sprintf("%d workers, fleet", workers)
+		meter.log(t, what, abSessions)
+		logJobTimes(t, pool, schema, what, begin, elapsed, workers*abConcurrency)
+	}
+	return float64(abSessions) / elapsed.Seconds()
+}
+
+// logJobTimes logs, from River's jobs of schema, how long a job ran
+// (attempted to finalized) and waited (created to attempted), and how
+// full the slots were over elapsed.
+func logJobTimes(t *testing.T, pool *pgxpool.Pool, schema, what string, since time.Time, elapsed time.Duration, slots int) {
+	var ran, waited, p50, p90, first, last float64
+	if err := pool.QueryRow(context.Background(), `SELECT
+		sum(extract(epoch FROM finalized_at - attempted_at)), avg(extract(epoch FROM attempted_at - created_at)),
+		extract(epoch FROM min(attempted_at) - min(created_at)), extract(epoch FROM max(finalized_at) - min(created_at)),
+		percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM finalized_at - attempted_at)),
+		percentile_cont(0.9) WITHIN GROUP (ORDER BY extract(epoch FROM finalized_at - attempted_at))
+		FROM `+pgx.Identifier{schema}.Sanitize()+`.river_job WHERE created_at >= $1`, since).Scan(&ran, &waited, &first, &last, &p50, &p90); err != nil {
 		t.Fatal(err)
 	}
-	waitCompleted(t, pool, schema, abSessions)
-	return float64(abSessions) / time.Since(begin).Seconds()
+	t.Logf("%s: a job ran %.1f ms (median; p90 %.1f ms) after waiting %.1f ms (mean); slots busy %.0f%% of %v; first attempt %.0f ms, last end %.0f ms after the first insert",
+		what, p50*1000, p90*1000, waited*1000, 100*ran/(elapsed.Seconds()*float64(slots)), elapsed.Round(time.Millisecond), first*1000, last*1000)
+}
+
+// waitSampler samples, every millisecond until the returned stop is
+// called, what the server's client backends other than its own do (their
+// state and wait event, and the statement's first words), and the stop
+// logs the tally: where a session's time goes on the server's side.
+func waitSampler(t *testing.T, what string) (stop func()) {
+	pool := newPool(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan map[string]int)
+	go func() {
+		tally, samples := map[string]int{}, 0
+		defer func() { tally["(samples)"] = samples; done <- tally }()
+		for ctx.Err() == nil {
+			rows, err := pool.Query(ctx, `SELECT state || ' ' || coalesce(wait_event_type || ':' || wait_event, '-') || ' ' ||
+				CASE WHEN state = 'idle' THEN '' ELSE left(regexp_replace(query, '\s+', ' ', 'g'), 50) END
+				FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+				AND backend_type = 'client backend' AND application_name <> 'sampler'`)
+			if err != nil {
+				return
+			}
+			keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				return
+			}
+			samples++
+			for _, k := range keys {
+				tally[k]++
+			}
+			time.Sleep(time.Millisecond) // a sampling period, not timing
+		}
+	}()
+	return func() {
+		cancel()
+		tally := <-done
+		n := tally["(samples)"]
+		keys := slices.SortedFunc(maps.Keys(tally), func(a, b string) int { return tally[b] - tally[a] })
+		for _, k := range keys[:min(len(keys), 15)] {
+			t.Logf("%s: %6.2f backends on average  %s", what, float64(tally[k])/float64(max(n, 1)), k)
+		}
+	}
 }
 
 // noopRate runs abSessions River no-op jobs on workers River clients of
@@ -153,7 +264,7 @@ func noopRate(t *testing.T, workers int) float64 {
 	}
 	var stops []func()
 	for range workers {
-		p := newPool(t, 2*abConcurrency+10)
+		p := warmPool(t, 2*abConcurrency+10)
 		// Closed when the round ends (after the stops below), not at the
 		// test's: a run of many rounds would otherwise keep every round's
 		// connections and exceed the server's max_connections.
@@ -188,15 +299,24 @@ func noopRate(t *testing.T, workers int) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	params := make([]river.InsertManyParams, abSessions)
-	for i := range params {
-		params[i] = river.InsertManyParams{Args: noopArgs{N: i}}
+	insert := func(n int) {
+		params := make([]river.InsertManyParams, n)
+		for i := range params {
+			params[i] = river.InsertManyParams{Args: noopArgs{N: i}}
+		}
+		if _, err := rc.InsertMany(context.Background(), params); err != nil {
+			t.Fatal(err)
+		}
 	}
 	time.Sleep(200 * time.Millisecond) // the clients started
+	insert(abWarm)                     // warm-up, not measured, as the fleet's
+	waitCompleted(t, pool, schema, abWarm)
+	meter := startCPU()
 	begin := time.Now()
-	if _, err := rc.InsertMany(context.Background(), params); err != nil {
-		t.Fatal(err)
+	insert(abSessions)
+	waitCompleted(t, pool, schema, abWarm+abSessions)
+	if *logJobs {
+		meter.log(t, fmt.Sprintf("%d workers, River", workers), abSessions)
 	}
-	waitCompleted(t, pool, schema, abSessions)
 	return float64(abSessions) / time.Since(begin).Seconds()
 }
