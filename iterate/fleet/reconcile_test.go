@@ -37,10 +37,12 @@ func rowsTouched(node map[string]any) float64 {
 // every worker; 3.5 µs a session here, 28 ms a poll at 8,000). Among 300
 // sessions finished an hour ago the windowed statement reads a few rows,
 // where the full one (a worker's first poll, and every
-// fullReconcileEvery) reads them all. (Mutations caught: the window not
-// applied — every finished session read; the window's bound computed with
-// clock_timestamp(), which no index can use — the fleet's sessions read
-// by a sequential scan.)
+// fullReconcileEvery) reads them all; and among 300 sessions just
+// finished, none answered, extended or cancelled, neither reads a
+// checkpoint. (Mutations caught: the window not applied — every finished
+// session read; the window's bound computed with clock_timestamp(), which
+// no index can use — the fleet's sessions read by a sequential scan; the
+// session's row not asked first — 300 checkpoints read.)
 func TestReconcileReadsWhatChanged(t *testing.T) {
 	const n = 300
 	pool := newPool(t, 20)
@@ -101,6 +103,50 @@ func TestReconcileReadsWhatChanged(t *testing.T) {
 	if got := touched(2 * time.Second); got > 10 {
 		t.Errorf("a windowed reconciliation read %v rows among %d sessions finished an hour ago, want at most 10", got, n)
 	}
+
+	// Finished just now, inside every window, and none answered, extended
+	// or cancelled: no checkpoint of theirs is read (at 300 sessions a
+	// second a minute's window holds 18,000 jobs, each a look at its
+	// newest checkpoint before the sessions' rows were asked first).
+	if _, err := pool.Exec(ctx, `UPDATE `+q+`.river_job SET finalized_at = now() WHERE finalized_at IS NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE `+q+`.river_job`); err != nil {
+		t.Fatal(err)
+	}
+	for _, window := range []time.Duration{0, 2 * time.Second} {
+		sql, args := fleet.ReconcileQuery(f, window)
+		var out string
+		if err := pool.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+sql, args...).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		var plan []map[string]any
+		if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan) == 0 {
+			t.Fatalf("plan %q: %v", out, err)
+		}
+		if got := relationRows(plan[0]["Plan"].(map[string]any), "checkpoints"); got > 0 {
+			t.Errorf("window %v: the reconciliation read %v checkpoint rows of %d sessions just finished that nobody answered, extended or cancelled, want none", window, got, n)
+		}
+	}
+}
+
+// relationRows returns the rows the plan's nodes that scan relation
+// returned (times their loops).
+func relationRows(node map[string]any, relation string) float64 {
+	n := 0.0
+	if node["Relation Name"] == relation {
+		rows, _ := node["Actual Rows"].(float64)
+		loops, _ := node["Actual Loops"].(float64)
+		n += rows * max(loops, 1)
+	}
+	if plans, ok := node["Plans"].([]any); ok {
+		for _, p := range plans {
+			if m, ok := p.(map[string]any); ok {
+				n += relationRows(m, relation)
+			}
+		}
+	}
+	return n
 }
 
 // Rule (issue 30, upgrades): a schema made before the reconciliation's

@@ -709,7 +709,17 @@ func (f *Fleet) reconcileQuery(window time.Duration) (string, []any) {
 		FROM ` + f.table("fleet_sessions") + ` s
 		JOIN ` + f.table("river_job") + ` j ON j.id = s.job_id
 		JOIN LATERAL (SELECT generation, status FROM ` + f.table("checkpoints") + ` c
-			WHERE c.session = s.session ORDER BY generation DESC LIMIT 1) c ON true
+			WHERE c.session = s.session
+				-- what every case below needs, from the session's
+				-- row: a session never answered, extended or
+				-- cancelled (most of those whose jobs end) is passed
+				-- over without a look at its checkpoints. Here, not
+				-- in the WHERE, so that the planner tests it on each
+				-- session the window found (a one-time filter of the
+				-- lateral) and does not scan every session for it.
+				AND (s.cancelled_at IS NOT NULL OR s.answer_generation IS NOT NULL OR EXISTS (
+					SELECT 1 FROM ` + f.table("fleet_extensions") + ` e0 WHERE e0.session = s.session))
+			ORDER BY generation DESC LIMIT 1) c ON true
 		WHERE j.state IN ('completed', 'cancelled', 'discarded', 'scheduled') AND (
 			-- a job given up (discarded) stays failed until Fleet.Retry;
 			-- one snoozed until its question is due (deadline.go) is
