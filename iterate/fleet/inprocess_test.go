@@ -41,11 +41,13 @@ const (
 // or a River client, each on a pool of its own, all with the same
 // concurrency and fetch settings), interleaved: each round runs both, in
 // alternating order, on fresh schemas, so that a machine loaded by others
-// weighs on both alike. It logs each round's ratio and their median
-// (BENCHMARKS.md, "Fleet: throughput against River's no-op jobs"). On
-// demand:
+// weighs on both alike. Each side runs in the steady state: its pools'
+// connections all open (warmPool) and abWarm sessions (jobs) run before
+// abSessions are measured. It logs each round's ratio and their median
+// (BENCHMARKS.md, "Throughput beside River, interleaved in one process");
+// -fleet.jobs adds each side's CPU time per session (job). On demand:
 //
-//	go test -run TestThroughputInterleaved -fleet.ab 5 -v
+//	go test -run TestThroughputInterleaved -fleet.ab 5 -fleet.jobs -v
 func TestThroughputInterleaved(t *testing.T) {
 	if *inProcessRounds == 0 {
 		t.Skip("measures on demand: -fleet.ab ROUNDS")
