@@ -49,9 +49,10 @@ func machineCPU() (busy, total int64) {
 	return busy, total
 }
 
-// schedWait returns the time the processes pids (or, for pid 0, this
-// process's threads) have spent on a CPU and waiting for one, from
-// schedstat's first two fields.
+// schedWait returns the time the processes pids (or, for nil, this
+// process's live threads: a thread gone meanwhile takes its time with it)
+// have spent on a CPU and waiting for one, from schedstat's first two
+// fields.
 func schedWait(pids []uint32) (run, wait time.Duration) {
 	var files []string
 	for _, pid := range pids {
@@ -117,6 +118,7 @@ type cpuMeter struct {
 	run, wait   time.Duration
 }
 
+// startCPU reads the CPU times a cpuMeter holds, now.
 func startCPU() cpuMeter {
 	m := cpuMeter{server: serverTimes()}
 	m.busy, m.total = machineCPU()
