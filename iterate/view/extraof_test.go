@@ -49,3 +49,40 @@ func TestExtraOf(t *testing.T) {
 		t.Errorf("the list: Extras read %d times, want once, listing the queued session", all.Load())
 	}
 }
+
+// TestAnsweredGenerationShown guards the page against its two reads: the
+// store's checkpoint, then the host's extras, which may speak of a newer
+// generation (the session answered and resumed in between: seen in
+// examples/viewer's TestFleetAnswer, 1 run in 12, a fresh viewer offering
+// the answered session's form). An answer the host recorded for the
+// generation shown answers it, whatever Answered says of the newest.
+// Mutation caught: the form offered on Extra.Answered alone.
+func TestAnsweredGenerationShown(t *testing.T) {
+	store := testStore(t)
+	asked, err := store.Load(context.Background(), "asked")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		extra    Extra
+		wantForm bool
+	}{
+		{"not answered", Extra{}, true},
+		{"answered, as the host reads it", Extra{Answered: true}, false},
+		{"answered, the host read past it", Extra{Answers: []AnswerRecord{{Generation: asked.Generation, Answer: "go"}}}, false},
+		{"an older escalation answered", Extra{Answers: []AnswerRecord{{Generation: asked.Generation - 1, Answer: "go"}}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHandler(t, store, Answers(&answers{}),
+				ExtraOf(func(context.Context, string) (Extra, error) { return tc.extra, nil }))
+			_, page := get(t, h, "/session/asked")
+			if form := strings.Contains(page, `<form id="answer"`); form != tc.wantForm {
+				t.Errorf("answer form offered: %v, want %v", form, tc.wantForm)
+			}
+			if answered := strings.Contains(page, `<p id="answered"`); answered == tc.wantForm {
+				t.Errorf("says answered: %v, want %v", answered, !tc.wantForm)
+			}
+		})
+	}
+}

@@ -514,6 +514,17 @@ func (h *Handler) extraOf(ctx context.Context, session string) (Extra, error) {
 	return x, nil
 }
 
+// answeredAt reports whether answers hold one to the escalation of
+// generation gen.
+func answeredAt(answers []AnswerRecord, gen uint64) bool {
+	for _, a := range answers {
+		if a.Generation == gen {
+			return true
+		}
+	}
+	return false
+}
+
 // hasExtras reports whether the host tells extras (Extras, ExtraOf or
 // ExtrasAfter).
 func (h *Handler) hasExtras() bool {
@@ -731,6 +742,12 @@ func (h *Handler) session(w http.ResponseWriter, r *http.Request) {
 		p.ExtrasErr = extrasErr.Error()
 	}
 	p.Extra, p.Extras = extra, h.hasExtras()
+	if answeredAt(p.Extra.Answers, c.Generation) {
+		// The host was read after the checkpoint shown and may speak of a
+		// newer generation (the session answered and resumed meanwhile):
+		// an answer recorded for the generation shown answers it.
+		p.Extra.Answered = true
+	}
 	p.Links = pageLinks(p.Extra.Links, "../")
 	if c.Status == string(iterate.Running) {
 		p.Holding = h.holding(name, p.Extra, h.hasExtras() && extrasErr == nil)
