@@ -13,5 +13,5 @@ func TestCrashAnywhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
-	runKillHarness(t, false, killEnvInt(t, "REFINE_CRASH_KILLS", 20))
+	runKillHarness(t, killNoJournal, killEnvInt(t, "REFINE_CRASH_KILLS", 20))
 }

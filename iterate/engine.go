@@ -164,6 +164,14 @@ type run[S any] struct {
 	// then read once, for both (the iterations' durations still add up to
 	// the run's time).
 	lapAtTaskEnd bool
+	// asyncJournal is set when the journal's saves of tasks run in
+	// parallel are the writer's (see journal): under Journal, with a
+	// store that takes the state as bytes (the writer's saves take the
+	// iteration's state encoded once; a StreamSaver, such as
+	// checkpoint.Dir, is given the state as a stream by each task's own
+	// save, as iteratetest.Crash's store is), without WithCrashLoopBound
+	// (whose saves record the tasks in flight).
+	asyncJournal bool
 }
 
 func (e *engine[S]) newRun() (*run[S], error) {
@@ -180,6 +188,8 @@ func (e *engine[S]) newRun() (*run[S], error) {
 	r.outs = r.lone[:] // an iteration of one task, the usual, needs no allocation
 	r.assessesNothing = e.funcWorker != nil && e.funcWorker.AssessFunc == nil
 	r.lapAtTaskEnd = e.funcWorker != nil && e.stageEnder == nil && !r.observing && e.cfg.persist&Journal == 0
+	_, streams := e.cfg.checkpointer.(StreamSaver)
+	r.asyncJournal = e.cfg.persist&Journal != 0 && !streams && e.cfg.crashBound == 0
 	r.configureHistory()
 	r.configureRecycling()
 	return r, nil
@@ -532,6 +542,7 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 			failedTasks++
 			taskErr = outs[i].Err
 			if IsPermanent(outs[i].Err) {
+				r.flushJournal()
 				r.settle(reservation, &usage)
 				return outs[i].Err
 			}
@@ -544,6 +555,7 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 			// (Resume runs it again, taking the journaled tasks' outcomes);
 			// what it spent is not, except what the journal will charge
 			// again when it is replayed.
+			r.flushJournal()
 			unjournaled := usage.Sub(r.journal.usage(n))
 			r.settle(reservation, &unjournaled)
 			r.lastErr = taskErr
@@ -554,11 +566,19 @@ func (r *run[S]) integrateIteration(ctx context.Context, fl *inflight, outs []Ou
 		integCtx = context.WithoutCancel(ctx)
 	}
 
+	// The host's Integrate may run while the journal's writer saves the
+	// tasks that ended first (see journal): it reads neither the state,
+	// encoded before, nor what follows, which waits for it.
 	next, integErr := r.integrate(integCtx, outs)
 	if integErr != nil && (IsPermanent(integErr) || errors.Is(integErr, ErrPanic)) {
+		r.flushJournal()
 		r.settle(reservation, &usage)
 		return integErr
 	}
+	if r.asyncJournal {
+		r.journal.close() // the loop saves the iteration next
+	}
+
 	if integErr == nil {
 		r.state = next
 		for i := range outs {
@@ -1049,6 +1069,7 @@ func (r *run[S]) stop(ctx context.Context, status Status, reason string) (*Resul
 			}
 		}
 	}
+	r.sendSuperseded() // when no save sent them
 	var err error
 	switch status {
 	case Escalated:

@@ -135,7 +135,12 @@ type TaskStarted struct {
 	Task Task
 }
 
-// TaskEnded is sent when a task ends, from the task's goroutine.
+// TaskEnded is sent when a task ends, from the task's goroutine. Under
+// [Journal] it is sent once a save holding the task's outcome has returned,
+// so that a crash after it does not run the task again: after the task's
+// own save, or, when the journal's goroutine or the iteration's save took
+// the task (see Journal), from the goroutine that saved, after that save's
+// CheckpointSaved (for the iteration's save, after its IterationEnded).
 type TaskEnded struct {
 	it
 	Task     Task
@@ -176,8 +181,9 @@ type IterationEnded struct {
 
 // CheckpointSaved is sent after every save attempt, Err set when it failed:
 // the loop's save after each iteration and at its stop, and, under
-// [Journal], the save of each finished task (from the task's goroutine,
-// with Status Running). A save retried under [Strict] is one attempt.
+// [Journal], the saves of finished tasks (from the task's goroutine or the
+// journal's own, with Status Running). A save retried under [Strict] is
+// one attempt.
 //
 // Iteration() is the iteration the save belongs to: for the loop's saves,
 // the one the checkpoint completes (its Completed); for a journal's save,

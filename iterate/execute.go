@@ -179,14 +179,19 @@ func (r *run[S]) endTask(ctx context.Context, t *Task, out *Outcome[S], replayed
 			// (see integrateIteration).
 			r.clock.taskEnd, r.clock.taskEnded = end, true
 		}
-		if r.cfg.persist&Journal != 0 {
-			r.record(ctx, t, out)
+		if r.cfg.persist&Journal != 0 && r.record(ctx, t, out, lone) {
+			return // its TaskEnded is sent once its save has returned (see record)
 		}
 	}
 	if r.observing {
-		r.emit(TaskEnded{it: r.at(t.Iteration), Task: *t, Err: out.Err, Usage: out.Usage, Duration: out.Duration, Replayed: replayed,
-			Interrupted: !replayed && interruptedBy(ctx, out.Err)})
+		r.emit(r.taskEnded(ctx, t, out, replayed))
 	}
+}
+
+// taskEnded returns the TaskEnded event of t, ended with out.
+func (r *run[S]) taskEnded(ctx context.Context, t *Task, out *Outcome[S], replayed bool) TaskEnded {
+	return TaskEnded{it: r.at(t.Iteration), Task: *t, Err: out.Err, Usage: out.Usage, Duration: out.Duration, Replayed: replayed,
+		Interrupted: !replayed && interruptedBy(ctx, out.Err)}
 }
 
 func (r *run[S]) workCancellable(ctx context.Context, state S, t *Task, out *Outcome[S]) {

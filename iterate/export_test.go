@@ -28,3 +28,7 @@ func JournaledTasks(c *checkpoint.Checkpoint) [][2]int {
 	}
 	return out
 }
+
+// JournalLinger is how long the journal's writer waits before its first
+// save (journalLinger).
+const JournalLinger = journalLinger

@@ -81,7 +81,7 @@ const (
 	killIterations = 40 // the loop converges after this many iterations
 
 	envKillChild   = "REFINE_KILL_CHILD"   // the child's checkpoint directory
-	envKillJournal = "REFINE_KILL_JOURNAL" // "1": the child journals tasks
+	envKillJournal = "REFINE_KILL_JOURNAL" // "1": the child journals tasks; "writer": with the journal's writer
 	envKills       = "REFINE_KILLS"        // kills per harness run (default 50)
 	envKillSeed    = "REFINE_KILL_SEED"    // seed of the kill schedule (default 1)
 )
@@ -254,22 +254,57 @@ func (w *killWorker) Integrate(_ context.Context, s killState, outs []iterate.Ou
 	return next, nil
 }
 
+// bytesDir is a checkpoint.Dir that takes the state as bytes only (it is
+// no iterate.StreamSaver), as pgcheckpoint's store: the journal's saves of
+// parallel tasks are then its writer's (iterate's journal.go).
+type bytesDir struct{ d *checkpoint.Dir }
+
+func (b bytesDir) Save(ctx context.Context, c *checkpoint.Checkpoint) error { return b.d.Save(ctx, c) }
+func (b bytesDir) Load(ctx context.Context, session string) (*checkpoint.Checkpoint, error) {
+	return b.d.Load(ctx, session)
+}
+func (b bytesDir) Lock(ctx context.Context, session string) (uint64, func() error, error) {
+	return b.d.Lock(ctx, session)
+}
+func (b bytesDir) Generations(ctx context.Context, session string) ([]*checkpoint.Checkpoint, error) {
+	return b.d.Generations(ctx, session)
+}
+func (b bytesDir) LoadGeneration(ctx context.Context, session string, gen uint64) (*checkpoint.Checkpoint, error) {
+	return b.d.LoadGeneration(ctx, session, gen)
+}
+
+// killJournal is how the loop journals its tasks.
+type killJournal int
+
+const (
+	killNoJournal   killJournal = iota
+	killTasksSave               // a task's own save, the state streamed into the Dir's file
+	killWriterSaves             // the journal's writer, the state as bytes (bytesDir)
+)
+
+func (j killJournal) env() string { return [...]string{"0", "1", "writer"}[j] }
+
 // killEngine is the loop, with the store in dir.
-func killEngine(dir string, journal bool, w *killWorker) iterate.Engine[killState] {
+func killEngine(dir string, journal killJournal, w *killWorker) iterate.Engine[killState] {
 	var persist iterate.Persist
-	if journal {
+	var store iterate.Checkpointer = checkpoint.NewDir(dir)
+	switch journal {
+	case killTasksSave:
 		persist = iterate.Journal
+	case killWriterSaves:
+		persist, store = iterate.Journal, bytesDir{checkpoint.NewDir(dir)}
 	}
 	opts := []iterate.Option{
 		iterate.WithStrategy(killStrategy()),
 		iterate.WithMaxIterations(killIterations),
-		iterate.WithCheckpointer(checkpoint.NewDir(dir), persist),
+		iterate.WithCheckpointer(store, persist),
 		iterate.WithSession(killSession),
 		iterate.WithKeepBest(),
 	}
-	if w.out != nil && journal {
-		// A task's TaskEnded is sent once its journal save has returned:
-		// "ended" says the task is in the journal on disk.
+	if w.out != nil && journal != killNoJournal {
+		// A task's TaskEnded is sent once a save holding it has returned
+		// (its own, the writer's or the iteration's): "ended" says the
+		// task is in the journal on disk, or in its iteration.
 		opts = append(opts, iterate.WithObserver(func(e iterate.Event) {
 			if te, ok := e.(iterate.TaskEnded); ok && te.Err == nil {
 				w.report("ended %s", te.Task.ID())
@@ -341,7 +376,14 @@ func TestKillHarnessChild(t *testing.T) {
 		t.Skip("helper process of TestKillHarness")
 	}
 	w := &killWorker{out: os.Stdout, slow: true}
-	eng := killEngine(dir, os.Getenv(envKillJournal) == "1", w)
+	journal := killNoJournal
+	switch os.Getenv(envKillJournal) {
+	case "1":
+		journal = killTasksSave
+	case "writer":
+		journal = killWriterSaves
+	}
+	eng := killEngine(dir, journal, w)
 	// A context that can end, as a program with signal handling passes:
 	// the loop runs on a goroutine of its own.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -371,7 +413,19 @@ func TestKillHarness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
-	runKillHarness(t, true, killEnvInt(t, envKills, 50))
+	runKillHarness(t, killTasksSave, killEnvInt(t, envKills, 50))
+}
+
+// TestKillHarnessWriter is TestKillHarness with a store that takes the
+// state as bytes, as pgcheckpoint's: the journal's saves of parallel tasks
+// are its writer's, a task that ends during a save is saved by the next,
+// or by the iteration's save, and its TaskEnded ("ended") is sent only
+// once one of them has returned.
+func TestKillHarnessWriter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	runKillHarness(t, killWriterSaves, killEnvInt(t, envKills, 50))
 }
 
 func killEnvInt(t *testing.T, name string, def uint64) uint64 {
@@ -390,7 +444,7 @@ func killEnvInt(t *testing.T, name string, def uint64) uint64 {
 type killHarness struct {
 	t       *testing.T
 	rng     *rand.Rand
-	journal bool
+	journal killJournal
 	want    killSummary
 
 	kills, children, epochs int
@@ -409,7 +463,7 @@ type killEpoch struct {
 	journaled map[string]bool
 }
 
-func runKillHarness(t *testing.T, journal bool, kills uint64) {
+func runKillHarness(t *testing.T, journal killJournal, kills uint64) {
 	seed := killEnvInt(t, envKillSeed, 1)
 	start := time.Now()
 	h := &killHarness{t: t, rng: rand.New(rand.NewPCG(seed, 0x6b696c6c)), journal: journal, killedIn: map[string]int{}, landedIn: map[string]int{}}
@@ -421,8 +475,8 @@ func runKillHarness(t *testing.T, journal bool, kills uint64) {
 		h.epoch(int(kills) - h.kills)
 	}
 	wantTokens := h.want.Usage.Tokens * int64(h.epochs)
-	t.Logf("seed %d, journal %t: %d kills over %d epochs of %d iterations, %d child processes, %v",
-		seed, journal, h.kills, h.epochs, killIterations, h.children, time.Since(start).Round(time.Millisecond))
+	t.Logf("seed %d, journal %s: %d kills over %d epochs of %d iterations, %d child processes, %v",
+		seed, journal.env(), h.kills, h.epochs, killIterations, h.children, time.Since(start).Round(time.Millisecond))
 	t.Logf("kills by the line that set them off: %v", h.killedIn)
 	t.Logf("kills by where they landed (the child's last line, and the kind of its iteration): %v", h.landedIn)
 	t.Logf("every epoch ended as the uninterrupted run: %s, %d iterations, %d tasks (%d failed), %d tokens",
@@ -433,7 +487,7 @@ func runKillHarness(t *testing.T, journal bool, kills uint64) {
 }
 
 // killReference runs the loop uninterrupted, in this process.
-func killReference(t *testing.T, journal bool) killSummary {
+func killReference(t *testing.T, journal killJournal) killSummary {
 	res, err := killEngine(t.TempDir(), journal, &killWorker{}).Run(context.Background(), killState{})
 	if err != nil {
 		t.Fatal(err)
@@ -506,11 +560,7 @@ func (h *killHarness) child(e *killEpoch, kill bool) *killChild {
 	t := h.t
 	h.children++
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKillHarnessChild$")
-	journal := "0"
-	if h.journal {
-		journal = "1"
-	}
-	cmd.Env = append(os.Environ(), envKillChild+"="+e.dir, envKillJournal+"="+journal)
+	cmd.Env = append(os.Environ(), envKillChild+"="+e.dir, envKillJournal+"="+h.journal.env())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -708,7 +758,7 @@ func (h *killHarness) afterKill(e *killEpoch, c *killChild) {
 	if s.Status != string(iterate.Running) && s.Status != string(h.want.Status) {
 		fail("status %q", s.Status)
 	}
-	if !h.journal && len(s.Journaled) > 0 {
+	if h.journal == killNoJournal && len(s.Journaled) > 0 {
 		fail("journal without iterate.Journal: %v", s.Journaled)
 	}
 	// Every task the child reported journaled is in the checkpoint: in its

@@ -338,7 +338,23 @@ const (
 	// plans the interrupted iteration again and takes the journaled tasks'
 	// outcomes instead of running them (a task is matched by iteration,
 	// index, role and main gap, so a strategy that plans differently reruns
-	// it). Each journaled task costs one save.
+	// it). A task's TaskEnded is sent once a save holding it has returned.
+	//
+	// Each journaled task costs at most one save. With a store that takes
+	// the state as bytes (no [StreamSaver], as pgcheckpoint's), the saves
+	// of tasks run in parallel are a group commit, made by a goroutine of
+	// the journal's own, so that a task's end waits for no save: once a
+	// task has ended, the journal waits 1 ms before it saves, then saves
+	// every task that ended by then in one save; a task that ends while a
+	// save is in flight is saved by the next one, with every other that
+	// ended meanwhile; and when the loop has integrated the iteration in
+	// the meantime, the iteration's own save, which the loop starts at
+	// once, takes the place of the journal's (the host's Integrate may
+	// thus run while the journal saves). A finished task is durable at
+	// most 1 ms later than a save of its own, made in turn, would make it:
+	// nothing, against tasks that run for seconds, and less than a round
+	// trip to a database; an iteration of quick tasks then costs one save,
+	// not one more than its tasks.
 	Journal
 	// Cleanup makes a loop that stops cleanly (converged, early exit or at
 	// the iteration limit) remove its session's checkpoints, if the store
@@ -451,9 +467,11 @@ func WithLogger(l *zap.Logger) Option {
 
 // WithObserver adds an observer that receives every [Event], in the loop's
 // goroutine except TaskStarted and TaskEnded, which arrive from the task's
-// goroutine, Warned events of host code ([Warn], Round.Warn), which arrive
-// from the goroutine that raised them, and the task journal's Warned and
-// CheckpointSaved events, which arrive from the task's goroutine. Observers
+// goroutine (TaskEnded, under [Journal], possibly from the goroutine of
+// the save that holds it: see TaskEnded), Warned events of host code
+// ([Warn], Round.Warn), which arrive from the goroutine that raised them,
+// and the task journal's Warned and CheckpointSaved events, which arrive
+// from the task's goroutine or the journal's own. Observers
 // must be quick and safe for concurrent use. An observer that panics ends
 // the run at its next step with a *PanicError (Where "observer"), whichever
 // goroutine the event came from.

@@ -224,6 +224,7 @@ func (r *run[S]) save(ctx context.Context, status Status, reason string) error {
 		r.emit(CheckpointSaved{it: r.at(r.hist.Iteration), Session: r.cfg.session, Generation: r.generation, Status: status,
 			Completed: r.hist.Iteration, Err: err,
 			Duration: time.Since(start), Bytes: r.savedBytes()})
+		r.sendSuperseded()
 	}
 	return err
 }
@@ -291,6 +292,31 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 			return fmt.Errorf("encoding state: %w", err)
 		}
 	}
+	c, err := r.encodeSave(status, reason, journal, state)
+	if err != nil {
+		return err
+	}
+	if streams && encodes {
+		enc := &r.saver.state
+		*enc = stateEncoder{codec: codec, v: r.state}
+		err = storeSaveFrom(ctx, store, c, enc)
+		r.saver.bytes = int64(len(c.Engine)) + enc.cw.n
+		if enc.err != nil {
+			err = fmt.Errorf("encoding state: %w", enc.err)
+		}
+		*enc = stateEncoder{} // keeps neither the state nor the store's writer
+	} else {
+		err = storeSave(ctx, r.cfg.checkpointer, c)
+		c.State = nil // the saver keeps no state until the next save
+	}
+	return r.saved(ctx, c, err)
+}
+
+// encodeSave returns the checkpoint of a save: the engine's record, with
+// journal, encoded, and state, the state's encoding (nil when the store
+// streams it). The checkpoint and its Engine bytes are the saver's,
+// reused by the next save.
+func (r *run[S]) encodeSave(status Status, reason string, journal []entry, state []byte) (*checkpoint.Checkpoint, error) {
 	d := r.data // a shallow copy: the saved-only fields are set on it
 	d.Version = recordVersion
 	d.Settings = r.settings
@@ -308,7 +334,7 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 	}
 	data, err := r.saver.enc.encode(&d, r.durations.pushed)
 	if err != nil {
-		return fmt.Errorf("encoding engine data: %w", err)
+		return nil, fmt.Errorf("encoding engine data: %w", err)
 	}
 	c := &r.saver.c
 	*c = checkpoint.Checkpoint{
@@ -328,20 +354,12 @@ func (r *run[S]) trySave(ctx context.Context, status Status, reason string, jour
 	if status == Escalated && r.data.Escalation != nil {
 		c.Question = r.data.Escalation.Question
 	}
-	if streams && encodes {
-		enc := &r.saver.state
-		*enc = stateEncoder{codec: codec, v: r.state}
-		err = storeSaveFrom(ctx, store, c, enc)
-		r.saver.bytes = int64(len(data)) + enc.cw.n
-		if enc.err != nil {
-			err = fmt.Errorf("encoding state: %w", enc.err)
-		}
-		*enc = stateEncoder{} // keeps neither the state nor the store's writer
-	} else {
-		r.saver.bytes = int64(len(data) + len(state))
-		err = storeSave(ctx, r.cfg.checkpointer, c)
-		c.State = nil // the saver keeps no state until the next save
-	}
+	r.saver.bytes = int64(len(data) + len(state))
+	return c, nil
+}
+
+// saved records that the store saved c (when err is nil) and returns err.
+func (r *run[S]) saved(ctx context.Context, c *checkpoint.Checkpoint, err error) error {
 	if err != nil {
 		return err
 	}

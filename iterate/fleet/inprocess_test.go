@@ -22,13 +22,13 @@ var (
 	sampleWaits     = flag.Bool("fleet.waits", false, "TestThroughputInterleaved: log what the server's backends wait on during the fleet's rounds")
 	onlyWorkers     = flag.Int("fleet.workers", 0, "TestThroughputInterleaved: measure at this many workers only (0: at 1 and at 2)")
 	logJobs         = flag.Bool("fleet.jobs", false, "TestThroughputInterleaved: log the CPU time a session and a job cost, and how long the fleet's jobs waited and ran")
+	abSessions      = flag.Int("fleet.round", 600, "TestThroughputInterleaved: sessions (jobs) measured a round, after the warm-up")
 )
 
 // Interleaved throughput: sizes and settings. A worker of either kind runs
 // abConcurrency at once and fetches as the fleet's River client does at
 // Poll(abPoll): polling every abPoll, at most one fetch per abPoll/10.
 const (
-	abSessions    = 600
 	abWarm        = 40
 	abIterations  = 4
 	abConcurrency = fleet.DefaultConcurrency
@@ -43,7 +43,7 @@ const (
 // alternating order, on fresh schemas, so that a machine loaded by others
 // weighs on both alike. Each side runs in the steady state: its pools'
 // connections all open (warmPool) and abWarm sessions (jobs) run before
-// abSessions are measured. It logs each round's ratio and their median
+// -fleet.round (600) are measured. It logs each round's ratio and their median
 // (BENCHMARKS.md, "Throughput beside River, interleaved in one process");
 // -fleet.jobs adds each side's CPU time per session (job). On demand:
 //
@@ -125,7 +125,7 @@ func waitCompleted(t *testing.T, pool *pgxpool.Pool, schema string, n int) {
 	}
 }
 
-// fleetRate runs abSessions no-op sessions on workers Fleets of this
+// fleetRate runs -fleet.round no-op sessions on workers Fleets of this
 // process, submitted at once once they work, and returns the sessions per
 // second from the submission to the last completion.
 func fleetRate(t *testing.T, workers int) float64 {
@@ -184,15 +184,15 @@ func fleetRate(t *testing.T, workers int) float64 {
 	}
 	meter := startCPU()
 	begin := time.Now()
-	submit("ab", abSessions)
-	waitCompleted(t, pool, schema, abWarm+abSessions)
+	submit("ab", *abSessions)
+	waitCompleted(t, pool, schema, abWarm+*abSessions)
 	elapsed := time.Since(begin)
 	if *logJobs {
 		what := fmt.Sprintf("%d workers, fleet", workers)
-		meter.log(t, what, abSessions)
+		meter.log(t, what, *abSessions)
 		logJobTimes(t, pool, schema, what, begin, elapsed, workers*abConcurrency)
 	}
-	return float64(abSessions) / elapsed.Seconds()
+	return float64(*abSessions) / elapsed.Seconds()
 }
 
 // logJobTimes logs, from River's jobs of schema, how long a job ran
@@ -253,7 +253,7 @@ func waitSampler(t *testing.T, what string) (stop func()) {
 	}
 }
 
-// noopRate runs abSessions River no-op jobs on workers River clients of
+// noopRate runs -fleet.round River no-op jobs on workers River clients of
 // this process, inserted at once once they work, and returns the jobs per
 // second from the insertion to the last completion.
 func noopRate(t *testing.T, workers int) float64 {
@@ -315,10 +315,10 @@ func noopRate(t *testing.T, workers int) float64 {
 	waitCompleted(t, pool, schema, abWarm)
 	meter := startCPU()
 	begin := time.Now()
-	insert(abSessions)
-	waitCompleted(t, pool, schema, abWarm+abSessions)
+	insert(*abSessions)
+	waitCompleted(t, pool, schema, abWarm+*abSessions)
 	if *logJobs {
-		meter.log(t, fmt.Sprintf("%d workers, River", workers), abSessions)
+		meter.log(t, fmt.Sprintf("%d workers, River", workers), *abSessions)
 	}
-	return float64(abSessions) / time.Since(begin).Seconds()
+	return float64(*abSessions) / time.Since(begin).Seconds()
 }
