@@ -99,9 +99,10 @@
 // the context stops promptly and saves the state as interrupted; Resume
 // continues after the last completed iteration, so that an interrupted and
 // resumed loop ends exactly where an uninterrupted one would. With
-// [Journal], every finished task is journaled at once, so that an
-// interruption or a crash in the middle of an iteration loses only the
-// tasks still running. A [Checkpointer] that is also a [Locker] refuses a
+// [Journal], every finished task is journaled at once (within a
+// millisecond, with a store that takes the state as bytes: a group commit,
+// see Journal), so that an interruption or a crash in the middle of an
+// iteration loses only the tasks still running. A [Checkpointer] that is also a [Locker] refuses a
 // second concurrent run of a session and fences the first: a run whose lock
 // was taken over cannot save and stops. A session whose newest checkpoint
 // cannot be read for a reason other than damage (a newer format, a
