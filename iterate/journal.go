@@ -15,14 +15,16 @@ import (
 // journal records the finished tasks of the iteration in flight (see
 // the Journal setting) and replays them after a resume.
 //
-// With several tasks in flight, the journal's saves are written by a
-// goroutine of its own, the writer, so that a task's end does not wait
-// for another's save: a task that ends while a save is in flight is
+// With several tasks in flight and a store that takes the state as bytes
+// (run.asyncJournal), the journal's saves are a group commit written by
+// a goroutine of its own, the writer, so that a task's end does not wait
+// for another's save: the writer waits journalLinger, then saves every
+// task that ended by then; a task that ends while a save is in flight is
 // saved by the next one, with every other that ended meanwhile; and when
-// the loop has integrated the iteration by the time the save in flight
-// ends, the iteration's own save, which holds their work, is that next
-// save (see close). A finished task is thus durable no later than it
-// would be were each task saved in turn, at a save less.
+// the loop has integrated the iteration in the meantime, the iteration's
+// own save, which holds their work, takes the place of the next (see
+// close). A finished task is thus durable at most journalLinger later
+// than it would be were each task saved in turn.
 type journal struct {
 	mu      sync.Mutex
 	entries []entry // of the iteration in flight
